@@ -1,0 +1,35 @@
+# Two commands do all the set-up on a fresh machine: `make run` and `make test`.
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+
+.PHONY: run test lint typecheck unit simulator bench clean
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test,postgres]'
+	touch $(STAMP)
+
+## make run: with Slack credentials, the bot; without, the bot plus a local Slack stand-in.
+run: $(STAMP)
+	$(PY) -m bot run
+
+## make test: lint, type-check and the whole suite (what CI runs).
+test: lint typecheck unit
+
+lint: $(STAMP)
+	$(PY) -m ruff check .
+
+typecheck: $(STAMP)
+	$(PY) -m mypy
+
+unit: $(STAMP)
+	$(PY) -m pytest
+
+## make simulator: the AI Reserve simulator alone on 127.0.0.1:8787 with a virtual clock.
+simulator: $(STAMP)
+	$(PY) -m bot simulator --virtual-clock
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

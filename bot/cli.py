@@ -1,0 +1,101 @@
+"""`cluster-bot` (also `python -m bot`): serve, run, simulator, migrate.
+
+Settings are read and checked here, once; a problem prints one line per setting and exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import sys
+from collections.abc import Sequence
+
+from bot.config import ConfigError, Settings, load_settings
+
+
+def _settings() -> Settings:
+    try:
+        return load_settings()
+    except ConfigError as exc:
+        _die(exc)
+        raise  # unreachable
+
+
+def _die(exc: ConfigError) -> None:
+    for problem in exc.problems:
+        print(f"cluster-bot: configuration: {problem}", file=sys.stderr)  # noqa: T201
+    print("cluster-bot: see .env.example for every setting", file=sys.stderr)  # noqa: T201
+    raise SystemExit(2)
+
+
+def _logging(level: str) -> None:
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+async def _serve(settings: Settings) -> None:
+    from bot import runtime
+
+    async with runtime.start(settings) as rt:
+        await runtime.serve(rt)
+
+
+def cmd_serve(_: argparse.Namespace) -> int:
+    settings = _settings()
+    try:
+        settings.require_slack()
+    except ConfigError as exc:
+        _die(exc)
+    _logging(settings.log_level)
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_serve(settings))
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    settings = _settings()
+    if settings.has_slack_credentials:
+        return cmd_serve(args)
+    from bot.local import run_local
+
+    return run_local(settings)
+
+
+def cmd_simulator(args: argparse.Namespace) -> int:
+    from bot.reserve.simulator import standalone
+
+    return standalone.run(args)
+
+
+def cmd_migrate(_: argparse.Namespace) -> int:
+    from storage.db import Database
+
+    settings = _settings()
+
+    async def migrate() -> None:
+        db = Database(settings.database_url)
+        try:
+            await db.migrate()
+        finally:
+            await db.dispose()
+
+    asyncio.run(migrate())
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="cluster-bot", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("serve", help="connect to Slack (HTTP or Socket Mode)").set_defaults(
+        func=cmd_serve)
+    sub.add_parser("run", help="serve with Slack credentials, else a local Slack in this "
+                   "terminal").set_defaults(func=cmd_run)
+    sim = sub.add_parser("simulator", help="the AI Reserve simulator on its own")
+    from bot.reserve.simulator import standalone
+
+    standalone.add_arguments(sim)
+    sim.set_defaults(func=cmd_simulator)
+    sub.add_parser("migrate", help="apply database migrations").set_defaults(func=cmd_migrate)
+    args = parser.parse_args(argv)
+    return int(args.func(args))

@@ -1,0 +1,29 @@
+"""devslack: a local stand-in for Slack.
+
+`FakeSlack` serves the Web API and response_urls on 127.0.0.1 and records everything;
+`SlackRequests` sends the bot exactly what Slack would (signed slash commands, clicks, view
+submissions, events); `LocalWorkspace` and `terminal.run_repl` put both in a terminal so the
+bot can be used without Slack credentials. Generic over Slack's protocol: nothing here knows
+what the bot does.
+"""
+
+from bot.devslack.blockkit import Button
+from bot.devslack.methods import Violation
+from bot.devslack.requests import Reply, SlackRequests, signed_headers
+from bot.devslack.store import DEFAULT_CHANNELS, DEFAULT_USERS, Message, SlackUser
+from bot.devslack.webapi import ApiCall, FakeSlack, MonotonicClock
+
+__all__ = [
+    "DEFAULT_CHANNELS",
+    "DEFAULT_USERS",
+    "ApiCall",
+    "Button",
+    "FakeSlack",
+    "Message",
+    "MonotonicClock",
+    "Reply",
+    "SlackRequests",
+    "SlackUser",
+    "Violation",
+    "signed_headers",
+]

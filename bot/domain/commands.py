@@ -1,0 +1,51 @@
+"""The `/cluster` commands as typed values (the parser in bot/slack/parsing.py builds them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+USAGE = {
+    "quote": "/cluster quote <accel>x<gpusPerNode> nodes=<N> [storage=<GB> | volume=<id>] "
+             "[location=<id>] [disk=<GB>]   e.g. /cluster quote h100x8 nodes=4",
+    "list": "/cluster list",
+    "status": "/cluster status <cluster-id>   e.g. /cluster status clu_9xQe1",
+    "terminate": "/cluster terminate <cluster-id>   e.g. /cluster terminate clu_9xQe1",
+    "help": "/cluster help",
+}
+SHORT_ACCELERATORS = ("h100", "h200", "b200", "a100", "l40s", "mi300x")
+
+
+@dataclass(frozen=True)
+class QuoteCommand:
+    accelerator: str  # as typed, lower-case: "h100" or a full catalog id
+    gpus_per_node: int
+    nodes: int
+    storage_gb: int | None = None
+    volume_id: str | None = None
+    location: str | None = None
+    root_disk_gb: int | None = None
+
+
+@dataclass(frozen=True)
+class ListCommand:
+    pass
+
+
+@dataclass(frozen=True)
+class StatusCommand:
+    cluster_id: str
+
+
+@dataclass(frozen=True)
+class TerminateCommand:
+    cluster_id: str
+
+
+@dataclass(frozen=True)
+class HelpCommand:
+    unknown: str | None = None  # the word we didn't understand, if that's why help is shown
+
+
+Command = QuoteCommand | ListCommand | StatusCommand | TerminateCommand | HelpCommand
+
+

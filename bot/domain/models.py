@@ -1,0 +1,207 @@
+"""Value objects the services, the repositories and the Block Kit builders share.
+
+All frozen pydantic models; money in integer cents; datetimes aware UTC. Repositories return
+these, never table rows; builders render these, never wire models.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class Actor(Frozen):
+    """Who clicked or typed: always the Slack user id from the signed payload."""
+
+    user_id: str
+    team_id: str | None = None
+
+
+class MessageRef(Frozen):
+    """Where a message the bot edits lives."""
+
+    channel_id: str
+    ts: str
+
+
+class ShapeSpec(Frozen):
+    accelerator: str  # provider catalog id, e.g. "h100-sxm-80gb"
+    gpus_per_node: int
+    nodes: int
+
+    @property
+    def total_gpus(self) -> int:
+        return self.gpus_per_node * self.nodes
+
+
+class QuoteSpec(Frozen):
+    """What `/cluster quote` asked for, with the accelerator already resolved to a catalog id."""
+
+    shape: ShapeSpec
+    storage_gb: int | None = None
+    volume_id: str | None = None
+    location: str | None = None
+    root_disk_gb: int | None = None
+
+
+class PriceLine(Frozen):
+    label: str
+    detail: str
+    hourly_cents: int
+
+
+class QuoteInfo(Frozen):
+    """A provider quote as the bot keeps it: enough to render, approve and launch from."""
+
+    id: str
+    spec: QuoteSpec
+    accelerator_name: str
+    location: str
+    hourly_cents: int
+    per_gpu_hourly_cents: int
+    lines: tuple[PriceLine, ...]
+    availability: str
+    created_at: datetime
+    expires_at: datetime
+    requested_by: str
+    channel_id: str
+
+    @property
+    def daily_cents(self) -> int:
+        return self.hourly_cents * 24
+
+    def is_expired(self, now: datetime) -> bool:
+        return now >= self.expires_at
+
+
+class Workload(Frozen):
+    """Launch settings that do not change the price (contract §2.3)."""
+
+    name: str | None = None
+    image: str | None = None
+    docker_start_cmd: tuple[str, ...] = ()
+    env: dict[str, str] = Field(default_factory=dict)
+    ports: tuple[str, ...] = ()
+    ssh_keys: tuple[str, ...] = ()
+    auto_recovery: bool = False
+
+
+class RequestStatus(enum.StrEnum):
+    PENDING = "pending"  # waiting for an approver
+    APPROVED = "approved"  # approved, launch not started yet
+    LAUNCHING = "launching"  # intent recorded with its idempotency key; provider called
+    LAUNCHED = "launched"  # a cluster exists
+    LAUNCH_FAILED = "launch_failed"  # capacity / payment: kept so it can be retried
+    REJECTED = "rejected"
+    SUPERSEDED = "superseded"  # price or quote changed: a fresh request replaced it
+    CANCELLED = "cancelled"
+    FAILED = "failed"  # the provider refused for good (e.g. invalid settings)
+
+    @property
+    def is_open(self) -> bool:
+        return self in (RequestStatus.PENDING, RequestStatus.APPROVED,
+                        RequestStatus.LAUNCHING, RequestStatus.LAUNCH_FAILED)
+
+
+class LaunchRequest(Frozen):
+    id: str
+    quote_id: str
+    requester_id: str
+    team_id: str | None
+    channel_id: str
+    workload: Workload
+    status: RequestStatus
+    hourly_cents: int  # the rate on the card the approver sees: the rate the launch must match
+    idempotency_key: str | None = None
+    decided_by: str | None = None
+    decided_at: datetime | None = None
+    cluster_id: str | None = None
+    last_error: str | None = None
+    supersedes_id: str | None = None  # the request this one re-asks approval for
+    previous_hourly_cents: int | None = None
+    created_at: datetime
+    updated_at: datetime
+
+
+class Decision(enum.StrEnum):
+    APPROVE = "approve"
+    REJECT = "reject"
+
+
+class Approval(Frozen):
+    request_id: str
+    approver_id: str
+    decision: Decision
+    quote_id: str
+    hourly_cents: int
+    at: datetime
+
+
+class ClusterState(enum.StrEnum):
+    PROVISIONING = "provisioning"
+    RUNNING = "running"
+    DEGRADED = "degraded"
+    TERMINATING = "terminating"
+    TERMINATED = "terminated"
+    FAILED = "failed"
+
+    @property
+    def is_live(self) -> bool:
+        return self in (ClusterState.PROVISIONING, ClusterState.RUNNING, ClusterState.DEGRADED,
+                        ClusterState.TERMINATING)
+
+
+class ClusterRecord(Frozen):
+    """A cluster the bot launched (or adopted) and keeps track of until it stops billing."""
+
+    id: str
+    request_id: str | None
+    owner_id: str
+    channel_id: str
+    name: str | None
+    shape: ShapeSpec
+    accelerator_name: str
+    location: str
+    hourly_cents: int
+    status: ClusterState
+    nodes_ready: int = 0
+    created_at: datetime
+    ready_at: datetime | None = None
+    terminated_at: datetime | None = None
+    termination_reason: str | None = None
+    accrued_cents: int = 0
+    accrued_hours: int = 0
+    volume_id: str | None = None
+    volume_created_with_cluster: bool = False
+    connection_sent_at: datetime | None = None
+    last_error: str | None = None
+    updated_at: datetime
+
+
+class NodeSummary(Frozen):
+    rank: int
+    role: str
+    status: str
+    gpus: int
+    interconnect_address: str | None = None
+    last_error: str | None = None
+
+
+class NodeConnection(Frozen):
+    rank: int
+    ssh_command: str | None
+    interconnect_address: str | None
+
+
+class ConnectionDetails(Frozen):
+    """SSH details: for the owner's DM only — never stored, never posted to a channel."""
+
+    cluster_id: str
+    primary_ssh_command: str
+    nodes: tuple[NodeConnection, ...]

@@ -1,0 +1,31 @@
+"""Ports the services talk through (implemented in bot/slack and storage; twins in tests)."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from bot.domain.models import ClusterRecord, ConnectionDetails
+
+
+class Notifier(Protocol):
+    """What people see. Every method renders the *current* stored state, so calling it again
+    (after a retry or a restart) edits the same Slack messages instead of posting new ones."""
+
+    async def refresh_request(self, request_id: str, *,
+                              superseded_quote_id: str | None = None) -> None:
+        """Post or edit the request's approval card and its progress message; with
+        `superseded_quote_id`, also retire the card of that older quote (no more buttons)."""
+        ...
+
+    async def refresh_cluster(self, cluster_id: str) -> None:
+        """Edit the cluster's progress message to show its current state."""
+        ...
+
+    async def send_connection_details(self, cluster: ClusterRecord,
+                                      details: ConnectionDetails) -> None:
+        """DM the owner, and only the owner, how to reach the nodes."""
+        ...
+
+    async def tell(self, user_id: str, text: str) -> None:
+        """A short direct message to one person."""
+        ...

@@ -1,0 +1,274 @@
+"""Sending one AI Reserve request: headers, timeout, the answer check, and retries (§10).
+
+The client (`client.py`) says *what* to call; this module says *how*: `Transport.send` is the only
+function in the client that looks at an HTTP answer. `200 <= status < 300` is success; anything
+else goes through `errors.error_from_response` (the one status → exception map); no answer at all
+(`aiohttp.ClientError`, a timeout) becomes `TransportError`.
+
+Retry policy (the caller says whether a request is safe to repeat):
+- retried only on answers that mean "try again": 429, 502, 503, 504, `idempotency_key_in_use`
+  and transport failures (`errors.is_retryable_status`). Never on other 4xx, nor on 500: a 500
+  is a bug on the other side and the contract only *allows* retrying it, so it surfaces at once;
+- capped exponential backoff with full jitter, `random() * min(cap, base * 2**attempt)`, and never
+  less than the server's `Retry-After`. A server asking for more than `max_retry_after` seconds is
+  not waited for: the error is raised so a person sees "retry in N s" instead of a silent hang;
+- at most `max_retries` retries, then the last error is raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any, TypeVar
+
+import aiohttp
+from pydantic import BaseModel, ValidationError
+
+from bot.clock import Clock
+from bot.reserve.errors import (
+    ApiError,
+    RateLimited,
+    ServerError,
+    TransportError,
+    error_from_response,
+    is_retryable_status,
+)
+from bot.reserve.schemas import Page, WireRequest
+
+log = logging.getLogger("bot.reserve.client")
+
+M = TypeVar("M", bound=BaseModel)
+
+BACKOFF_BASE_SECONDS = 0.5
+BACKOFF_CAP_SECONDS = 8.0
+MAX_RETRY_AFTER_SECONDS = 60.0
+
+
+def _version() -> str:
+    try:
+        return metadata.version("cluster-bot")
+    except metadata.PackageNotFoundError:  # running from a bare checkout
+        return "0.0.0"
+
+
+USER_AGENT = f"cluster-bot/{_version()}"
+
+
+class UnexpectedResponse(ApiError, ValueError):
+    """A 2xx answer whose body is not what the contract promises (not JSON, or wrong shape)."""
+
+    code = "unexpected_response"
+
+
+def retry_after_of(error: ApiError) -> float | None:
+    """The server's `Retry-After` (already parsed to seconds by `error_from_response`), if any."""
+    if isinstance(error, RateLimited | ServerError):
+        return error.retry_after
+    return None
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Bounded retries with capped, fully jittered exponential backoff."""
+
+    max_retries: int = 3
+    base: float = BACKOFF_BASE_SECONDS
+    cap: float = BACKOFF_CAP_SECONDS
+    max_retry_after: float = MAX_RETRY_AFTER_SECONDS
+
+    def __post_init__(self) -> None:
+        if self.max_retries < 0:
+            raise ValueError("max_retries must be >= 0")
+
+    def backoff(self, attempt: int, random: Callable[[], float]) -> float:
+        """Full jitter: uniform in [0, min(cap, base * 2**attempt)); `attempt` counts from 0."""
+        # Clamp the exponent so an absurd attempt count cannot overflow before min() applies.
+        ceiling = min(self.cap, self.base * 2.0 ** min(attempt, 32))
+        return random() * ceiling
+
+    def delay(
+        self, error: ApiError, *, attempt: int, random: Callable[[], float]
+    ) -> float | None:
+        """Seconds to wait before retry number `attempt + 1`, or None to give up and raise."""
+        if attempt >= self.max_retries or not is_retryable_status(error):
+            return None
+        retry_after = retry_after_of(error)
+        if retry_after is not None and retry_after > self.max_retry_after:
+            return None
+        return max(self.backoff(attempt, random), retry_after or 0.0)
+
+
+def json_or_none(raw: bytes) -> Any:
+    """The JSON in `raw`, or None (e.g. a proxy's HTML error page)."""
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
+
+
+def parse_model(model: type[M], data: Any, *, where: str, status: int) -> M:
+    """Validate a 2xx body; a mismatch is a clear `UnexpectedResponse`, not a pydantic trace."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '<body>'}: {err['msg']}"
+            for err in exc.errors()[:3]
+        )
+        raise UnexpectedResponse(
+            f"{where} answered {status} with a body that is not a {model.__name__} ({problems})",
+            status=status,
+        ) from None
+
+
+def _check_key(key: str) -> str:
+    if not 1 <= len(key) <= 255:
+        raise ValueError("an Idempotency-Key is 1-255 characters (contract §8)")
+    return key
+
+
+class Transport:
+    """Authenticated JSON requests to one AI Reserve base URL, with the retry policy applied."""
+
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        base_url: str,
+        api_key: str,
+        *,
+        timeout: float,
+        policy: RetryPolicy,
+        clock: Clock,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        random: Callable[[], float],
+    ) -> None:
+        self._session = session
+        self.base_url = base_url.rstrip("/")
+        self._api_key = api_key
+        self._timeout = timeout
+        self.policy = policy
+        self.clock = clock
+        self.sleep = sleep
+        self.random = random
+
+    def __repr__(self) -> str:  # never show the key
+        return f"Transport({self.base_url!r})"
+
+    async def send(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: WireRequest | None = None,
+        headers: Mapping[str, str] | None = None,
+        retry: bool,
+        stream: bool = False,
+        auth: bool = True,
+    ) -> aiohttp.ClientResponse:
+        """Send, map the answer, retry what may be retried. A non-stream body is read in full
+        before returning; a stream is returned open, for the caller to release."""
+        sent = {"User-Agent": USER_AGENT, "Accept": "application/json", **(headers or {})}
+        if auth:
+            sent["Authorization"] = f"Bearer {self._api_key}"
+        payload: bytes | None = None
+        if body is not None:
+            payload = json.dumps(body.to_wire(), separators=(",", ":")).encode()
+            sent["Content-Type"] = "application/json; charset=utf-8"
+        # A stream may legitimately last long: bound the connect and each read, not the total.
+        timeout = (
+            aiohttp.ClientTimeout(total=None, sock_connect=self._timeout, sock_read=self._timeout)
+            if stream else aiohttp.ClientTimeout(total=self._timeout)
+        )
+        attempt = 0
+        while True:
+            error: ApiError
+            try:
+                resp = await self._session.request(
+                    method, self.base_url + path, params=params, data=payload, headers=sent,
+                    timeout=timeout,
+                )
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                error = TransportError(f"{method} {path}: no answer ({type(exc).__name__})")
+                log.debug("%s %s -> no answer (%s), attempt %d",
+                          method, path, type(exc).__name__, attempt + 1)
+            else:
+                log.debug("%s %s -> %d (request %s), attempt %d", method, path, resp.status,
+                          resp.headers.get("X-Request-Id"), attempt + 1)
+                ok = 200 <= resp.status < 300
+                if ok and stream:
+                    return resp
+                try:
+                    # Reading to the end hands the connection back; the body stays cached on
+                    # `resp` (an explicit release() would make it unreadable).
+                    raw = await resp.read()
+                except (aiohttp.ClientError, TimeoutError) as exc:
+                    resp.release()
+                    error = TransportError(f"{method} {path}: answer cut off "
+                                           f"({type(exc).__name__})")
+                else:
+                    if ok:
+                        return resp
+                    error = error_from_response(
+                        resp.status, json_or_none(raw), resp.headers, now=self.clock.now()
+                    )
+            delay = None
+            if retry:
+                delay = self.policy.delay(error, attempt=attempt, random=self.random)
+            if delay is None:
+                raise error
+            log.debug("%s %s: retrying in %.2fs after %s", method, path, delay, error.code)
+            await self.sleep(delay)
+            attempt += 1
+
+    async def call(
+        self,
+        model: type[M],
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: WireRequest | None = None,
+        idempotency_key: str | None = None,
+        retry: bool | None = None,
+        auth: bool = True,
+    ) -> M:
+        """One JSON request → one model. Retried by default iff a GET or carrying a key."""
+        headers = None
+        if idempotency_key is not None:
+            headers = {"Idempotency-Key": _check_key(idempotency_key)}
+        if retry is None:
+            retry = method == "GET" or idempotency_key is not None
+        resp = await self.send(method, path, params=params, body=body, headers=headers,
+                               retry=retry, auth=auth)
+        raw = await resp.read()  # buffered by send(): no I/O here
+        where = f"{method} {path}"
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            raise UnexpectedResponse(
+                f"{where} answered {resp.status} with a body that is not JSON", status=resp.status
+            ) from None
+        return parse_model(model, data, where=where, status=resp.status)
+
+    async def paginate(
+        self, model: type[M], path: str, params: Mapping[str, str] | None = None
+    ) -> AsyncIterator[M]:
+        """Every item of a `{data, nextCursor}` list, following `nextCursor` until null."""
+        seen: set[str] = set()
+        cursor: str | None = None
+        while True:
+            query = {**(params or {}), **({"cursor": cursor} if cursor else {})}
+            page = await self.call(Page[dict[str, Any]], "GET", path, params=query)
+            for item in page.data:
+                yield parse_model(model, item, where=f"GET {path}", status=200)
+            if not page.next_cursor:
+                return
+            if page.next_cursor in seen:  # a buggy server would otherwise loop us forever
+                raise UnexpectedResponse(f"GET {path} repeated a cursor", status=200)
+            seen.add(page.next_cursor)
+            cursor = page.next_cursor

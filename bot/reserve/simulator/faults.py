@@ -1,0 +1,135 @@
+"""Injected failures and latency for the simulator server (`POST /_sim/faults`, contract §11).
+
+A rule names a route template (`"POST /v1/clusters/{id}/recover"`, `{…}` matching one path
+segment) and applies to the next `count` matching requests, in the order rules were added:
+
+- `status` 429/500/502/503 answers the contract's error envelope INSTEAD of running the request
+  (429 and 503 carry `Retry-After`): the service refused or failed before doing anything;
+- `status` 504 runs the request first and then answers `provider_timeout`: the outcome really is
+  unknown, which is what a client must reconcile (re-send with the same Idempotency-Key, or GET);
+- `delay_seconds` holds the response that long in REAL time (asyncio.sleep), with or without a
+  status; without one the normal response follows the delay.
+
+Injected answers are never stored under an Idempotency-Key: they stand for transport trouble,
+not for the outcome of the request.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Annotated, Literal
+
+from pydantic import Field, StrictFloat, StrictInt, StrictStr
+
+from bot.reserve.errors import (
+    ApiError,
+    InternalError,
+    InvalidRequest,
+    ProviderError,
+    ProviderTimeout,
+    RateLimited,
+    ServiceUnavailable,
+)
+from bot.reserve.schemas import WireRequest
+
+FaultStatus = Literal[429, 500, 502, 503, 504]
+
+_ROUTE = re.compile(r"^(?P<method>[A-Za-z]+) +(?P<path>/v1(?:/[^\s/?#]+)+)$")
+_PLACEHOLDER = re.compile(r"\{[^{}/]*\}")
+
+
+class FaultRequest(WireRequest):
+    """Body of `POST /_sim/faults`."""
+
+    route: StrictStr
+    status: FaultStatus | None = None
+    count: Annotated[StrictInt, Field(ge=1, le=10_000)] = 1
+    delay_seconds: Annotated[StrictFloat, Field(ge=0, le=30, allow_inf_nan=False)] | None = None
+    retry_after_seconds: Annotated[StrictInt, Field(ge=1, le=3600)] = 1
+
+
+@dataclass
+class FaultRule:
+    """One armed rule; `remaining` counts down as matching requests consume it."""
+
+    method: str
+    template: str
+    pattern: re.Pattern[str]
+    status: int | None
+    remaining: int
+    delay_seconds: float
+    retry_after_seconds: int
+
+    def to_wire(self) -> dict[str, object]:
+        return {
+            "route": f"{self.method} {self.template}",
+            "status": self.status,
+            "remaining": self.remaining,
+            "delaySeconds": self.delay_seconds,
+            "retryAfterSeconds": self.retry_after_seconds,
+        }
+
+    @property
+    def fails_after_running(self) -> bool:
+        return self.status == 504
+
+    def error(self) -> ApiError:
+        """The contract envelope this rule answers with (only when `status` is set)."""
+        message = f"Injected fault on {self.method} {self.template}."
+        retry = float(self.retry_after_seconds)
+        if self.status == 429:
+            return RateLimited(
+                message, retry_after=retry,
+                details={"retryAfterSeconds": self.retry_after_seconds, "window": "injected"},
+            )
+        if self.status == 503:
+            return ServiceUnavailable(message, retry_after=retry)
+        if self.status == 502:
+            return ProviderError(message, details={"retryable": True})
+        if self.status == 504:
+            return ProviderTimeout(f"{message} The request was carried out: outcome unknown.")
+        return InternalError(message)
+
+
+@dataclass
+class FaultInjector:
+    """The armed rules, consumed first-added first."""
+
+    rules: list[FaultRule] = field(default_factory=list)
+
+    def add(self, req: FaultRequest) -> FaultRule:
+        match = _ROUTE.match(req.route.strip())
+        if match is None:
+            raise InvalidRequest(
+                "route must look like 'METHOD /v1/path', e.g. 'POST /v1/clusters/{id}/recover'.",
+                details={"field": "route", "reason": "invalid_route"},
+            )
+        if req.status is None and req.delay_seconds is None:
+            raise InvalidRequest(
+                "A fault needs a status, a delaySeconds, or both.",
+                details={"field": "status", "reason": "missing"},
+            )
+        template = match["path"]
+        pieces = _PLACEHOLDER.split(template)
+        pattern = re.compile("^" + "[^/]+".join(re.escape(p) for p in pieces) + "$")
+        rule = FaultRule(
+            method=match["method"].upper(), template=template, pattern=pattern, status=req.status,
+            remaining=req.count, delay_seconds=req.delay_seconds or 0.0,
+            retry_after_seconds=req.retry_after_seconds,
+        )
+        self.rules.append(rule)
+        return rule
+
+    def take(self, method: str, path: str) -> FaultRule | None:
+        """Consume one use of the first rule matching this request, if any."""
+        for rule in self.rules:
+            if rule.method == method and rule.pattern.match(path):
+                rule.remaining -= 1
+                if rule.remaining <= 0:
+                    self.rules.remove(rule)
+                return rule
+        return None
+
+    def clear(self) -> None:
+        self.rules.clear()

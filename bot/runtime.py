@@ -1,0 +1,159 @@
+"""The only place that wires everything together, in one AsyncExitStack.
+
+    Settings → Database (migrated) → aiohttp session → AI Reserve client (real, or the embedded
+    simulator on loopback) → Slack Web API client → notifier → services → Bolt app → scheduler.
+
+`start()` yields a running `Runtime`; leaving it closes everything in reverse order. `serve()`
+then exposes the Bolt app over HTTP (`/slack/events`) or Socket Mode.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+
+import aiohttp
+from aiohttp import web
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.clock import Clock, SystemClock
+from bot.config import Settings
+from bot.jobs.scheduler import build_scheduler
+from bot.reserve.client import AsyncAIReserveClient
+from bot.reserve.simulator.config import SimConfig
+from bot.reserve.simulator.embedded import EmbeddedSimulator
+from bot.services.approvals import ApprovalService
+from bot.services.clusters import ClusterQueries
+from bot.services.container import Services
+from bot.services.launching import LaunchService
+from bot.services.quoting import QuotingService
+from bot.services.termination import TerminationService
+from bot.services.tracking import TrackingService
+from bot.slack.app import build_app, http_app
+from bot.slack.inflight import InFlight
+from bot.slack.notifier import SlackNotifier
+from bot.slack.retry import Sleep, retry_handlers
+from storage.db import Database
+
+log = logging.getLogger(__name__)
+
+SIMULATOR_KEY = "embedded-simulator"
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    clock: Clock
+    db: Database
+    provider: AsyncAIReserveClient
+    simulator: EmbeddedSimulator | None
+    slack: AsyncWebClient
+    services: Services
+    bolt: AsyncApp
+    inflight: InFlight
+
+    async def settle(self) -> None:
+        """Wait until no listener and no launch is still working (after an ack)."""
+        while True:
+            await self.inflight.idle()
+            await self.services.launching.drain()
+            if self.inflight.count == 0 and not self.services.launching.busy:
+                return
+
+
+@asynccontextmanager
+async def start(settings: Settings, *, clock: Clock | None = None,
+                sim_config: SimConfig | None = None, scheduler: bool = True,
+                slack_sleep: Sleep = asyncio.sleep) -> AsyncIterator[Runtime]:
+    clock = clock or SystemClock()
+    async with AsyncExitStack() as stack:
+        db = Database(settings.database_url)
+        stack.push_async_callback(db.dispose)
+        await db.migrate()
+
+        session = await stack.enter_async_context(aiohttp.ClientSession())
+        simulator: EmbeddedSimulator | None = None
+        if settings.uses_simulator:
+            simulator = await stack.enter_async_context(
+                EmbeddedSimulator(sim_config or SimConfig.fast(), clock))
+            base_url, key = simulator.base_url, SIMULATOR_KEY
+            log.info("no AI Reserve key configured: using the embedded simulator at %s",
+                     base_url)
+        else:
+            assert settings.aireserve_api_url and settings.aireserve_api_key
+            base_url = settings.aireserve_api_url
+            key = settings.aireserve_api_key.get_secret_value()
+        provider = AsyncAIReserveClient(session, base_url, key, clock=clock)
+
+        token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
+        slack = AsyncWebClient(token=token, base_url=settings.slack_api_url,
+                               retry_handlers=retry_handlers(slack_sleep))
+        notifier = SlackNotifier(client=slack, db=db, clock=clock,
+                                 approvals_channel=settings.approvals_channel or "")
+        quoting = QuotingService(provider=provider, db=db, clock=clock)
+        launching = LaunchService(db=db, provider=provider, quoting=quoting,
+                                  notifier=notifier, clock=clock)
+        tracking = TrackingService(db=db, provider=provider, notifier=notifier, clock=clock)
+        services = Services(
+            clock=clock, quoting=quoting, launching=launching, tracking=tracking,
+            approvals=ApprovalService(db=db, quoting=quoting, notifier=notifier,
+                                      launcher=launching, approvers=settings.approvers,
+                                      clock=clock),
+            termination=TerminationService(db=db, provider=provider, tracking=tracking,
+                                           approvers=settings.approvers, clock=clock),
+            clusters=ClusterQueries(db=db, provider=provider, tracking=tracking),
+        )
+        stack.push_async_callback(launching.drain)
+        secret = (settings.slack_signing_secret.get_secret_value()
+                  if settings.slack_signing_secret else None)
+        inflight = InFlight()
+        bolt = build_app(services=services, client=slack, signing_secret=secret,
+                         inflight=inflight)
+        stack.push_async_callback(inflight.idle)  # finish listener work before closing
+
+        # Carry on whatever a previous run left half-done before taking new work.
+        await launching.resume(at_start=True)
+        if scheduler:
+            jobs = build_scheduler(services,
+                                   poll_interval_seconds=settings.poll_interval_seconds)
+            jobs.start()
+            stack.callback(jobs.shutdown, wait=False)
+        yield Runtime(settings=settings, clock=clock, db=db, provider=provider,
+                      simulator=simulator, slack=slack, services=services, bolt=bolt,
+                      inflight=inflight)
+
+
+@asynccontextmanager
+async def http_site(runtime: Runtime, *, host: str = "0.0.0.0",
+                    port: int | None = None) -> AsyncIterator[str]:
+    """Serve `/slack/events` over HTTP; yields the base URL it listens on."""
+    secret = runtime.settings.slack_signing_secret
+    assert secret is not None
+    runner = web.AppRunner(http_app(runtime.bolt, signing_secret=secret.get_secret_value()))
+    await runner.setup()
+    site = web.TCPSite(runner, host, runtime.settings.port if port is None else port)
+    await site.start()
+    try:
+        bound = runner.addresses[0][1]
+        yield f"http://{'127.0.0.1' if host == '0.0.0.0' else host}:{bound}"
+    finally:
+        await runner.cleanup()
+
+
+async def serve(runtime: Runtime) -> None:
+    """Run until cancelled: Socket Mode when an app token is set, HTTP otherwise."""
+    if runtime.settings.slack_app_token is not None:
+        from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
+
+        handler = AsyncSocketModeHandler(
+            runtime.bolt, runtime.settings.slack_app_token.get_secret_value())
+        log.info("connecting to Slack over Socket Mode")
+        await handler.start_async()  # type: ignore[no-untyped-call]
+        return
+    async with http_site(runtime) as url:
+        log.info("listening for Slack on %s/slack/events", url)
+        await asyncio.Event().wait()

@@ -1,0 +1,24 @@
+"""The services a Slack listener can call, bundled (built in bot/runtime.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.clock import Clock
+from bot.services.approvals import ApprovalService
+from bot.services.clusters import ClusterQueries
+from bot.services.launching import LaunchService
+from bot.services.quoting import QuotingService
+from bot.services.termination import TerminationService
+from bot.services.tracking import TrackingService
+
+
+@dataclass(frozen=True)
+class Services:
+    clock: Clock
+    quoting: QuotingService
+    approvals: ApprovalService
+    launching: LaunchService
+    tracking: TrackingService
+    termination: TerminationService
+    clusters: ClusterQueries

@@ -1,0 +1,37 @@
+"""Plain-language answers for AI Reserve failures: written once, used by every service."""
+
+from __future__ import annotations
+
+from bot.domain.errors import Conflict, DomainError, InvalidCommand, ProviderUnavailable
+from bot.domain.errors import UnknownResource as Unknown
+from bot.reserve import errors as api
+
+
+def explain(exc: api.ApiError, *, usage: str = "") -> DomainError:
+    """Map a provider error to what the person is told, with what to do next."""
+    if isinstance(exc, api.InvalidShape):
+        note = (" Larger clusters are arranged through AI Reserve sales."
+                if exc.sales_contact else "")
+        return InvalidCommand(f"AI Reserve refused the shape: {exc.message}{note}",
+                              bad_part=exc.field, usage=usage)
+    if isinstance(exc, api.InvalidRequest):
+        return InvalidCommand(f"AI Reserve refused the request: {exc.message}",
+                              bad_part=exc.field, usage=usage)
+    if isinstance(exc, api.NotFound):
+        return Unknown(exc.resource or "resource", str(exc.details.get("id", "")) or "that id")
+    if isinstance(exc, api.VolumeAttached):
+        return Conflict(f"Volume `{exc.volume_id}` is attached to cluster `{exc.cluster_id}`; "
+                        "terminate that cluster first.")
+    if isinstance(exc, api.PaymentRequired):
+        return Conflict("AI Reserve needs the account topped up before launching: "
+                        f"{exc.message}")
+    if isinstance(exc, api.RateLimited):
+        wait = f" Try again in {exc.retry_after_seconds} s." if exc.retry_after_seconds else ""
+        return ProviderUnavailable(f"AI Reserve is rate limiting us right now.{wait}")
+    if isinstance(exc, api.ServerError | api.TransportError):
+        return ProviderUnavailable("AI Reserve didn't answer in time or failed "
+                                   f"({exc.code}). Nothing was changed; please try again shortly.")
+    if isinstance(exc, api.Unauthenticated | api.Forbidden):
+        return ProviderUnavailable("The bot's AI Reserve key was refused; ask an admin to "
+                                   "check AIRESERVE_API_KEY.")
+    return Conflict(f"AI Reserve said no: {exc.message}")

@@ -1,0 +1,114 @@
+"""Quoting: resolve the accelerator against the catalog, check the shape, price, remember."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from bot.clock import Clock
+from bot.domain import policies
+from bot.domain.commands import SHORT_ACCELERATORS, USAGE, QuoteCommand
+from bot.domain.errors import InvalidCommand
+from bot.domain.models import Actor, PriceLine, QuoteInfo, QuoteSpec, ShapeSpec
+from bot.reserve import errors as api
+from bot.reserve.port import ClusterProvider
+from bot.reserve.schemas import Accelerator, Quote
+from bot.services.provider_errors import explain
+from storage.db import Database
+
+CATALOG_TTL = timedelta(minutes=10)
+
+
+class QuotingService:
+    """Turns `/cluster quote …` into a stored provider quote."""
+
+    def __init__(self, *, provider: ClusterProvider, db: Database, clock: Clock) -> None:
+        self._provider = provider
+        self._db = db
+        self._clock = clock
+        self._catalog: list[Accelerator] = []
+        self._catalog_at: datetime | None = None
+
+    async def catalog(self) -> list[Accelerator]:
+        now = self._clock.now()
+        fresh = self._catalog_at is not None and now - self._catalog_at < CATALOG_TTL
+        if not fresh or not self._catalog:
+            try:
+                self._catalog = await self._provider.list_accelerators()
+            except api.ApiError as exc:
+                raise explain(exc) from exc
+            self._catalog_at = now
+        return self._catalog
+
+    async def resolve(self, typed: str) -> Accelerator:
+        """`h100` → `h100-sxm-80gb`; a full catalog id is taken as is."""
+        catalog = [a for a in await self.catalog() if a.cluster_capable]
+        exact = [a for a in catalog if a.id == typed]
+        matches = exact or [a for a in catalog if a.id.startswith(typed + "-")]
+        if len(matches) == 1:
+            return matches[0]
+        known = ", ".join(s for s in SHORT_ACCELERATORS
+                          if any(a.id.startswith(s + "-") for a in catalog))
+        if not matches:
+            raise InvalidCommand(f"Unknown accelerator `{typed}`. Cluster accelerators: {known}.",
+                                 bad_part=typed, usage=USAGE["quote"])
+        raise InvalidCommand(f"`{typed}` matches several accelerators: "
+                             f"{', '.join(a.id for a in matches)}; use the full id.",
+                             bad_part=typed, usage=USAGE["quote"])
+
+    async def quote(self, cmd: QuoteCommand, *, actor: Actor, channel_id: str) -> QuoteInfo:
+        accelerator = await self.resolve(cmd.accelerator)
+        policies.check_gpus_per_node(
+            cmd.gpus_per_node, accelerator_label=accelerator.name,
+            machine_max=accelerator.max_gpus_per_node, usage=USAGE["quote"],
+        )
+        spec = QuoteSpec(
+            shape=ShapeSpec(accelerator=accelerator.id, gpus_per_node=cmd.gpus_per_node,
+                            nodes=cmd.nodes),
+            storage_gb=cmd.storage_gb, volume_id=cmd.volume_id, location=cmd.location,
+            root_disk_gb=cmd.root_disk_gb,
+        )
+        return await self.quote_spec(spec, accelerator_name=accelerator.name,
+                                     requested_by=actor.user_id, channel_id=channel_id)
+
+    async def quote_spec(self, spec: QuoteSpec, *, accelerator_name: str, requested_by: str,
+                         channel_id: str) -> QuoteInfo:
+        """Price a spec at the provider and store it (also used to re-quote for re-approval)."""
+        try:
+            wire = await self._provider.quote_cluster(
+                spec.shape.accelerator, spec.shape.gpus_per_node, spec.shape.nodes,
+                location=spec.location, root_disk_gb=spec.root_disk_gb,
+                storage_gb=spec.storage_gb, volume_id=spec.volume_id,
+            )
+        except api.ApiError as exc:
+            raise explain(exc, usage=USAGE["quote"]) from exc
+        info = quote_info(wire, spec=spec, accelerator_name=accelerator_name,
+                          requested_by=requested_by, channel_id=channel_id)
+        async with self._db.transaction() as repos:
+            await repos.quotes.add(info)
+        return info
+
+
+def quote_info(wire: Quote, *, spec: QuoteSpec, accelerator_name: str, requested_by: str,
+               channel_id: str) -> QuoteInfo:
+    b = wire.breakdown
+    lines = [
+        PriceLine(label="GPUs", detail=f"{b.gpus.count} × ${b.gpus.per_gpu_hourly_cents / 100:.2f}"
+                  "/GPU-h", hourly_cents=b.gpus.hourly_cents),
+        PriceLine(label="Root disks",
+                  detail=f"{b.root_disks.count} × {b.root_disks.size_gb_each} GB",
+                  hourly_cents=b.root_disks.hourly_cents),
+    ]
+    if b.shared_volume is not None:
+        lines.append(PriceLine(label="Shared volume", detail=f"{b.shared_volume.size_gb} GB",
+                               hourly_cents=b.shared_volume.hourly_cents))
+    lines.append(PriceLine(label="Interconnect", detail="included",
+                           hourly_cents=b.interconnect.hourly_cents))
+    # The spec keeps what the provider actually priced (it picks a location when none was given).
+    priced = spec.model_copy(update={"location": wire.location,
+                                     "root_disk_gb": wire.root_disk_gb})
+    return QuoteInfo(
+        id=wire.id, spec=priced, accelerator_name=accelerator_name, location=wire.location,
+        hourly_cents=wire.rate.hourly_cents, per_gpu_hourly_cents=wire.rate.per_gpu_hourly_cents,
+        lines=tuple(lines), availability=wire.availability.value, created_at=wire.created_at,
+        expires_at=wire.expires_at, requested_by=requested_by, channel_id=channel_id,
+    )

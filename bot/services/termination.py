@@ -1,0 +1,46 @@
+"""Termination: the owner or an approver ends a cluster — always accepted, even mid-provision."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from bot.clock import Clock
+from bot.domain import policies
+from bot.domain.errors import Conflict, UnknownResource
+from bot.domain.models import Actor, ClusterRecord
+from bot.reserve import errors as api
+from bot.reserve.port import ClusterProvider
+from bot.services.provider_errors import explain
+from bot.services.tracking import TrackingService
+from storage.db import Database
+
+
+class TerminationService:
+    def __init__(self, *, db: Database, provider: ClusterProvider, tracking: TrackingService,
+                 approvers: Collection[str], clock: Clock) -> None:
+        self._db = db
+        self._provider = provider
+        self._tracking = tracking
+        self._approvers = frozenset(approvers)
+        self._clock = clock
+
+    async def check(self, *, cluster_id: str, actor: Actor) -> ClusterRecord:
+        """Who may terminate, and is there anything left to terminate? (before the confirm)"""
+        async with self._db.transaction() as repos:
+            record = await repos.clusters.get(cluster_id)
+        if record is None:
+            raise UnknownResource("cluster", cluster_id)
+        policies.ensure_can_act_on_cluster(record, actor, self._approvers)
+        if not record.status.is_live or record.status.value == "terminating":
+            raise Conflict(f"`{cluster_id}` is already {record.status.value}.")
+        return record
+
+    async def terminate(self, *, cluster_id: str, actor: Actor) -> ClusterRecord:
+        await self.check(cluster_id=cluster_id, actor=actor)
+        try:
+            wire = await self._provider.terminate_cluster(cluster_id)
+        except api.ApiError as exc:
+            raise explain(exc) from exc
+        record = await self._tracking.sync(cluster_id, wire=wire)
+        assert record is not None
+        return record

@@ -1,0 +1,76 @@
+"""Build the Bolt app: one listener module per Slack surface, the error handler, the HTTP route.
+
+Bolt's request verification (signature + 5-minute timestamp window) guards every HTTP request:
+unsigned, forged or stale requests get 401 before any listener runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from aiohttp import web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_sdk.signature import SignatureVerifier
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.services.container import Services
+from bot.slack import actions, commands, errors, home, views
+from bot.slack.inflight import InFlight
+
+log = logging.getLogger(__name__)
+
+EVENTS_PATH = "/slack/events"
+MAX_BODY = 1 << 20
+
+
+def build_app(*, services: Services, client: AsyncWebClient, signing_secret: str | None,
+              inflight: InFlight) -> AsyncApp:
+    app = AsyncApp(
+        client=client,
+        signing_secret=signing_secret,
+        process_before_response=False,  # ack first; the listener's work runs after the 200
+        raise_error_for_unhandled_request=False,
+        logger=logging.getLogger("slack_bolt"),
+    )
+    commands.register(app, services)
+    actions.register(app, services)
+    views.register(app, services)
+    home.register(app, services)
+    app.error(errors.on_error)
+    inflight.install(app)
+    return app
+
+
+def http_app(bolt: AsyncApp, *, signing_secret: str) -> web.Application:
+    """The aiohttp application Slack's HTTP mode talks to."""
+    verifier = SignatureVerifier(signing_secret)
+    refused = {"error": "invalid request"}
+
+    async def events(request: web.Request) -> web.Response:
+        raw = await request.read()
+        # Verify before parsing: a forged body never reaches a parser (Bolt checks again).
+        if not verifier.is_valid_request(raw, dict(request.headers)):
+            return web.json_response(refused, status=401)
+        try:
+            bolt_request = AsyncBoltRequest(body=raw.decode("utf-8"),
+                                            query=request.query_string,
+                                            headers=dict(request.headers))
+        except (UnicodeDecodeError, ValueError, TypeError, KeyError):
+            log.warning("a signed Slack request that doesn't parse")
+            return web.json_response(refused, status=401)
+        response = await bolt.async_dispatch(bolt_request)
+        # Let the listener task Bolt just scheduled start (and register as in flight) before
+        # Slack gets its answer: a yield, not a wait.
+        await asyncio.sleep(0)
+        return await to_aiohttp_response(response)
+
+    async def health(_: web.Request) -> web.Response:
+        return web.json_response({"ok": True})
+
+    web_app = web.Application(client_max_size=MAX_BODY)
+    web_app.router.add_post(EVENTS_PATH, events)
+    web_app.router.add_get("/healthz", health)
+    return web_app

@@ -1,0 +1,308 @@
+"""Everything about a cluster once asked for: the progress message, the owner's connection DM,
+`/cluster list`, `/cluster status` and the terminate prompt.
+
+Only `connection_dm` carries SSH details; it goes to the owner's DM and nowhere else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from slack_sdk.models.blocks import Block, ButtonElement
+
+from bot.domain.models import (
+    Approval,
+    ClusterRecord,
+    ClusterState,
+    ConnectionDetails,
+    Decision,
+    LaunchRequest,
+    NodeSummary,
+    QuoteInfo,
+    RequestStatus,
+)
+from bot.slack.blocks.approval import deciders
+from bot.slack.blocks.format import (
+    ERROR_MAX,
+    ID_MAX,
+    NAME_MAX,
+    clip,
+    code,
+    duration,
+    escape,
+    escaped,
+    fit_lines,
+    hourly,
+    money,
+    payload_len,
+    shape_label,
+    user,
+    when,
+)
+from bot.slack.blocks.message import (
+    Message,
+    actions,
+    button,
+    compose,
+    confirm,
+    context,
+    header,
+    section,
+)
+from bot.slack.ids import Action, ClusterRef
+
+TERMINABLE = (ClusterState.PROVISIONING, ClusterState.RUNNING, ClusterState.DEGRADED)
+READINESS_CAVEAT = ("_Running_ is infrastructure readiness, not your app's health: run your own "
+                    "readiness check before sending traffic.")
+# Sizes in JSON payload characters (`payload_len`): a list stays well under Slack's ~13k budget.
+LIST_TEXT_BUDGET = 9000
+SECTION_BUDGET = 2800
+
+
+def request_progress(
+    req: LaunchRequest,
+    q: QuoteInfo,
+    cluster: ClusterRecord | None,
+    *,
+    now: datetime,
+    approvals: Sequence[Approval] = (),
+) -> Message:
+    """The one message per request in the requester's channel, edited as the request moves."""
+    if cluster is not None:
+        state = cluster_state_line(cluster, now=now)
+        notes = _cluster_notes(cluster, auto_recovery=req.workload.auto_recovery)
+    else:
+        state, notes = _request_state_line(req, approvals), []
+    label = escaped(shape_label(q.spec.shape, q.accelerator_name))
+    who = f"Requested by {user(req.requester_id)} · request {code(escaped(req.id, ID_MAX))}"
+    if cluster is not None:
+        who += f" · cluster {_cluster_ref(cluster)}"
+    blocks: list[Block] = [
+        section(state),
+        section(f"*{label}* in {escaped(q.location, ID_MAX)} · *{hourly(req.hourly_cents)}* "
+                f"for the whole cluster · {money(req.hourly_cents * 24)} per day\n{who}"),
+        *(context(note) for note in notes),
+    ]
+    if cluster is not None and cluster.status in TERMINABLE:
+        blocks.append(actions(terminate_button(cluster)))
+    fallback = f"{escaped(shape_label(q.spec.shape, q.accelerator_name))}: {_plain(state)}"
+    return compose(fallback, blocks, key="progress")
+
+
+def connection_dm(c: ClusterRecord, details: ConnectionDetails) -> Message:
+    """The owner's DM with SSH commands and interconnect addresses (never posted in a channel)."""
+    lines = []
+    for node in details.nodes:
+        ssh = code(escaped(node.ssh_command, 300)) if node.ssh_command else "_not reachable yet_"
+        addr = (f" · interconnect {code(escaped(node.interconnect_address, ID_MAX))}"
+                if node.interconnect_address else "")
+        lines.append(f"• rank {node.rank}: {ssh}{addr}")
+    lines = fit_lines(lines, SECTION_BUDGET, "…and {n} more nodes")
+    rate = hourly(c.hourly_cents)
+    blocks: list[Block] = [
+        header(f"Cluster {c.id} is ready"),
+        section(f"{_cluster_ref(c)}: {escaped(shape_label(c.shape, c.accelerator_name))} in "
+                f"{escaped(c.location, ID_MAX)}\n*Primary node (rank 0):*\n"
+                f"```{escaped(details.primary_ssh_command, 1000)}```"),
+        section("*Every node*\n" + ("\n".join(lines) or "_no nodes listed_")),
+        context(f":moneybag: It bills {rate} ({money(c.hourly_cents * 24)} per day) until "
+                f"terminated: `/cluster terminate {escape(c.id)}`"),
+        context(READINESS_CAVEAT),
+    ]
+    return compose(f"Cluster {escaped(c.id, ID_MAX)} is ready — it bills {rate} until terminated",
+                   blocks, key="connect")
+
+
+def cluster_list(clusters: Sequence[ClusterRecord], *, now: datetime) -> Message:
+    """`/cluster list`: one line per cluster, summarising the overflow past the size budget."""
+    if not clusters:
+        return compose("No live clusters", [section("No live clusters.")], key="list")
+    total = sum(c.hourly_cents for c in clusters)
+    blocks: list[Block] = [
+        header(f"Live clusters ({len(clusters)})"),
+        section(f"{len(clusters)} cluster{'s' if len(clusters) != 1 else ''} · together "
+                f"*{hourly(total)}* ({money(total * 24)} per day)"),
+    ]
+    more = "…and {n} more. `/cluster status <id>` shows one cluster."
+    lines = fit_lines([_list_line(c, now=now) for c in clusters], LIST_TEXT_BUDGET, more)
+    chunk: list[str] = []
+    for line in lines:
+        if chunk and payload_len("\n".join([*chunk, line])) > SECTION_BUDGET:
+            blocks.append(section("\n".join(chunk)))
+            chunk = []
+        chunk.append(line)
+    blocks.append(section("\n".join(chunk)))
+    return compose(f"{len(clusters)} live clusters at {hourly(total)} together", blocks,
+                   key="list")
+
+
+def cluster_status(
+    c: ClusterRecord, *, now: datetime, nodes: Sequence[NodeSummary] = ()
+) -> Message:
+    """`/cluster status <id>`: everything about one cluster except how to log in."""
+    ready = when(c.ready_at) if c.ready_at else "not yet"
+    hours = f"{c.accrued_hours} billed hour{'s' if c.accrued_hours != 1 else ''}"
+    blocks: list[Block] = [
+        header(f"Cluster {c.id}"),
+        section(cluster_state_line(c, now=now)),
+        section(fields=[
+            f"*Name*\n{escaped(c.name) if c.name else '_none_'}",
+            f"*Shape*\n{escaped(shape_label(c.shape, c.accelerator_name))}",
+            f"*Location*\n{escaped(c.location, ID_MAX)}",
+            f"*Locked rate*\n{hourly(c.hourly_cents)} ({money(c.hourly_cents * 24)} per day)",
+            f"*Ready since*\n{ready}",
+            f"*Accrued so far*\n{money(c.accrued_cents)} over {hours} (AI Reserve's figures)",
+            f"*Owner*\n{user(c.owner_id)}",
+            f"*Volume*\n{_volume(c)}",
+        ]),
+    ]
+    if nodes:
+        blocks.append(section("*Nodes*\n" + "\n".join(_node_lines(nodes))))
+    blocks.extend(context(note) for note in _cluster_notes(c, auto_recovery=None))
+    if c.status in TERMINABLE:
+        blocks.append(actions(terminate_button(c)))
+    return compose(f"Cluster {escaped(c.id, ID_MAX)}: {_plain(cluster_state_line(c, now=now))}",
+                   blocks, key="status")
+
+
+def terminate_prompt(c: ClusterRecord) -> Message:
+    """The ephemeral answer to `/cluster terminate <id>`: one button, behind a confirm."""
+    rate = hourly(c.hourly_cents)
+    text = (f"Terminate {_cluster_ref(c)} ({escaped(shape_label(c.shape, c.accelerator_name))}, "
+            f"{escaped(c.location, ID_MAX)})? It bills *{rate}* until terminated. Terminating "
+            "cannot be undone: every node and its root disk are destroyed.")
+    if c.volume_id:
+        text += (f"\nThe shared volume {code(escaped(c.volume_id, ID_MAX))} is kept and bills "
+                 "on its own until someone deletes it.")
+    blocks: list[Block] = [section(text)]
+    if c.status in TERMINABLE:
+        blocks.append(actions(terminate_button(c)))
+    else:
+        blocks.append(context(f"It is already {c.status.value}: nothing to terminate."))
+    return compose(f"Terminate cluster {escaped(c.id, ID_MAX)} ({rate})?", blocks,
+                   key="terminate")
+
+
+def terminate_button(c: ClusterRecord) -> ButtonElement:
+    """Terminate (danger), with a confirm that states the rate and that it is final."""
+    rate, per_day = money(c.hourly_cents), money(c.hourly_cents * 24)
+    return button(
+        "Terminate", action_id=Action.TERMINATE, value=ClusterRef(cluster_id=c.id).pack(),
+        style="danger",
+        confirm=confirm(
+            f"Terminate cluster {c.id}?",
+            f"Cluster {c.id} bills {rate} per hour ({per_day} per day) until terminated. "
+            "Terminating stops the billing and cannot be undone: every node and its root disk "
+            "are destroyed.",
+            ok="Terminate", deny="Keep it running", danger=True,
+        ),
+    )
+
+
+def cluster_state_line(c: ClusterRecord, *, now: datetime) -> str:
+    """The cluster's state in one emphasised mrkdwn line."""
+    rate = hourly(c.hourly_cents)
+    if c.status is ClusterState.PROVISIONING:
+        return f":gear: *Provisioning — nodes ready {c.nodes_ready}/{c.shape.nodes}*"
+    if c.status is ClusterState.RUNNING:
+        since = when(c.ready_at or c.updated_at)
+        return f":large_green_circle: *Running since {since} at {rate} (locked)*"
+    if c.status is ClusterState.DEGRADED:
+        return (f":large_orange_circle: *Degraded: a node is down.* The cluster keeps billing "
+                f"the full {rate} until someone acts.")
+    if c.status is ClusterState.TERMINATING:
+        return ":stop_button: *Terminating* — billing has stopped"
+    if c.status is ClusterState.TERMINATED:
+        ended = c.terminated_at or c.updated_at
+        began = c.ready_at or c.created_at
+        hours = f"{c.accrued_hours} billed hour{'s' if c.accrued_hours != 1 else ''}"
+        return (f":checkered_flag: *Terminated at {when(ended)} after "
+                f"{duration((ended - began).total_seconds())}.* Cost: "
+                f"{money(c.accrued_cents)} over {hours} (AI Reserve's figures)")
+    return f":x: *Cluster failed*: {_error(c.last_error)}"
+
+
+def _request_state_line(req: LaunchRequest, approvals: Sequence[Approval]) -> str:
+    status = req.status
+    if status in (RequestStatus.APPROVED, RequestStatus.LAUNCHING):
+        return f":rocket: *Approved by {deciders(req, approvals, Decision.APPROVE)} — launching*"
+    if status is RequestStatus.LAUNCHED:
+        ref = f" as {code(escaped(req.cluster_id, ID_MAX))}" if req.cluster_id else ""
+        return f":rocket: *Launched{ref}*"
+    if status is RequestStatus.LAUNCH_FAILED:
+        return (f":warning: *Launch failed*: {_error(req.last_error)}. Kept: an approver or the "
+                "requester can retry.")
+    if status is RequestStatus.REJECTED:
+        return f":no_entry: *Rejected* by {deciders(req, approvals, Decision.REJECT)}"
+    if status is RequestStatus.SUPERSEDED:
+        return ":arrows_counterclockwise: *The quote changed — waiting for a new approval*"
+    if status is RequestStatus.FAILED:
+        return f":x: *Failed*: {_error(req.last_error)}"
+    if status is RequestStatus.CANCELLED:
+        return ":heavy_multiplication_x: *Cancelled*"
+    return ":hourglass_flowing_sand: *Waiting for approval*"
+
+
+def _cluster_notes(c: ClusterRecord, *, auto_recovery: bool | None) -> list[str]:
+    """Context lines under the state: caveats, errors and the surviving volume."""
+    notes: list[str] = []
+    if c.status is ClusterState.PROVISIONING:
+        notes.append("Billing starts when every node is ready.")
+    elif c.status is ClusterState.RUNNING:
+        notes.append(READINESS_CAVEAT)
+        sent = "were sent" if c.connection_sent_at else "will be sent"
+        notes.append(f"Connection details {sent} to {user(c.owner_id)} by DM.")
+    elif c.status is ClusterState.DEGRADED:
+        if c.last_error:
+            notes.append(f"Last error: {_error(c.last_error)}")
+        if auto_recovery is not None:
+            notes.append("Automatic recovery is on: lost nodes are restarted on the same "
+                         "hardware." if auto_recovery else
+                         "Automatic recovery is off: terminate it, or wait for a fix.")
+    elif c.status is ClusterState.TERMINATED:
+        if c.termination_reason:
+            notes.append(f"Reason: {escaped(c.termination_reason, ERROR_MAX)}")
+        if c.volume_created_with_cluster and c.volume_id:
+            notes.append(f":warning: Volume {code(escaped(c.volume_id, ID_MAX))} survives the "
+                         "cluster and keeps billing until it is deleted.")
+    return notes
+
+
+def _list_line(c: ClusterRecord, *, now: datetime) -> str:
+    name = f" *{escaped(c.name, 40)}*" if c.name else ""
+    age = duration((now - c.created_at).total_seconds())
+    return (f"• {code(escaped(c.id, ID_MAX))}{name} · "
+            f"{escaped(shape_label(c.shape, c.accelerator_name), 60)} · {c.status.value} · "
+            f"{hourly(c.hourly_cents)} · {age} · {user(c.owner_id)}")
+
+
+def _node_lines(nodes: Sequence[NodeSummary]) -> list[str]:
+    lines = []
+    for n in nodes:
+        error = f" — {_error(n.last_error, 200)}" if n.last_error else ""
+        lines.append(f"• rank {n.rank} · {escaped(n.role, 40)} · *{escaped(n.status, 40)}* · "
+                     f"{n.gpus} GPUs{error}")
+    return fit_lines(lines, SECTION_BUDGET, "…and {n} more nodes")
+
+
+def _volume(c: ClusterRecord) -> str:
+    if not c.volume_id:
+        return "none"
+    origin = "created with the cluster" if c.volume_created_with_cluster else "existing"
+    return f"{code(escaped(c.volume_id, ID_MAX))} ({origin}; survives terminate)"
+
+
+def _cluster_ref(c: ClusterRecord) -> str:
+    ref = code(escaped(c.id, ID_MAX))
+    return f"{ref} *{escaped(c.name, NAME_MAX)}*" if c.name else ref
+
+
+def _error(text: str | None, limit: int = ERROR_MAX) -> str:
+    return escaped(text, limit) if text else "no reason given"
+
+
+def _plain(line: str) -> str:
+    """A state line reused as notification text: without emoji codes or bold markers."""
+    text = line.split(" ", 1)[1] if line.startswith(":") else line
+    return clip(text.replace("*", ""), 500)

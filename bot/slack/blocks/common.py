@@ -1,0 +1,60 @@
+"""Small answers: `/cluster help`, the "bad input" reply and one-line notices."""
+
+from __future__ import annotations
+
+from slack_sdk.models.blocks import Block
+
+from bot.slack.blocks.format import escape, mrkdwn, truncate
+from bot.slack.blocks.message import Message, compose, context, header, section
+
+USAGE_MAX = 1000
+
+# (command, what it does, example); kept in step with bot/slack/parsing.py's USAGE by hand.
+COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("/cluster quote <accel>x<gpusPerNode> nodes=<N> [storage=<GB> | volume=<id>] "
+     "[location=<id>] [disk=<GB>]",
+     "Price a cluster: N nodes (2–8) of 1–8 GPUs each. `storage=` creates a shared volume with "
+     "the cluster (it survives terminate and bills until deleted); `volume=` mounts an existing "
+     "one and pins the location to it; `location=` picks the place; `disk=` sizes each node's "
+     "root disk.",
+     "/cluster quote h100x8 nodes=4 storage=1000 location=us-tx disk=200"),
+    ("/cluster list", "Live clusters with their rate, age and owner.", "/cluster list"),
+    ("/cluster status <cluster-id>", "Everything about one cluster: state, rate, cost so far, "
+     "nodes.", "/cluster status clu_9xQe1"),
+    ("/cluster terminate <cluster-id>", "Stop a cluster and its billing (asks to confirm; "
+     "cannot be undone).", "/cluster terminate clu_9xQe1"),
+    ("/cluster help", "This list.", "/cluster help"),
+)
+
+
+def help_message(*, unknown: str | None = None) -> Message:
+    """Every command, what it does and an example (after "I don't know X" if `unknown`)."""
+    blocks: list[Block] = [header("/cluster — GPU clusters on AI Reserve")]
+    if unknown:
+        word = escape(truncate(unknown, 40))
+        blocks.append(section(f":warning: I don't know the command `{word}`. "
+                              "Here is what I can do:"))
+    for usage, what, example in COMMANDS:
+        blocks.append(section(f"`{escape(usage)}`\n{what}\nExample: `{escape(example)}`"))
+    blocks.append(context(
+        "A quote is short-lived (its card says until when). *Request launch* on it asks an "
+        "approver; the cluster bills its whole hourly rate from the moment every node is ready "
+        "until someone terminates it."
+    ))
+    return compose("/cluster commands: quote, list, status, terminate, help", blocks, key="help")
+
+
+def error_message(text: str, *, usage: str = "") -> Message:
+    """The ephemeral "bad input" answer; `text` may echo user input (escaped here)."""
+    body = f":warning: {mrkdwn(text)}"
+    blocks: list[Block] = [section(body)]
+    if usage:
+        blocks.append(section(f"Usage: `{escape(truncate(usage, USAGE_MAX)).replace('`', '')}`"))
+    blocks.append(context("`/cluster help` lists every command."))
+    return compose(body, blocks, key="error")
+
+
+def notice(text: str) -> Message:
+    """A one-line notice; our own mentions/dates survive, anything else is escaped."""
+    body = mrkdwn(text)
+    return compose(body, [section(body)], key="notice")

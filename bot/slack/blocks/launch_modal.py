@@ -1,0 +1,153 @@
+"""The "Request launch" modal: the workload settings that do not change the price.
+
+Block ids are fixed (`FIELD_*`): `read_modal` reads the submission by them, and a listener answers
+validation errors keyed by them (`response_action="errors"`). Each input's action id equals its
+block id.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from typing import Any
+
+from slack_sdk.models.blocks import (
+    Block,
+    CheckboxesElement,
+    InputBlock,
+    Option,
+    PlainTextInputElement,
+)
+from slack_sdk.models.views import View
+
+from bot.domain.models import QuoteInfo, Workload
+from bot.slack import ids
+from bot.slack.blocks.format import code, escaped, hourly, money, shape_label, when
+from bot.slack.blocks.message import plain, section
+
+FIELD_NAME = "launch_name"
+FIELD_IMAGE = "launch_image"
+FIELD_CMD = "launch_cmd"
+FIELD_ENV = "launch_env"
+FIELD_PORTS = "launch_ports"
+FIELD_SSH_KEYS = "launch_ssh_keys"
+FIELD_AUTO_RECOVERY = "launch_auto_recovery"
+TEXT_FIELDS = (FIELD_NAME, FIELD_IMAGE, FIELD_CMD, FIELD_ENV, FIELD_PORTS, FIELD_SSH_KEYS)
+AUTO_RECOVERY_ON = "on"
+
+ENV_HINT = (
+    "One KEY=VALUE per line. MALLOC_ARENA_MAX=1 is recommended for tensor-parallel workloads "
+    "(AI Reserve's docs): it stops glibc from creating one malloc arena per thread, which "
+    "otherwise inflates host memory on many-GPU nodes. Values go to the provider only; Slack "
+    "messages show the keys."
+)
+SSH_HINT = "One OpenSSH public key per line. Without a key you can't log in to the nodes."
+RECOVERY_HINT = (
+    "Off by default at AI Reserve. Without it, a degraded cluster (a node lost) keeps billing at "
+    "the full rate until someone acts; with it, lost nodes are restarted on the same hardware."
+)
+CMD_HINT = "One line, shell-style quoting; it runs on every node (each gets NODE_RANK)."
+PORTS_HINT = "Comma-separated <port>/<http|tcp>."
+
+
+def launch_modal(q: QuoteInfo, *, defaults: Workload) -> View:
+    """The modal opened by "Request launch" on a quote card."""
+    summary = (
+        f"*{escaped(shape_label(q.spec.shape, q.accelerator_name))}* in "
+        f"{escaped(q.location, 64)}\n"
+        f"*{hourly(q.hourly_cents)}* for the whole cluster · {money(q.daily_cents)} per day\n"
+        f"Quote {code(escaped(q.id, 64))} expires {when(q.expires_at)}."
+    )
+    summary_block = section(summary)
+    summary_block.block_id = "launch_summary"
+    blocks: list[Block] = [
+        summary_block,
+        _text_input(FIELD_NAME, "Cluster name", defaults.name, placeholder="dsv3-serve"),
+        _text_input(FIELD_IMAGE, "Container image", defaults.image,
+                    placeholder="vllm/vllm-openai:latest"),
+        _text_input(FIELD_CMD, "Docker start command", shlex.join(defaults.docker_start_cmd),
+                    placeholder="bash -lc /workspace/start.sh", hint=CMD_HINT),
+        _text_input(FIELD_ENV, "Environment", _env_text(defaults.env), multiline=True,
+                    placeholder="MALLOC_ARENA_MAX=1", hint=ENV_HINT),
+        _text_input(FIELD_PORTS, "Ports", ", ".join(defaults.ports),
+                    placeholder="8000/http, 22/tcp", hint=PORTS_HINT),
+        _text_input(FIELD_SSH_KEYS, "SSH public keys", "\n".join(defaults.ssh_keys),
+                    multiline=True, placeholder="ssh-ed25519 AAAA… you@example", hint=SSH_HINT),
+        _recovery_input(defaults.auto_recovery),
+    ]
+    return View(
+        type="modal",
+        callback_id=ids.View.LAUNCH_REQUEST,
+        private_metadata=ids.QuoteRef(quote_id=q.id).pack(),
+        title=plain("Request launch", 24),
+        submit=plain("Ask for approval", 24),
+        close=plain("Cancel", 24),
+        blocks=blocks,
+    )
+
+
+def read_modal(state_values: Mapping[str, Mapping[str, Any]]) -> dict[str, str | bool]:
+    """`view.state.values` → `{FIELD_NAME: "…", …, FIELD_AUTO_RECOVERY: bool}`.
+
+    Absent or empty inputs read as `""` / `False`; text is stripped of surrounding blanks.
+    """
+    result: dict[str, str | bool] = {}
+    for field in TEXT_FIELDS:
+        value = _element_state(state_values, field).get("value")
+        result[field] = value.strip() if isinstance(value, str) else ""
+    selected = _element_state(state_values, FIELD_AUTO_RECOVERY).get("selected_options") or []
+    result[FIELD_AUTO_RECOVERY] = any(
+        isinstance(option, Mapping) and option.get("value") == AUTO_RECOVERY_ON
+        for option in selected
+    )
+    return result
+
+
+def _element_state(state_values: Mapping[str, Mapping[str, Any]], field: str) -> Mapping[str, Any]:
+    block = state_values.get(field) or {}
+    element = block.get(field)
+    if element is None:  # tolerate another action id: the block holds exactly one element
+        element = next(iter(block.values()), None)
+    return element if isinstance(element, Mapping) else {}
+
+
+def _env_text(env: Mapping[str, str]) -> str:
+    return "\n".join(f"{key}={value}" for key, value in env.items())
+
+
+def _text_input(
+    field: str,
+    label: str,
+    initial: str | None,
+    *,
+    placeholder: str,
+    multiline: bool = False,
+    hint: str | None = None,
+) -> InputBlock:
+    return InputBlock(
+        block_id=field,
+        label=plain(label, 2000),
+        element=PlainTextInputElement(
+            action_id=field,
+            initial_value=initial or None,
+            multiline=multiline or None,
+            placeholder=plain(placeholder, 150),
+        ),
+        hint=plain(hint, 2000) if hint else None,
+        optional=True,
+    )
+
+
+def _recovery_input(initially_on: bool) -> InputBlock:
+    option = Option(value=AUTO_RECOVERY_ON, text=plain("Recover lost nodes automatically"))
+    return InputBlock(
+        block_id=FIELD_AUTO_RECOVERY,
+        label=plain("Automatic recovery", 2000),
+        element=CheckboxesElement(
+            action_id=FIELD_AUTO_RECOVERY,
+            options=[option],
+            initial_options=[option] if initially_on else None,
+        ),
+        hint=plain(RECOVERY_HINT, 2000),
+        optional=True,
+    )

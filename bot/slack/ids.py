@@ -1,0 +1,82 @@
+"""What round-trips through Slack: action ids, callback ids and typed, packed references.
+
+A button `value` or a modal's `private_metadata` carries ids (and, for approvals, what was
+approved), never state. Each reference is a small pydantic model packed as compact JSON with a
+short type tag, so a handler does `ApprovalRef.unpack(value)` and gets typed fields or a clear
+`ValueError` — no `split(":")` anywhere.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import ClassVar, Self
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+
+class Action:
+    """Every `action_id` the bot's buttons carry (the manifest test checks each has a listener)."""
+
+    QUOTE_REQUEST_LAUNCH = "quote_request_launch"
+    QUOTE_DISCARD = "quote_discard"
+    APPROVE = "request_approve"
+    REJECT = "request_reject"
+    RETRY_LAUNCH = "request_retry_launch"
+    TERMINATE = "cluster_terminate"
+    ALL: ClassVar[tuple[str, ...]] = (
+        QUOTE_REQUEST_LAUNCH, QUOTE_DISCARD, APPROVE, REJECT, RETRY_LAUNCH, TERMINATE,
+    )
+
+
+class View:
+    """Every modal `callback_id`."""
+
+    LAUNCH_REQUEST = "launch_request_modal"
+    ALL: ClassVar[tuple[str, ...]] = (LAUNCH_REQUEST,)
+
+
+class Ref(BaseModel):
+    """A typed reference packed into a button value / private_metadata (≤ 2000 chars)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    tag: ClassVar[str]
+
+    def pack(self) -> str:
+        packed = json.dumps([self.tag, self.model_dump(mode="json")], separators=(",", ":"))
+        if len(packed) > 2000:
+            raise ValueError("a packed reference must fit a Slack button value (2000 chars)")
+        return packed
+
+    @classmethod
+    def unpack(cls, raw: str | None) -> Self:
+        try:
+            tag, fields = json.loads(raw or "")
+            if tag != cls.tag:
+                raise ValueError(f"expected a {cls.tag} reference, got {tag!r}")
+            return cls.model_validate(fields)
+        except (ValueError, TypeError, ValidationError) as exc:
+            raise ValueError(f"not a valid {cls.__name__}: {raw!r:.80}") from exc
+
+
+class QuoteRef(Ref):
+    tag = "q"
+    quote_id: str
+
+
+class ApprovalRef(Ref):
+    """Binds an Approve/Reject click to exactly what the card showed: this quote at this rate."""
+
+    tag = "a"
+    request_id: str
+    quote_id: str
+    hourly_cents: int
+
+
+class RequestRef(Ref):
+    tag = "r"
+    request_id: str
+
+
+class ClusterRef(Ref):
+    tag = "c"
+    cluster_id: str

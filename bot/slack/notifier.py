@@ -1,0 +1,121 @@
+"""The Slack side of `Notifier`: render the stored state and post it, or edit what was posted.
+
+Every message the bot edits has its coordinates (channel, ts) in the database, keyed by what it
+shows: one approval card per (request, quote) in the approvals channel and one progress message
+per request in the channel where it was asked. A refresh renders the current state and edits
+the stored message — so repeating it, or doing it after a restart, never posts a duplicate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import defaultdict
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.clock import Clock
+from bot.domain.models import ClusterRecord, ConnectionDetails, MessageRef, RequestStatus
+from bot.slack.blocks import approval as approval_blocks
+from bot.slack.blocks import cluster as cluster_blocks
+from bot.slack.blocks.common import notice
+from bot.slack.blocks.message import Message
+from storage.db import Database
+
+log = logging.getLogger(__name__)
+
+APPROVAL = "approval"
+PROGRESS = "progress"
+# Posting into a channel the bot can't reach: tell the requester by DM instead.
+_UNREACHABLE = {"channel_not_found", "not_in_channel", "is_archived", "restricted_action"}
+
+
+class SlackNotifier:
+    def __init__(self, *, client: AsyncWebClient, db: Database, approvals_channel: str,
+                 clock: Clock) -> None:
+        self._client = client
+        self._db = db
+        self._approvals_channel = approvals_channel
+        self._clock = clock
+        self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+
+    async def refresh_request(self, request_id: str, *,
+                              superseded_quote_id: str | None = None) -> None:
+        async with self._locks[request_id]:
+            async with self._db.transaction() as repos:
+                request = await repos.requests.get(request_id)
+                if request is None:
+                    return
+                quote = await repos.quotes.get(request.quote_id)
+                old_quote = (await repos.quotes.get(superseded_quote_id)
+                             if superseded_quote_id else None)
+                approvals = await repos.approvals.for_request(request_id)
+                record = await repos.clusters.by_request(request_id)
+            assert quote is not None
+            now = self._clock.now()
+            if old_quote is not None:
+                stale = request.model_copy(update={"status": RequestStatus.SUPERSEDED,
+                                                   "hourly_cents": request.previous_hourly_cents
+                                                   or request.hourly_cents})
+                retired = approval_blocks.approval_outcome(stale, old_quote, approvals, now=now)
+                await self._upsert(APPROVAL, f"{request_id}/{old_quote.id}",
+                                   self._approvals_channel, retired, create=False)
+            card = (approval_blocks.approval_card(request, quote, now=now)
+                    if request.status is RequestStatus.PENDING
+                    else approval_blocks.approval_outcome(request, quote, approvals, now=now))
+            await self._upsert(APPROVAL, f"{request_id}/{quote.id}", self._approvals_channel, card)
+            progress = cluster_blocks.request_progress(request, quote, record, now=now,
+                                                approvals=approvals)
+            await self._upsert(PROGRESS, request_id, request.channel_id, progress,
+                               fallback_user=request.requester_id)
+
+    async def refresh_cluster(self, cluster_id: str) -> None:
+        async with self._db.transaction() as repos:
+            record = await repos.clusters.get(cluster_id)
+        if record is not None and record.request_id is not None:
+            await self.refresh_request(record.request_id)
+
+    async def send_connection_details(self, cluster: ClusterRecord,
+                                      details: ConnectionDetails) -> None:
+        await self._dm(cluster.owner_id, cluster_blocks.connection_dm(cluster, details))
+
+    async def tell(self, user_id: str, text: str) -> None:
+        await self._dm(user_id, notice(text))
+
+    # --- plumbing -------------------------------------------------------------------------
+
+    async def _dm(self, user_id: str, message: Message) -> None:
+        opened = await self._client.conversations_open(users=user_id)
+        channel = opened["channel"]["id"]
+        await self._client.chat_postMessage(channel=channel, **message.as_kwargs())
+
+    async def _upsert(self, kind: str, subject: str, channel: str, message: Message, *,
+                      create: bool = True, fallback_user: str | None = None) -> None:
+        async with self._db.transaction() as repos:
+            ref = await repos.messages.get(kind, subject)
+        if ref is not None:
+            try:
+                await self._client.chat_update(channel=ref.channel_id, ts=ref.ts,
+                                               **message.as_kwargs())
+                return
+            except SlackApiError as exc:
+                if exc.response.get("error") != "message_not_found":
+                    raise
+                log.warning("%s message for %s was deleted; posting it again", kind, subject)
+        if not create:
+            return
+        try:
+            posted = await self._client.chat_postMessage(channel=channel, **message.as_kwargs())
+        except SlackApiError as exc:
+            if fallback_user is None or exc.response.get("error") not in _UNREACHABLE:
+                raise
+            log.warning("can't post to %s (%s); using a DM", channel, exc.response.get("error"))
+            opened = await self._client.conversations_open(users=fallback_user)
+            posted = await self._client.chat_postMessage(channel=opened["channel"]["id"],
+                                                         **message.as_kwargs())
+        async with self._db.transaction() as repos:
+            await repos.messages.put(kind, subject,
+                                     MessageRef(channel_id=posted["channel"], ts=posted["ts"]),
+                                     now=self._clock.now())
+

@@ -1,0 +1,142 @@
+"""The `/cluster` command language: a small pure parser.
+
+`parse(text)` turns what follows `/cluster` into one typed command or raises `InvalidCommand`
+naming the bad part and showing the right form. It knows the self-serve limits (2–8 nodes,
+1–8 GPUs per node); which accelerators exist, and their per-machine maximum, is the catalog's
+business (the quoting service checks that).
+"""
+
+from __future__ import annotations
+
+import re
+
+from bot.domain import policies
+from bot.domain.commands import (
+    SHORT_ACCELERATORS,
+    USAGE,
+    Command,
+    HelpCommand,
+    ListCommand,
+    QuoteCommand,
+    StatusCommand,
+    TerminateCommand,
+)
+from bot.domain.errors import InvalidCommand
+
+MAX_TEXT = 500
+
+_SHAPE = re.compile(r"^(?P<accel>[a-z0-9][a-z0-9-]*?)x(?P<gpus>[^x]*)$")
+_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_OPTION = re.compile(r"^(?P<key>[A-Za-z]+)=(?P<value>.*)$")
+
+
+
+def parse(text: str) -> Command:
+    text = (text or "").strip()
+    if len(text) > MAX_TEXT:
+        raise InvalidCommand(f"That command is {len(text)} characters long; "
+                             f"`/cluster` commands are at most {MAX_TEXT}.",
+                             bad_part=text[:40] + "…", usage=USAGE["help"])
+    if not text:
+        return HelpCommand()
+    if not text.isascii():
+        bad = next(ch for ch in text if not ch.isascii())
+        raise InvalidCommand(f"`/cluster` commands use plain ASCII; I can't read `{bad}`.",
+                             bad_part=bad, usage=USAGE["help"])
+    verb, *args = text.split()
+    verb = verb.lower()
+    if verb == "quote":
+        return _parse_quote(args)
+    if verb == "list":
+        _no_more(args, "list")
+        return ListCommand()
+    if verb in ("status", "terminate"):
+        cluster_id = _one_id(args, verb)
+        return StatusCommand(cluster_id) if verb == "status" else TerminateCommand(cluster_id)
+    if verb == "help":
+        return HelpCommand()
+    return HelpCommand(unknown=verb[:40])
+
+
+def _fail(message: str, bad_part: str, verb: str) -> InvalidCommand:
+    return InvalidCommand(message, bad_part=bad_part, usage=USAGE[verb])
+
+
+def _no_more(args: list[str], verb: str) -> None:
+    if args:
+        raise _fail(f"`/cluster {verb}` takes nothing more; I don't understand `{args[0]}`.",
+                    args[0], verb)
+
+
+def _one_id(args: list[str], verb: str) -> str:
+    if not args:
+        raise _fail(f"`/cluster {verb}` needs a cluster id.", "", verb)
+    cluster_id, rest = args[0], args[1:]
+    if not _ID.match(cluster_id):
+        raise _fail(f"`{cluster_id[:40]}` is not a cluster id (like `clu_9xQe1`).",
+                    cluster_id, verb)
+    _no_more(rest, verb)
+    return cluster_id
+
+
+def _whole(value: str, key: str, what: str, verb: str = "quote") -> int:
+    if not value.isdigit() or len(value) > 6:
+        raise _fail(f"`{key}` must be a whole number of {what}, e.g. `{key}=4`; "
+                    f"got `{value[:20]}`.", f"{key}={value[:20]}", verb)
+    return int(value)
+
+
+def _parse_quote(args: list[str]) -> QuoteCommand:
+    if not args:
+        raise _fail("Which cluster? Give the accelerator and GPUs per node, and the nodes.",
+                    "", "quote")
+    shape_token, options = args[0].lower(), args[1:]
+    match = _SHAPE.match(shape_token)
+    if not match:
+        raise _fail(f"`{shape_token[:40]}` is not a shape: write `<accelerator>x<gpusPerNode>`, "
+                    f"e.g. `h100x8` ({', '.join(SHORT_ACCELERATORS)}).", shape_token, "quote")
+    accelerator, gpus_text = match["accel"], match["gpus"]
+    if not gpus_text.isdigit() or len(gpus_text) > 3:
+        raise _fail(f"The GPUs per node in `{shape_token[:40]}` must be a whole number, "
+                    "e.g. `h100x8`.", shape_token, "quote")
+    gpus = int(gpus_text)
+    label = accelerator.upper() if accelerator in SHORT_ACCELERATORS else accelerator
+    policies.check_gpus_per_node(gpus, accelerator_label=label, usage=USAGE["quote"])
+
+    seen: dict[str, str] = {}
+    for token in options:
+        option = _OPTION.match(token)
+        if not option:
+            raise _fail(f"I don't understand `{token[:40]}`; options look like `key=value`.",
+                        token, "quote")
+        key, value = option["key"].lower(), option["value"]
+        if key not in ("nodes", "storage", "volume", "location", "disk"):
+            raise _fail(f"Unknown option `{key}`; I know nodes, storage, volume, location, disk.",
+                        token, "quote")
+        if key in seen:
+            raise _fail(f"`{key}` is given twice.", token, "quote")
+        if not value:
+            raise _fail(f"`{key}=` needs a value.", token, "quote")
+        seen[key] = value
+    if "nodes" not in seen:
+        raise _fail("How many nodes? Add `nodes=<N>` (2–8), e.g. `nodes=4`.", "nodes", "quote")
+    nodes = _whole(seen["nodes"], "nodes", "nodes")
+    policies.check_nodes(nodes, usage=USAGE["quote"])
+    if "storage" in seen and "volume" in seen:
+        raise _fail("Use either `storage=<GB>` (a new shared volume) or `volume=<id>` (an "
+                    "existing one), not both: a cluster mounts at most one volume.",
+                    "volume=" + seen["volume"], "quote")
+    volume_id = seen.get("volume")
+    location = seen.get("location")
+    for key, value in (("volume", volume_id), ("location", location)):
+        if value is not None and not _ID.match(value):
+            raise _fail(f"`{value[:40]}` is not a valid {key} id.", f"{key}={value[:40]}", "quote")
+    return QuoteCommand(
+        accelerator=accelerator,
+        gpus_per_node=gpus,
+        nodes=nodes,
+        storage_gb=_whole(seen["storage"], "storage", "GB") if "storage" in seen else None,
+        volume_id=volume_id,
+        location=location,
+        root_disk_gb=_whole(seen["disk"], "disk", "GB") if "disk" in seen else None,
+    )

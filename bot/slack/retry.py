@@ -1,0 +1,54 @@
+"""Slack Web API retries: a 429 waits `Retry-After`, then the same call goes again.
+
+slack_sdk's own handler sleeps on the real clock; this one takes the sleep from outside, so
+tests can assert the wait without spending it. Notices are posted once each: a retried call
+is the same call, and Slack answers 429 without having posted anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable
+
+from slack_sdk.http_retry.async_handler import AsyncRetryHandler
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncServerErrorRetryHandler,
+)
+from slack_sdk.http_retry.request import HttpRequest
+from slack_sdk.http_retry.response import HttpResponse
+from slack_sdk.http_retry.state import RetryState
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+class RateLimitRetry(AsyncRetryHandler):
+    def __init__(self, *, max_retry_count: int = 5, sleep: Sleep = asyncio.sleep) -> None:
+        super().__init__(max_retry_count=max_retry_count)
+        self._sleep = sleep
+
+    async def _can_retry_async(self, *, state: RetryState, request: HttpRequest,
+                               response: HttpResponse | None = None,
+                               error: Exception | None = None) -> bool:
+        return response is not None and response.status_code == 429
+
+    async def prepare_for_next_attempt_async(self, *, state: RetryState, request: HttpRequest,
+                                             response: HttpResponse | None = None,
+                                             error: Exception | None = None) -> None:
+        state.next_attempt_requested = True
+        wait = 1.0
+        if response is not None:
+            for name, values in response.headers.items():
+                if name.lower() == "retry-after" and values and str(values[0]).isdigit():
+                    wait = float(values[0])
+        await self._sleep(wait + random.random() * 0.5)
+        state.increment_current_attempt()
+
+
+def retry_handlers(sleep: Sleep = asyncio.sleep) -> list[AsyncRetryHandler]:
+    return [
+        RateLimitRetry(sleep=sleep),
+        AsyncConnectionErrorRetryHandler(max_retry_count=2),
+        AsyncServerErrorRetryHandler(max_retry_count=2),
+    ]

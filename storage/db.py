@@ -1,0 +1,166 @@
+"""The database: one async engine, transactions that hand out repositories, migrations at start.
+
+SQLite (the default) needs care to be safe with concurrent writers:
+
+* WAL journal (readers never block the writer), a busy timeout, foreign keys on;
+* every transaction starts with BEGIN IMMEDIATE. The sqlite3 driver would otherwise begin lazily
+  at the first write, and a transaction that read first and then tries to write after another
+  writer committed fails at once with "database is locked", whatever the busy timeout. Taking
+  the write lock up front turns that into an orderly wait (also between processes);
+* within one process, transactions queue on an asyncio lock, so waiting happens on the event
+  loop instead of in SQLite's sleep-and-retry busy handler, and a ":memory:" database (one shared
+  connection) works too.
+
+PostgreSQL needs none of this: a compare-and-set UPDATE takes a row lock and the loser's WHERE
+is re-evaluated after the winner commits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
+from sqlalchemy.pool import ConnectionPoolEntry
+
+from storage.migrations import upgrade_head
+from storage.repositories import Repos
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+_ASYNC_SCHEMES = {
+    "sqlite": "sqlite+aiosqlite",
+    "sqlite+aiosqlite": "sqlite+aiosqlite",
+    "postgresql": "postgresql+asyncpg",
+    "postgres": "postgresql+asyncpg",
+    "postgresql+asyncpg": "postgresql+asyncpg",
+}
+
+
+def normalize_url(url: str) -> str:
+    """Turn a DATABASE_URL into the async-driver URL the engine needs.
+
+    `sqlite:///x.db` → `sqlite+aiosqlite:///x.db`; `postgresql://…` and `postgres://…` →
+    `postgresql+asyncpg://…`; URLs already naming those drivers are returned unchanged.
+    """
+    scheme, sep, rest = url.strip().partition("://")
+    target = _ASYNC_SCHEMES.get(scheme.lower()) if sep else None
+    if target is None:
+        # Never echo the URL itself: it may carry a password.
+        shown = f"scheme {scheme!r}" if sep else "a value without a scheme"
+        raise ValueError(
+            f"unsupported database URL ({shown}): use sqlite:///path/to/bot.db or "
+            "postgresql://user:password@host/dbname (the async drivers aiosqlite and asyncpg "
+            "are picked automatically)"
+        )
+    return f"{target}://{rest}"
+
+
+class Database:
+    """The bot's database: `migrate()` at start, then `transaction()` for every unit of work."""
+
+    def __init__(self, url: str, *, echo: bool = False) -> None:
+        self._url = normalize_url(url)
+        self._is_sqlite = self._url.startswith("sqlite")
+        options: dict[str, Any] = {} if self._is_sqlite else {"pool_pre_ping": True}
+        self._engine = create_async_engine(self._url, echo=echo, **options)
+        if self._is_sqlite:
+            event.listen(self._engine.sync_engine, "connect", _sqlite_on_connect)
+            event.listen(self._engine.sync_engine, "begin", _sqlite_on_begin)
+        # Rows are turned into frozen models before commit: nothing to expire or refresh.
+        self._sessions = async_sessionmaker(self._engine, expire_on_commit=False)
+        self._lock = asyncio.Lock()
+        self._holder: asyncio.Task[Any] | None = None
+
+    @property
+    def engine(self) -> AsyncEngine:
+        return self._engine
+
+    async def migrate(self) -> None:
+        """Bring the schema to the newest migration (alembic upgrade head); a no-op when current."""
+        async with self._serialized(), self._engine.connect() as conn:
+            await conn.run_sync(_migrate)
+
+    def transaction(self) -> AbstractAsyncContextManager[Repos]:
+        """One session, one transaction: committed on normal exit, rolled back on exception.
+
+        On SQLite, do not open a second transaction from inside one in the same task: it would
+        wait for itself (this raises RuntimeError instead).
+        """
+        return self._transaction()
+
+    async def dispose(self) -> None:
+        """Close every pooled connection (an in-memory SQLite database is gone afterwards)."""
+        await self._engine.dispose()
+
+    @asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[Repos]:
+        async with self._serialized(), self._sessions() as session, session.begin():
+            yield Repos(session)
+
+    def _serialized(self) -> AbstractAsyncContextManager[object]:
+        return self._sqlite_turn() if self._is_sqlite else nullcontext()
+
+    @asynccontextmanager
+    async def _sqlite_turn(self) -> AsyncIterator[None]:
+        task = asyncio.current_task()
+        if task is not None and task is self._holder:
+            raise RuntimeError("nested Database.transaction() in one task would deadlock SQLite")
+        async with self._lock:
+            self._holder = task
+            try:
+                yield
+            finally:
+                self._holder = None
+
+
+def _sqlite_on_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
+    # Take BEGIN away from the sqlite3 driver: _sqlite_on_begin emits it (see module docstring).
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA foreign_keys = ON")
+    finally:
+        cursor.close()
+
+
+def _sqlite_on_begin(conn: Connection) -> None:
+    conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _migrate(conn: Connection) -> None:
+    if conn.dialect.name != "sqlite":
+        with conn.begin():
+            if conn.dialect.name == "postgresql":
+                # Replicas starting together: the first migrates, the others wait for it.
+                conn.execute(sa.text("SELECT pg_advisory_xact_lock(7410262001)"))
+            upgrade_head(conn)
+        return
+    # Alembic's batch mode changes a SQLite table by copy, drop and rename; with foreign keys
+    # enforced, dropping a referenced table fails. SQLite's own recipe: switch enforcement off
+    # (only possible outside a transaction), migrate, check every key, switch it back on.
+    _sqlite_pragma(conn, "foreign_keys = OFF")
+    try:
+        with conn.begin():
+            upgrade_head(conn)
+            broken = conn.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
+            if broken:
+                raise RuntimeError(f"migration left broken foreign keys: {broken[:5]}")
+    finally:
+        _sqlite_pragma(conn, "foreign_keys = ON")
+
+
+def _sqlite_pragma(conn: Connection, pragma: str) -> None:
+    # Through the DBAPI connection: a statement on `conn` would open a transaction first.
+    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.execute(f"PRAGMA {pragma}")
+    finally:
+        cursor.close()

@@ -1,0 +1,203 @@
+"""The database tables (sqlmodel) and the translation between their rows and the domain models.
+
+Rows never leave `storage/`: the repositories read and write through the Core `Table` objects
+below and hand back the frozen models of `bot.domain.models`. Nested value objects (QuoteSpec,
+Workload, ShapeSpec, PriceLine tuples) live in JSON columns as their pydantic JSON dump, so
+validating the stored JSON gives back a model equal to the one written. Enums are stored as their
+string values (plain strings, not database enums: a new state needs no migration), money as
+BIGINT cents, every datetime through `UtcDateTime`.
+
+The tables use their own `MetaData` with a naming convention, so every constraint and index has a
+stable, predictable name for migrations on both SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from functools import cache
+from typing import Any, TypeVar
+
+import sqlalchemy as sa
+from pydantic import BaseModel, TypeAdapter
+from sqlmodel import Field, SQLModel
+
+from storage.types import UtcDateTime
+
+M = TypeVar("M", bound=BaseModel)
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(SQLModel):
+    """The bot's tables: a metadata of their own, apart from any other SQLModel user."""
+
+    metadata = sa.MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class QuoteRow(Base, table=True):
+    """A provider quote (`QuoteInfo`)."""
+
+    __tablename__ = "quotes"
+
+    id: str = Field(primary_key=True, sa_type=sa.String)
+    spec: dict[str, Any] = Field(sa_type=sa.JSON)
+    accelerator_name: str = Field(sa_type=sa.String)
+    location: str = Field(sa_type=sa.String)
+    hourly_cents: int = Field(sa_type=sa.BigInteger)
+    per_gpu_hourly_cents: int = Field(sa_type=sa.BigInteger)
+    lines: list[dict[str, Any]] = Field(sa_type=sa.JSON)
+    availability: str = Field(sa_type=sa.String)
+    created_at: datetime = Field(sa_type=UtcDateTime)
+    expires_at: datetime = Field(sa_type=UtcDateTime)
+    requested_by: str = Field(sa_type=sa.String)
+    channel_id: str = Field(sa_type=sa.String)
+
+
+class RequestRow(Base, table=True):
+    """A launch request (`LaunchRequest`) and its place in the request state machine."""
+
+    __tablename__ = "requests"
+
+    id: str = Field(primary_key=True, sa_type=sa.String)
+    # One request per quote: a second "Request launch" on the same quote is refused.
+    quote_id: str = Field(foreign_key="quotes.id", index=True, unique=True, sa_type=sa.String)
+    requester_id: str = Field(sa_type=sa.String)
+    team_id: str | None = Field(default=None, sa_type=sa.String)
+    channel_id: str = Field(sa_type=sa.String)
+    workload: dict[str, Any] = Field(sa_type=sa.JSON)
+    status: str = Field(index=True, sa_type=sa.String)
+    hourly_cents: int = Field(sa_type=sa.BigInteger)
+    # UNIQUE allows any number of NULLs on SQLite and PostgreSQL alike: "unique when not null".
+    idempotency_key: str | None = Field(default=None, unique=True, sa_type=sa.String)
+    decided_by: str | None = Field(default=None, sa_type=sa.String)
+    decided_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    # No foreign key: the request learns its cluster id before (or without) a cluster row.
+    cluster_id: str | None = Field(default=None, sa_type=sa.String)
+    last_error: str | None = Field(default=None, sa_type=sa.Text)
+    supersedes_id: str | None = Field(default=None, foreign_key="requests.id", sa_type=sa.String)
+    previous_hourly_cents: int | None = Field(default=None, sa_type=sa.BigInteger)
+    created_at: datetime = Field(sa_type=UtcDateTime)
+    updated_at: datetime = Field(sa_type=UtcDateTime)
+
+
+class ApprovalRow(Base, table=True):
+    """One approve/reject decision (`Approval`): an audit row, never updated."""
+
+    __tablename__ = "approvals"
+
+    id: int | None = Field(default=None, primary_key=True, sa_type=sa.Integer)
+    request_id: str = Field(foreign_key="requests.id", index=True, sa_type=sa.String)
+    approver_id: str = Field(sa_type=sa.String)
+    decision: str = Field(sa_type=sa.String)
+    # What the approver saw, kept as is (no foreign key: the audit must never fail to write).
+    quote_id: str = Field(sa_type=sa.String)
+    hourly_cents: int = Field(sa_type=sa.BigInteger)
+    at: datetime = Field(sa_type=UtcDateTime)
+
+
+class ClusterRow(Base, table=True):
+    """A cluster the bot launched or adopted (`ClusterRecord`)."""
+
+    __tablename__ = "clusters"
+
+    id: str = Field(primary_key=True, sa_type=sa.String)
+    request_id: str | None = Field(
+        default=None, foreign_key="requests.id", index=True, sa_type=sa.String
+    )
+    owner_id: str = Field(sa_type=sa.String)
+    channel_id: str = Field(sa_type=sa.String)
+    name: str | None = Field(default=None, sa_type=sa.String)
+    shape: dict[str, Any] = Field(sa_type=sa.JSON)
+    accelerator_name: str = Field(sa_type=sa.String)
+    location: str = Field(sa_type=sa.String)
+    hourly_cents: int = Field(sa_type=sa.BigInteger)
+    status: str = Field(index=True, sa_type=sa.String)
+    nodes_ready: int = Field(sa_type=sa.Integer)
+    created_at: datetime = Field(sa_type=UtcDateTime)
+    ready_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    terminated_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    termination_reason: str | None = Field(default=None, sa_type=sa.Text)
+    accrued_cents: int = Field(sa_type=sa.BigInteger)
+    accrued_hours: int = Field(sa_type=sa.Integer)
+    volume_id: str | None = Field(default=None, sa_type=sa.String)
+    volume_created_with_cluster: bool = Field(sa_type=sa.Boolean)
+    connection_sent_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    last_error: str | None = Field(default=None, sa_type=sa.Text)
+    updated_at: datetime = Field(sa_type=UtcDateTime)
+
+
+class MessageRow(Base, table=True):
+    """Where the Slack message for (kind, subject) lives, so the bot can edit it later."""
+
+    __tablename__ = "messages"
+    __table_args__ = (sa.UniqueConstraint("kind", "subject_id"),)
+
+    id: int | None = Field(default=None, primary_key=True, sa_type=sa.Integer)
+    kind: str = Field(sa_type=sa.String)
+    subject_id: str = Field(sa_type=sa.String)
+    channel_id: str = Field(sa_type=sa.String)
+    ts: str = Field(sa_type=sa.String)
+    created_at: datetime = Field(sa_type=UtcDateTime)
+    updated_at: datetime = Field(sa_type=UtcDateTime)
+
+
+metadata = Base.metadata
+QUOTES = metadata.tables["quotes"]
+REQUESTS = metadata.tables["requests"]
+APPROVALS = metadata.tables["approvals"]
+CLUSTERS = metadata.tables["clusters"]
+MESSAGES = metadata.tables["messages"]
+
+
+# -- rows <-> domain models ------------------------------------------------------------------
+
+
+def row_values(model: BaseModel) -> dict[str, Any]:
+    """Column values for a domain model: datetimes as they are, everything else as JSON data.
+
+    The JSON dump turns enums into their values and nested models/tuples into dicts/lists, which
+    is exactly what the String and JSON columns want.
+    """
+    dumped = model.model_dump(mode="json")
+    return {
+        name: value if isinstance(value := getattr(model, name), datetime) else dumped[name]
+        for name in type(model).model_fields
+    }
+
+
+def field_values(
+    model_cls: type[BaseModel], fields: dict[str, Any], *, forbidden: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """Validate partial updates against the domain model's field types; return column values.
+
+    An unknown or forbidden name is a programming error (TypeError, like a bad keyword); a value
+    of the wrong type fails pydantic validation (ValueError), before anything reaches the database.
+    """
+    values: dict[str, Any] = {}
+    for name, raw in fields.items():
+        if name not in model_cls.model_fields or name in forbidden:
+            raise TypeError(f"{model_cls.__name__} has no updatable field {name!r}")
+        adapter = _adapter(model_cls, name)
+        value = adapter.validate_python(raw)
+        values[name] = value if isinstance(value, datetime) else adapter.dump_python(
+            value, mode="json"
+        )
+    return values
+
+
+def to_domain(model_cls: type[M], row: sa.RowMapping, *, skip: tuple[str, ...] = ()) -> M:
+    """Build the domain model from a row mapping (surrogate keys named in `skip` left out)."""
+    return model_cls.model_validate({k: v for k, v in row.items() if k not in skip})
+
+
+@cache
+def _adapter(model_cls: type[BaseModel], name: str) -> TypeAdapter[Any]:
+    annotation = model_cls.model_fields[name].annotation
+    assert annotation is not None  # every field of a domain model is annotated
+    return TypeAdapter(annotation)

@@ -1,0 +1,138 @@
+"""A whole bot on loopback: FakeSlack ⇄ signed HTTP ⇄ Bolt ⇄ services ⇄ simulator, one clock.
+
+Tests speak Slack's protocol (`SlackRequests` signs every request exactly as Slack does) and read
+what the bot did from FakeSlack's recorded workspace. Time moves only through `advance()`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bot import runtime
+from bot.clock import ManualClock
+from bot.config import load_settings
+from bot.devslack.requests import Reply, SlackRequests
+from bot.devslack.store import Message
+from bot.devslack.webapi import FakeSlack
+from bot.reserve.simulator.config import SimConfig
+from bot.slack.ids import Action
+
+ALICE, BOB, CAROL = "U0ALICE", "U0BOB", "U0CAROL"
+GENERAL, APPROVALS = "C0GENERAL", "C0APPROVALS"
+SECRET = "test-signing-secret"
+START = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
+
+
+@dataclass
+class Harness:
+    rt: runtime.Runtime
+    slack: FakeSlack
+    requests: SlackRequests
+    clock: ManualClock
+    slept: list[float] = field(default_factory=list)
+
+    # --- acting as people ------------------------------------------------------------------
+
+    async def slash(self, text: str, *, user: str = ALICE, channel: str = GENERAL) -> Reply:
+        reply = await self.requests.slash(text=text, user_id=user, channel_id=channel)
+        await self.rt.settle()
+        return reply
+
+    async def click(self, surface: Message | dict[str, Any], action_id: str, *, user: str,
+                    value: str | None = None) -> Reply:
+        reply = await self.requests.click(surface, action_id, user_id=user, value=value)
+        await self.rt.settle()
+        return reply
+
+    async def submit(self, view: dict[str, Any], *, user: str = ALICE,
+                     values: dict[str, dict[str, Any]] | None = None) -> Reply:
+        reply = await self.requests.submit_view(view, user_id=user, values=values)
+        await self.rt.settle()
+        return reply
+
+    async def advance(self, seconds: float) -> None:
+        """Move the shared clock, then let the watcher poll as the scheduler would."""
+        self.clock.advance(seconds)
+        await self.rt.services.tracking.sync_live()
+        await self.rt.settle()
+
+    # --- reading the workspace -------------------------------------------------------------
+
+    def last_ephemeral(self, user: str, *, containing: str = "") -> Message:
+        """The newest ephemeral shown to `user` (whose text or blocks contain `containing`).
+
+        The ack's text is applied when its HTTP answer arrives, which may be after the
+        listener's follow-up already landed; so tests look for content, not position."""
+        found = [m for m in self.slack.ephemerals(user) if containing in self.text_of(m)]
+        assert found, f"no ephemeral for {user} containing {containing!r}"
+        return found[-1]
+
+    def cards(self) -> list[Message]:
+        return self.slack.messages(APPROVALS)
+
+    def progress(self, channel: str = GENERAL) -> list[Message]:
+        return self.slack.messages(channel)
+
+    def text_of(self, message: Message) -> str:
+        return message.text + json.dumps(message.blocks)
+
+    def channel_payloads(self) -> str:
+        """Everything posted where more than one person can read it."""
+        public = [m for m in self.slack.all_messages()
+                  if m.ephemeral_to is None and not m.channel.startswith("D")]
+        return "\n".join(self.text_of(m) for m in public)
+
+    # --- the happy path up to a given point ------------------------------------------------
+
+    async def quote(self, text: str = "quote h100x8 nodes=4", *, user: str = ALICE) -> Message:
+        await self.slash(text, user=user)
+        return self.last_ephemeral(user, containing=Action.QUOTE_REQUEST_LAUNCH)
+
+    async def request(self, *, user: str = ALICE, quote_text: str = "quote h100x8 nodes=4",
+                      values: dict[str, dict[str, Any]] | None = None) -> Message:
+        """Quote, press Request launch, submit the modal; returns the approval card."""
+        card = await self.quote(quote_text, user=user)
+        await self.click(card, Action.QUOTE_REQUEST_LAUNCH, user=user)
+        modal = self.slack.last_view(user)
+        assert modal is not None
+        reply = await self.submit(modal, user=user, values=values)
+        assert reply.status == 200 and not reply.body, reply.body
+        return self.cards()[-1]
+
+
+@asynccontextmanager
+async def bot(tmp_path: Path, *, sim_config: SimConfig | None = None,
+              env: dict[str, str] | None = None) -> AsyncIterator[Harness]:
+    clock = ManualClock(START)
+    async with FakeSlack(channels={GENERAL: "general", APPROVALS: "approvals",
+                                   "C0RANDOM": "random"}) as slack:
+        settings = load_settings({
+            "SLACK_BOT_TOKEN": slack.bot_token,
+            "SLACK_SIGNING_SECRET": SECRET,
+            "SLACK_API_URL": slack.api_url,
+            "DATABASE_URL": f"sqlite:///{tmp_path / 'bot.db'}",
+            "APPROVALS_CHANNEL": APPROVALS,
+            "APPROVERS": f"{BOB},{CAROL}",
+            **(env or {}),
+        })
+        slept: list[float] = []
+
+        async def no_wait(seconds: float) -> None:
+            slept.append(seconds)
+
+        async with runtime.start(settings, clock=clock, scheduler=False, slack_sleep=no_wait,
+                                 sim_config=sim_config) as rt, \
+                runtime.http_site(rt, host="127.0.0.1", port=0) as url:
+            async with SlackRequests(events_url=f"{url}/slack/events", signing_secret=SECRET,
+                                     slack=slack) as requests:
+                harness = Harness(rt=rt, slack=slack, requests=requests, clock=clock,
+                                  slept=slept)
+                yield harness
+                await rt.settle()
+        assert slack.violations == [], slack.violations

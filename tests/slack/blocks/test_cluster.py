@@ -1,0 +1,285 @@
+import json
+import re
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from bot.domain.models import (
+    Approval,
+    ClusterRecord,
+    ClusterState,
+    ConnectionDetails,
+    Decision,
+    NodeConnection,
+    NodeSummary,
+    RequestStatus,
+)
+from bot.slack.blocks.cluster import (
+    cluster_list,
+    cluster_status,
+    connection_dm,
+    request_progress,
+    terminate_prompt,
+)
+from bot.slack.blocks.message import Message
+from bot.slack.ids import Action, ClusterRef
+from tests.slack.blocks import (
+    HOSTILE,
+    NOW,
+    SECRET,
+    SSH_KEY,
+    all_text,
+    assert_escaped,
+    block_dicts,
+    button,
+    buttons,
+    check_message,
+    make_approval,
+    make_cluster,
+    make_quote,
+    make_request,
+)
+
+SSH = "ssh -p 22001 root@203.0.113.10"
+DETAILS = ConnectionDetails(
+    cluster_id="clu_9xQe1",
+    primary_ssh_command=SSH,
+    nodes=(NodeConnection(rank=0, ssh_command=SSH, interconnect_address="10.65.0.2"),
+           NodeConnection(rank=1, ssh_command="ssh -p 22002 root@203.0.113.11",
+                          interconnect_address="10.65.0.3")),
+)
+LIVE = (ClusterState.PROVISIONING, ClusterState.RUNNING, ClusterState.DEGRADED)
+
+
+def _no_secrets(msg: Message) -> None:
+    text = all_text(msg)
+    assert "ssh -p" not in text and "203.0.113" not in text
+    assert SECRET not in text and SSH_KEY not in text
+
+
+def _progress(
+    status: RequestStatus = RequestStatus.PENDING,
+    cluster: ClusterRecord | None = None,
+    approvals: Sequence[Approval] = (),
+    **changes: Any,
+) -> Message:
+    req = make_request(status=status, **changes)
+    msg = request_progress(req, make_quote(), cluster, now=NOW, approvals=approvals)
+    check_message(msg)
+    _no_secrets(msg)
+    return msg
+
+
+@pytest.mark.parametrize(
+    ("status", "expected"),
+    [
+        (RequestStatus.PENDING, "Waiting for approval"),
+        (RequestStatus.APPROVED, "Approved by <@U0BOB> at <!date^"),
+        (RequestStatus.LAUNCHING, "— launching"),
+        (RequestStatus.LAUNCH_FAILED, "kept: an approver or the requester can retry"),
+        (RequestStatus.REJECTED, "Rejected* by <@U0BOB>"),
+        (RequestStatus.SUPERSEDED, "the quote changed — waiting for a new approval"),
+        (RequestStatus.FAILED, "Failed*: boom"),
+        (RequestStatus.CANCELLED, "Cancelled"),
+    ],
+)
+def test_progress_before_a_cluster(status, expected):
+    decision = Decision.REJECT if status is RequestStatus.REJECTED else Decision.APPROVE
+    msg = _progress(status, approvals=[make_approval(decision)], last_error="boom")
+    assert expected.lower() in all_text(msg).lower()
+    assert buttons(msg) == []
+    assert "$62.53/h" in all_text(msg)
+
+
+def test_progress_launch_failed_shows_reason():
+    msg = _progress(RequestStatus.LAUNCH_FAILED, last_error="capacity_unavailable")
+    assert "Launch failed*: capacity_unavailable" in all_text(msg)
+
+
+def test_progress_provisioning_counts_ready_nodes_and_offers_terminate():
+    cluster = make_cluster(status=ClusterState.PROVISIONING, nodes_ready=1, ready_at=None)
+    msg = _progress(RequestStatus.LAUNCHED, cluster)
+    assert "Provisioning — nodes ready 1/2" in all_text(msg)
+    assert ClusterRef.unpack(button(msg, Action.TERMINATE)["value"]).cluster_id == "clu_9xQe1"
+
+
+def test_progress_running_states_the_locked_rate_and_the_readiness_caveat():
+    msg = _progress(RequestStatus.LAUNCHED, make_cluster(connection_sent_at=NOW))
+    text = all_text(msg)
+    assert "Running since <!date^" in text and "at $62.53/h (locked)" in text
+    assert "infrastructure readiness, not your app's health" in text
+    assert "Connection details were sent to <@U0ALICE> by DM" in text
+    terminate = button(msg, Action.TERMINATE)
+    assert terminate["style"] == "danger"
+    assert "$62.53 per hour" in terminate["confirm"]["text"]["text"]
+
+
+def test_progress_degraded_keeps_billing():
+    cluster = make_cluster(status=ClusterState.DEGRADED, last_error="recovery_exhausted")
+    msg = _progress(RequestStatus.LAUNCHED, cluster)
+    text = all_text(msg)
+    assert "keeps billing the full $62.53/h until someone acts" in text
+    assert "recovery_exhausted" in text and "Automatic recovery is off" in text
+    button(msg, Action.TERMINATE)
+
+
+@pytest.mark.parametrize("state", [ClusterState.TERMINATING, ClusterState.TERMINATED,
+                                   ClusterState.FAILED])
+def test_progress_no_terminate_once_it_is_ending(state):
+    msg = _progress(RequestStatus.LAUNCHED, make_cluster(status=state, terminated_at=NOW))
+    assert buttons(msg) == []
+
+
+def test_progress_terminated_reports_cost_and_the_surviving_volume():
+    cluster = make_cluster(status=ClusterState.TERMINATED, terminated_at=NOW,
+                           termination_reason="payment_grace_expired")
+    text = all_text(_progress(RequestStatus.LAUNCHED, cluster))
+    assert "Terminated at <!date^" in text and "after 2 h 10 min" in text
+    assert "Cost: $187.59 over 3 billed hours (AI Reserve's figures)" in text
+    assert "payment_grace_expired" in text
+    assert "Volume `vol_3kP0` survives the cluster and keeps billing until it is deleted" in text
+
+
+def test_progress_terminated_existing_volume_is_not_warned_about():
+    cluster = make_cluster(status=ClusterState.TERMINATED, terminated_at=NOW,
+                           volume_created_with_cluster=False)
+    assert "survives the cluster" not in all_text(_progress(RequestStatus.LAUNCHED, cluster))
+
+
+def test_progress_failed_cluster_shows_the_error():
+    cluster = make_cluster(status=ClusterState.FAILED, last_error="placement_failed")
+    assert "Cluster failed*: placement_failed" in all_text(_progress(RequestStatus.LAUNCHED,
+                                                                     cluster))
+
+
+def test_progress_edits_get_new_block_ids():
+    pending = _progress(RequestStatus.PENDING)
+    running = _progress(RequestStatus.LAUNCHED, make_cluster())
+    assert {b["block_id"] for b in block_dicts(pending)}.isdisjoint(
+        b["block_id"] for b in block_dicts(running))
+
+
+def test_connection_dm_has_every_ssh_command_and_address_and_the_rate():
+    msg = connection_dm(make_cluster(), DETAILS)
+    check_message(msg)
+    text = all_text(msg)
+    assert f"```{SSH}```" in text
+    assert "rank 0: `ssh -p 22001 root@203.0.113.10` · interconnect `10.65.0.2`" in text
+    assert "rank 1: `ssh -p 22002 root@203.0.113.11` · interconnect `10.65.0.3`" in text
+    assert "bills $62.53/h" in text and "/cluster terminate clu_9xQe1" in text
+
+
+def test_connection_dm_with_many_nodes_and_hostile_strings():
+    details = ConnectionDetails(
+        cluster_id="clu_1", primary_ssh_command=HOSTILE * 10,
+        nodes=tuple(NodeConnection(rank=i, ssh_command=HOSTILE, interconnect_address=HOSTILE)
+                    for i in range(40)))
+    msg = connection_dm(make_cluster(name=HOSTILE), details)
+    check_message(msg)
+    assert_escaped(msg)
+    text = all_text(msg)
+    more = re.search(r"…and (\d+) more nodes", text)
+    assert more is not None
+    assert text.count("• rank ") + int(more.group(1)) == 40
+
+
+def test_list_shows_each_cluster():
+    clusters = [make_cluster(), make_cluster(id="clu_2", name=None, owner_id="U0BOB",
+                                             status=ClusterState.PROVISIONING)]
+    msg = cluster_list(clusters, now=NOW)
+    check_message(msg)
+    text = all_text(msg)
+    assert ("• `clu_9xQe1` *dsv3-serve* · 2 × 8 NVIDIA H100 80GB SXM · running · $62.53/h · "
+            "2 h 20 min · <@U0ALICE>") in text
+    assert "`clu_2` · 2 × 8" in text and "provisioning" in text and "<@U0BOB>" in text
+    assert "*$125.06/h*" in text  # together
+    assert "more" not in text
+
+
+def test_list_empty():
+    msg = cluster_list([], now=NOW)
+    check_message(msg)
+    assert "No live clusters" in all_text(msg)
+
+
+def test_list_of_60_hostile_clusters_stays_within_limits():
+    clusters = [make_cluster(id=f"clu_{i:03d}", name=HOSTILE + "n" * 255, location=HOSTILE,
+                             accelerator_name=HOSTILE) for i in range(60)]
+    msg = cluster_list(clusters, now=NOW)
+    blocks = check_message(msg)
+    assert_escaped(msg)
+    assert len(blocks) < 50 and len(json.dumps(msg.as_kwargs())) < 13_000
+    shown = sum(all_text(msg).count(f"`clu_{i:03d}`") for i in range(60))
+    assert 0 < shown < 60
+    assert f"…and {60 - shown} more" in all_text(msg)
+
+
+def test_list_of_many_plain_clusters_summarises_the_overflow():
+    clusters = [make_cluster(id=f"c{i}") for i in range(500)]
+    msg = cluster_list(clusters, now=NOW)
+    check_message(msg)
+    assert "more" in all_text(msg)
+
+
+def test_status_shows_everything_but_ssh():
+    nodes = [NodeSummary(rank=0, role="primary", status="running", gpus=8,
+                         interconnect_address="10.65.0.2"),
+             NodeSummary(rank=1, role="worker", status="unhealthy", gpus=8,
+                         last_error="nvidia-smi failed")]
+    msg = cluster_status(make_cluster(), now=NOW, nodes=nodes)
+    check_message(msg)
+    _no_secrets(msg)
+    text = all_text(msg)
+    for expected in ("Running since", "*Shape*\n2 × 8 NVIDIA H100 80GB SXM", "*Location*\nus-tx",
+                     "*Locked rate*\n$62.53/h ($1,500.72 per day)", "*Ready since*\n<!date^",
+                     "*Accrued so far*\n$187.59 over 3 billed hours", "*Owner*\n<@U0ALICE>",
+                     "`vol_3kP0` (created with the cluster", "rank 0 · primary · *running*",
+                     "rank 1 · worker · *unhealthy* · 8 GPUs — nvidia-smi failed"):
+        assert expected in text
+    button(msg, Action.TERMINATE)
+
+
+@pytest.mark.parametrize("state", list(ClusterState))
+def test_status_terminate_only_while_it_bills(state):
+    msg = cluster_status(make_cluster(status=state, terminated_at=NOW), now=NOW)
+    check_message(msg)
+    has_button = bool(buttons(msg))
+    assert has_button == (state in LIVE)
+
+
+def test_status_with_hostile_strings():
+    nodes = [NodeSummary(rank=i, role=HOSTILE, status=HOSTILE, gpus=8, last_error=HOSTILE * 5)
+             for i in range(30)]
+    cluster = make_cluster(name=HOSTILE * 3, location=HOSTILE, accelerator_name=HOSTILE,
+                           status=ClusterState.DEGRADED, last_error=HOSTILE * 10,
+                           volume_id=HOSTILE)
+    msg = cluster_status(cluster, now=NOW, nodes=nodes)
+    check_message(msg)
+    assert_escaped(msg)
+
+
+def test_terminate_prompt_confirms_with_the_rate():
+    msg = terminate_prompt(make_cluster())
+    check_message(msg)
+    terminate = button(msg, Action.TERMINATE)
+    assert ClusterRef.unpack(terminate["value"]).cluster_id == "clu_9xQe1"
+    confirm = terminate["confirm"]
+    assert confirm["style"] == "danger"
+    assert "$62.53 per hour" in confirm["text"]["text"]
+    assert "cannot be undone" in confirm["text"]["text"]
+    assert "`vol_3kP0` is kept" in all_text(msg)
+
+
+def test_terminate_prompt_for_an_ended_cluster_has_no_button():
+    msg = terminate_prompt(make_cluster(status=ClusterState.TERMINATED,
+                                        terminated_at=NOW - timedelta(hours=1)))
+    check_message(msg)
+    assert buttons(msg) == []
+
+
+def test_terminate_prompt_with_a_long_id_stays_within_confirm_limits():
+    msg = terminate_prompt(make_cluster(id="c" * 250, name=HOSTILE))
+    check_message(msg)
+    assert_escaped(msg)

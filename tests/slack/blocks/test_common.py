@@ -1,0 +1,41 @@
+from bot.slack.blocks.common import error_message, help_message, notice
+from bot.slack.blocks.format import user
+from tests.slack.blocks import HOSTILE, all_text, assert_escaped, buttons, check_message
+
+
+def test_help_lists_every_command_with_an_example():
+    msg = help_message()
+    check_message(msg)
+    text = all_text(msg)
+    for usage in ("/cluster quote", "/cluster list", "/cluster status &lt;cluster-id&gt;",
+                  "/cluster terminate &lt;cluster-id&gt;", "/cluster help"):
+        assert usage in text
+    for option in ("storage=", "volume=", "location=", "disk=", "nodes="):
+        assert option in text
+    assert "Example: `/cluster quote h100x8 nodes=4 storage=1000 location=us-tx disk=200`" in text
+    assert "Example: `/cluster status clu_9xQe1`" in text
+    assert "Example: `/cluster terminate clu_9xQe1`" in text
+    assert buttons(msg) == []
+
+
+def test_error_message_escapes_input_and_shows_usage():
+    msg = error_message(f"I don't understand `{HOSTILE}`.", usage="/cluster status <cluster-id>")
+    check_message(msg)
+    assert_escaped(msg, user_mentions_kept=True)
+    text = all_text(msg)
+    assert "&lt;!channel&gt; &lt;script&gt;alert(1)&lt;/script&gt; &amp; <@U0EVIL>" in text
+    assert "Usage: `/cluster status &lt;cluster-id&gt;`" in text
+
+
+def test_error_message_without_usage_and_with_huge_text():
+    msg = error_message(HOSTILE * 100)
+    check_message(msg)
+    assert "Usage" not in all_text(msg)
+
+
+def test_notice_keeps_our_mentions_and_escapes_the_rest():
+    msg = notice(f"Cluster clu_1 terminated by {user('U0BOB')} <!here>")
+    check_message(msg)
+    text = all_text(msg)
+    assert "terminated by <@U0BOB> &lt;!here&gt;" in text
+    assert msg.text == "Cluster clu_1 terminated by <@U0BOB> &lt;!here&gt;"

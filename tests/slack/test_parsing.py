@@ -1,0 +1,69 @@
+import pytest
+
+from bot.domain.errors import InvalidCommand
+from bot.slack.parsing import (
+    HelpCommand,
+    ListCommand,
+    QuoteCommand,
+    StatusCommand,
+    TerminateCommand,
+    parse,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("quote h100x8 nodes=4", QuoteCommand("h100", 8, 4)),
+        ("  QUOTE H100x8   nodes=4 ", QuoteCommand("h100", 8, 4)),
+        ("quote h200x4 nodes=2 storage=1000 location=us-tx disk=200",
+         QuoteCommand("h200", 4, 2, storage_gb=1000, location="us-tx", root_disk_gb=200)),
+        ("quote h100-sxm-80gbx8 nodes=8 volume=vol_3kP0",
+         QuoteCommand("h100-sxm-80gb", 8, 8, volume_id="vol_3kP0")),
+        ("quote mi300xx8 nodes=2", QuoteCommand("mi300x", 8, 2)),
+        ("list", ListCommand()),
+        ("status clu_9xQe1", StatusCommand("clu_9xQe1")),
+        ("terminate clu_9xQe1", TerminateCommand("clu_9xQe1")),
+        ("help", HelpCommand()),
+        ("", HelpCommand()),
+        ("frobnicate", HelpCommand(unknown="frobnicate")),
+    ],
+)
+def test_parses(text, expected):
+    assert parse(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "says", "bad_part"),
+    [
+        ("quote h100x8 nodes=9", "arranged through AI Reserve sales", "nodes=9"),
+        ("quote h100x8 nodes=1", "2–8 nodes", "nodes=1"),
+        ("quote h100x9 nodes=4", "At most 8 GPUs per node for H100", "x9"),
+        ("quote h100x0 nodes=4", "at least 1", "x0"),
+        ("quote h100x8 nodes=four", "whole number", "nodes=four"),
+        ("quote h100x8", "nodes=<N>", "nodes"),
+        ("quote h100x8 nodes=4 please", "I don't understand `please`", "please"),
+        ("quote h100x8 nodes=4 color=red", "Unknown option `color`", "color=red"),
+        ("quote h100x8 nodes=4 nodes=2", "given twice", "nodes=2"),
+        ("quote h100x8 nodes=4 storage=100 volume=vol_1", "not both", "volume=vol_1"),
+        ("quote h100 nodes=4", "not a shape", "h100"),
+        ("quote h100xeight nodes=4", "whole number", "h100xeight"),
+        ("quote", "Which cluster", ""),
+        ("quote h100x8 nodes=99999999999", "whole number", "nodes=99999999999"),
+        ("quote h100x8 nodes=4 storage=-5", "whole number", "storage=-5"),
+        ("status", "needs a cluster id", ""),
+        ("status clu_1 extra", "takes nothing more", "extra"),
+        ("terminate <script>", "not a cluster id", "<script>"),
+        ("list everything", "takes nothing more", "everything"),
+        ("quote h100x8 nodes=４", "plain ASCII", "４"),
+        ("quote ünïcode", "plain ASCII", "ü"),
+        ("x" * 501, "at most 500", None),
+    ],
+)
+def test_bad_input_names_the_bad_part_and_shows_usage(text, says, bad_part):
+    with pytest.raises(InvalidCommand) as caught:
+        parse(text)
+    assert says in caught.value.user_message
+    if bad_part is not None:
+        assert caught.value.bad_part == bad_part
+    assert caught.value.usage.startswith("/cluster")

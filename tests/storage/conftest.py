@@ -1,0 +1,113 @@
+"""Shared storage-test fixtures and sample builders.
+
+`db` runs every test that takes it on a SQLite file and on an in-memory SQLite database. The
+builders make domain models with sensible defaults; since a quote takes at most one request,
+`make_request("r-x")` sits on quote "q-x" unless told otherwise, and `seed` stores one quote for
+each distinct `quote_id` of the requests it is given.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest_asyncio
+
+from bot.domain.models import (
+    ClusterRecord,
+    ClusterState,
+    LaunchRequest,
+    PriceLine,
+    QuoteInfo,
+    QuoteSpec,
+    RequestStatus,
+    ShapeSpec,
+    Workload,
+)
+from storage.db import Database
+
+T0 = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
+SHAPE = ShapeSpec(accelerator="h100-sxm-80gb", gpus_per_node=8, nodes=2)
+
+
+def make_quote(id: str = "q-1", **changes) -> QuoteInfo:
+    return QuoteInfo(**{
+        "id": id,
+        "spec": QuoteSpec(shape=SHAPE, storage_gb=1000, location="us-east-1", root_disk_gb=200),
+        "accelerator_name": "NVIDIA H100 SXM 80GB",
+        "location": "us-east-1",
+        "hourly_cents": 6_412,
+        "per_gpu_hourly_cents": 399,
+        "lines": (
+            PriceLine(label="GPUs", detail="16 × H100", hourly_cents=6_384),
+            PriceLine(label="Storage", detail="1000 GB", hourly_cents=28),
+        ),
+        "availability": "high",
+        "created_at": T0,
+        "expires_at": T0 + timedelta(minutes=15),
+        "requested_by": "U1",
+        "channel_id": "C1",
+        **changes,
+    })
+
+
+def quote_id_for(request_id: str) -> str:
+    """The default quote of a sample request: "r-1" → "q-1" (one quote per request)."""
+    return "q-" + request_id.removeprefix("r-")
+
+
+def make_request(id: str = "r-1", quote_id: str | None = None, **changes) -> LaunchRequest:
+    return LaunchRequest(**{
+        "id": id,
+        "quote_id": quote_id_for(id) if quote_id is None else quote_id,
+        "requester_id": "U1",
+        "team_id": "T1",
+        "channel_id": "C1",
+        "workload": Workload(
+            name="train-1", image="nvcr.io/nvidia/pytorch:25.01-py3",
+            docker_start_cmd=("bash", "-lc", "torchrun train.py"),
+            env={"MALLOC_ARENA_MAX": "1", "NCCL_DEBUG": "INFO"}, ports=("22/tcp", "8888/http"),
+            ssh_keys=("ssh-ed25519 AAAA… me",), auto_recovery=True,
+        ),
+        "status": RequestStatus.PENDING,
+        "hourly_cents": 6_412,
+        "created_at": T0,
+        "updated_at": T0,
+        **changes,
+    })
+
+
+def make_cluster(id: str = "c-1", request_id: str | None = "r-1", **changes) -> ClusterRecord:
+    return ClusterRecord(**{
+        "id": id,
+        "request_id": request_id,
+        "owner_id": "U1",
+        "channel_id": "C1",
+        "name": "train-1",
+        "shape": SHAPE,
+        "accelerator_name": "NVIDIA H100 SXM 80GB",
+        "location": "us-east-1",
+        "hourly_cents": 6_412,
+        "status": ClusterState.PROVISIONING,
+        "created_at": T0,
+        "updated_at": T0,
+        **changes,
+    })
+
+
+async def seed(db: Database, *requests: LaunchRequest) -> None:
+    """Store the given requests (default: r-1, pending) and a quote for each of their quote ids."""
+    requests = requests or (make_request(),)
+    async with db.transaction() as repos:
+        for quote_id in dict.fromkeys(r.quote_id for r in requests):  # distinct, in order
+            await repos.quotes.add(make_quote(quote_id))
+        for r in requests:
+            await repos.requests.add(r)
+
+
+@pytest_asyncio.fixture(params=["file", "memory"])
+async def db(request, tmp_path):
+    url = f"sqlite:///{tmp_path / 'bot.db'}" if request.param == "file" else "sqlite://"
+    database = Database(url)
+    await database.migrate()
+    yield database
+    await database.dispose()

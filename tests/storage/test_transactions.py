@@ -1,0 +1,114 @@
+"""Transactions: commit, rollback, and concurrent compare-and-set with exactly one winner."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+import pytest
+
+from bot.domain.models import MessageRef, RequestStatus
+from storage.db import Database
+from tests.storage.conftest import T0, make_quote, make_request, seed
+
+CONTENDERS = 20
+
+
+async def _approve(db: Database, who: int):
+    async with db.transaction() as repos:
+        # Read first, then write: the pattern that trips SQLite's deferred transactions.
+        current = await repos.requests.get("r-1")
+        assert current is not None
+        return await repos.requests.transition(
+            "r-1", from_={RequestStatus.PENDING}, to=RequestStatus.APPROVED,
+            now=T0 + timedelta(seconds=who), quote_id="q-1", decided_by=f"U{who}",
+        )
+
+
+async def test_concurrent_transitions_have_exactly_one_winner(db):
+    await seed(db)
+    results = await asyncio.gather(*(_approve(db, who) for who in range(CONTENDERS)))
+    winners = [r for r in results if r is not None]
+    assert len(winners) == 1
+    assert results.count(None) == CONTENDERS - 1
+    async with db.transaction() as repos:
+        assert await repos.requests.get("r-1") == winners[0]
+
+
+async def test_one_winner_across_several_engines_on_one_file(tmp_path):
+    # Several Database objects on one file behave like several processes: no shared asyncio
+    # lock, so SQLite's own locking (BEGIN IMMEDIATE + busy timeout) has to keep order.
+    url = f"sqlite:///{tmp_path / 'bot.db'}"
+    dbs = [Database(url) for _ in range(4)]
+    try:
+        await dbs[0].migrate()
+        await seed(dbs[0])
+        results = await asyncio.gather(
+            *(_approve(dbs[who % len(dbs)], who) for who in range(CONTENDERS))
+        )
+    finally:
+        for each in dbs:
+            await each.dispose()
+    assert sum(r is not None for r in results) == 1
+
+
+async def test_commit_on_normal_exit(db):
+    async with db.transaction() as repos:
+        await repos.messages.put("k", "s", MessageRef(channel_id="C1", ts="1.0"), now=T0)
+    async with db.transaction() as repos:
+        assert await repos.messages.get("k", "s") == MessageRef(channel_id="C1", ts="1.0")
+
+
+async def test_rollback_on_exception_leaves_nothing_behind(db):
+    await seed(db)
+
+    class Boom(Exception):
+        pass
+
+    with pytest.raises(Boom):
+        async with db.transaction() as repos:
+            await repos.quotes.add(make_quote("q-2"))
+            await repos.requests.add(make_request("r-2", quote_id="q-2"))
+            await repos.requests.transition(
+                "r-1", from_={RequestStatus.PENDING}, to=RequestStatus.REJECTED, now=T0
+            )
+            await repos.messages.put("k", "s", MessageRef(channel_id="C1", ts="1.0"), now=T0)
+            raise Boom
+    async with db.transaction() as repos:
+        assert await repos.quotes.get("q-2") is None
+        assert await repos.requests.get("r-2") is None
+        assert await repos.requests.get("r-1") == make_request()
+        assert await repos.messages.get("k", "s") is None
+
+
+async def test_a_failed_transaction_does_not_block_the_next(db):
+    with pytest.raises(RuntimeError):
+        async with db.transaction():
+            raise RuntimeError("handler bug")
+    await seed(db)  # the lock and the connection were released
+
+
+async def test_nested_transaction_in_one_task_is_refused_on_sqlite(db):
+    async with db.transaction():
+        with pytest.raises(RuntimeError, match="nested"):
+            async with db.transaction():
+                pass  # pragma: no cover
+
+
+async def test_cancelled_transaction_rolls_back(db):
+    await seed(db)
+    entered = asyncio.Event()
+
+    async def stuck() -> None:
+        async with db.transaction() as repos:
+            await repos.requests.update("r-1", now=T0, last_error="half done")
+            entered.set()
+            await asyncio.Event().wait()
+
+    task = asyncio.create_task(stuck())
+    await asyncio.wait_for(entered.wait(), timeout=5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    async with db.transaction() as repos:
+        assert (await repos.requests.get("r-1")).last_error is None
