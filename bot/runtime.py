@@ -68,7 +68,8 @@ class Runtime:
 @asynccontextmanager
 async def start(settings: Settings, *, clock: Clock | None = None,
                 sim_config: SimConfig | None = None, scheduler: bool = True,
-                slack_sleep: Sleep = asyncio.sleep) -> AsyncIterator[Runtime]:
+                sleep: Sleep = asyncio.sleep) -> AsyncIterator[Runtime]:
+    """`sleep` is what retries wait with (Slack 429s, AI Reserve backoff): tests pass a fake."""
     clock = clock or SystemClock()
     async with AsyncExitStack() as stack:
         db = Database(settings.database_url)
@@ -87,11 +88,11 @@ async def start(settings: Settings, *, clock: Clock | None = None,
             assert settings.aireserve_api_url and settings.aireserve_api_key
             base_url = settings.aireserve_api_url
             key = settings.aireserve_api_key.get_secret_value()
-        provider = AsyncAIReserveClient(session, base_url, key, clock=clock)
+        provider = AsyncAIReserveClient(session, base_url, key, clock=clock, sleep=sleep)
 
         token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
         slack = AsyncWebClient(token=token, base_url=settings.slack_api_url,
-                               retry_handlers=retry_handlers(slack_sleep))
+                               retry_handlers=retry_handlers(sleep))
         notifier = SlackNotifier(client=slack, db=db, clock=clock,
                                  approvals_channel=settings.approvals_channel or "")
         quoting = QuotingService(provider=provider, db=db, clock=clock)

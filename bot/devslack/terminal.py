@@ -225,9 +225,7 @@ class Terminal:
             errors = _form_errors(reply.json)
             await self.ws.settle()
             if errors:
-                self.screen.say("✗ the bot sent the form back:")
-                for block_id, message in errors.items():
-                    self.screen.say(f"  ! {self._label_of(view, block_id)}: {message}")
+                self.screen.say("✗ the bot sent the form back: fix the fields marked !")
 
     async def _ask(
         self, block: dict[str, Any], element: dict[str, Any], current: Any, error: str | None
@@ -272,12 +270,6 @@ class Terminal:
         self.screen.say(f"  (closed “{plain(view.get('title'))}”)")
         if reply is not None and reply.status != 200:
             self.screen.say(f"⚠ the bot answered HTTP {reply.status} to view_closed")
-
-    def _label_of(self, view: dict[str, Any], block_id: str) -> str:
-        for block in view["blocks"]:
-            if block.get("block_id") == block_id:
-                return text_of(block.get("label"), self.screen.name)
-        return block_id
 
     # -- input -------------------------------------------------------------------------------
 

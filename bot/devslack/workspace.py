@@ -30,7 +30,7 @@ class LocalWorkspace:
         approvers: Iterable[str] = (),
         user: str = "alice",
         channel: str = "general",
-        settle_quiet: float = 0.05,
+        settle_quiet: float = 0.2,
     ) -> None:
         self.slack = slack
         self.requests = SlackRequests(

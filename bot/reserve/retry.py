@@ -17,7 +17,6 @@ Retry policy (the caller says whether a request is safe to repeat):
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -143,7 +142,7 @@ class Transport:
         timeout: float,
         policy: RetryPolicy,
         clock: Clock,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        sleep: Callable[[float], Awaitable[None]],
         random: Callable[[], float],
     ) -> None:
         self._session = session

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import aiohttp
 
 from bot import runtime
 from bot.clock import ManualClock
@@ -20,7 +22,9 @@ from bot.config import load_settings
 from bot.devslack.requests import Reply, SlackRequests
 from bot.devslack.store import Message
 from bot.devslack.webapi import FakeSlack
+from bot.domain.models import ClusterRecord, LaunchRequest, RequestStatus
 from bot.reserve.simulator.config import SimConfig
+from bot.reserve.simulator.embedded import EmbeddedSimulator
 from bot.slack.ids import Action
 
 ALICE, BOB, CAROL = "U0ALICE", "U0BOB", "U0CAROL"
@@ -35,7 +39,26 @@ class Harness:
     slack: FakeSlack
     requests: SlackRequests
     clock: ManualClock
+    sim: EmbeddedSimulator
     slept: list[float] = field(default_factory=list)
+
+    async def sim_admin(self, path: str, body: dict[str, Any]) -> Any:
+        """The simulator's /_sim control endpoints (fail a node, faults, capacity …)."""
+        async with aiohttp.ClientSession() as session, session.post(
+                f"{self.sim.admin_url}/{path}", json=body,
+                headers={"X-Sim-Admin": "1"}) as response:
+            assert response.status < 300, await response.text()
+            return await response.json()
+
+    async def record(self, cluster_id: str) -> ClusterRecord:
+        async with self.rt.db.transaction() as repos:
+            found = await repos.clusters.get(cluster_id)
+        assert found is not None
+        return found
+
+    async def requests_in_db(self) -> list[LaunchRequest]:
+        async with self.rt.db.transaction() as repos:
+            return await repos.requests.list_by_status(list(RequestStatus))
 
     # --- acting as people ------------------------------------------------------------------
 
@@ -107,32 +130,46 @@ class Harness:
 
 
 @asynccontextmanager
-async def bot(tmp_path: Path, *, sim_config: SimConfig | None = None,
-              env: dict[str, str] | None = None) -> AsyncIterator[Harness]:
-    clock = ManualClock(START)
+async def fake_slack() -> AsyncIterator[FakeSlack]:
     async with FakeSlack(channels={GENERAL: "general", APPROVALS: "approvals",
                                    "C0RANDOM": "random"}) as slack:
-        settings = load_settings({
+        yield slack
+        assert slack.violations == [], slack.violations
+
+
+@asynccontextmanager
+async def bot(tmp_path: Path, *, slack: FakeSlack | None = None,
+              sim: EmbeddedSimulator | None = None, clock: ManualClock | None = None,
+              sim_config: SimConfig | None = None) -> AsyncIterator[Harness]:
+    """A running bot. Pass `slack`/`sim`/`clock` to keep them across a restart of the bot."""
+    clock = clock or (sim.clock if isinstance(sim and sim.clock, ManualClock) else None) \
+        or ManualClock(START)
+    async with AsyncExitStack() as stack:
+        if slack is None:
+            slack = await stack.enter_async_context(fake_slack())
+        env = {
             "SLACK_BOT_TOKEN": slack.bot_token,
             "SLACK_SIGNING_SECRET": SECRET,
             "SLACK_API_URL": slack.api_url,
             "DATABASE_URL": f"sqlite:///{tmp_path / 'bot.db'}",
             "APPROVALS_CHANNEL": APPROVALS,
             "APPROVERS": f"{BOB},{CAROL}",
-            **(env or {}),
-        })
+        }
+        if sim is not None:  # an AI Reserve that outlives this bot process
+            env |= {"AIRESERVE_API_URL": sim.base_url, "AIRESERVE_API_KEY": "test-key"}
         slept: list[float] = []
 
         async def no_wait(seconds: float) -> None:
             slept.append(seconds)
 
-        async with runtime.start(settings, clock=clock, scheduler=False, slack_sleep=no_wait,
-                                 sim_config=sim_config) as rt, \
-                runtime.http_site(rt, host="127.0.0.1", port=0) as url:
-            async with SlackRequests(events_url=f"{url}/slack/events", signing_secret=SECRET,
-                                     slack=slack) as requests:
-                harness = Harness(rt=rt, slack=slack, requests=requests, clock=clock,
-                                  slept=slept)
-                yield harness
-                await rt.settle()
-        assert slack.violations == [], slack.violations
+        rt = await stack.enter_async_context(runtime.start(
+            load_settings(env), clock=clock, scheduler=False, sleep=no_wait,
+            sim_config=sim_config))
+        url = await stack.enter_async_context(runtime.http_site(rt, host="127.0.0.1", port=0))
+        requests = await stack.enter_async_context(SlackRequests(
+            events_url=f"{url}/slack/events", signing_secret=SECRET, slack=slack))
+        simulator = sim or rt.simulator
+        assert simulator is not None
+        yield Harness(rt=rt, slack=slack, requests=requests, clock=clock, sim=simulator,
+                      slept=slept)
+        await rt.settle()

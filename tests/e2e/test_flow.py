@@ -1,4 +1,4 @@
-"""The whole flow over Slack's real protocol: quote → request → approve → launch → run → terminate."""
+"""The whole flow over Slack's protocol: quote → request → approve → launch → run → terminate."""
 
 import json
 
@@ -19,7 +19,7 @@ async def test_quote_request_approve_launch_run_terminate(tmp_path):
         assert "MALLOC_ARENA_MAX=1" in json.dumps(modal)
         await h.submit(modal, values={
             FIELD_NAME: {FIELD_NAME: "dsv3-serve"},
-            FIELD_SSH_KEYS: {FIELD_SSH_KEYS: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEx alice@laptop"},
+            FIELD_SSH_KEYS: {FIELD_SSH_KEYS: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEx alice@lap"},
         })
         approval = h.cards()[-1]
         assert approval.channel == APPROVALS

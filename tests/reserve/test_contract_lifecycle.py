@@ -48,7 +48,7 @@ async def test_docs_billing_starts_at_ready_at_and_accrues_hourly(sim_client, ad
     assert [x["cents"] for x in hours] == [quote.rate.hourly_cents] * 2
 
 
-@pytest.mark.parametrize("seconds", [1, 3599, 3601, 7800, 5 * 3600 - 1])
+@pytest.mark.parametrize("seconds", [1, 3599, 3600, 3601, 7200, 7800, 5 * 3600 - 1])
 async def test_inv2_accrual_count_is_ceil_of_hours_from_ready_to_terminate(
         sim_client, admin, seconds):
     quote, cluster = await launch_running(sim_client, admin)
@@ -122,6 +122,32 @@ async def test_inv7_degraded_keeps_billing_at_the_full_locked_rate(sim_client, a
     assert cluster.locked_rate == quote.rate  # inv1: the lock holds while degraded
     hours = await cluster_hours(admin, cluster.id)
     assert {x["cents"] for x in hours} == {quote.rate.hourly_cents}
+
+
+async def test_docs_nothing_accrues_while_no_node_runs(sim_client, admin):
+    _, cluster = await launch_running(sim_client, admin)
+    await admin.fail_node(cluster.id, 0, "stopped")
+    await admin.fail_node(cluster.id, 1, "unhealthy")
+    await admin.advance(3 * 3600)
+    cluster = await sim_client.get_cluster(cluster.id)
+    assert cluster.status is ClusterStatus.DEGRADED
+    assert cluster.billing.accrued_hours == 1  # only the hour accrued at readyAt
+
+
+async def test_inv1_the_locked_rate_never_changes_after_launch(sim_client, admin):
+    quote, cluster = await launch(sim_client, storage_gb=500)
+    seen = [cluster.locked_rate]
+    cluster = await advance_until(sim_client, admin, cluster.id, "running")
+    seen.append(cluster.locked_rate)
+    await admin.fail_node(cluster.id, 1, "stopped")
+    seen.append((await sim_client.get_cluster(cluster.id)).locked_rate)
+    await sim_client.recover_cluster(cluster.id, idempotency_key="inv1")
+    cluster = await advance_until(sim_client, admin, cluster.id, "running")
+    seen.append(cluster.locked_rate)
+    await admin.advance(5 * 3600)
+    await sim_client.terminate_cluster(cluster.id)
+    seen.append((await advance_until(sim_client, admin, cluster.id, "terminated")).locked_rate)
+    assert seen == [quote.rate] * 5
 
 
 async def test_docs_there_is_no_stop(sim_client, sim, session):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 import pytest
 
 from bot.reserve import errors as e
@@ -22,15 +24,20 @@ async def test_inv9_a_volume_made_with_the_cluster_survives_terminate_and_bills_
     volume = await sim_client.get_volume(cluster.volume.id)
     assert volume.status is VolumeStatus.ATTACHED
     assert volume.billing.covered_by_cluster is True
-    await admin.advance(2 * 3600)
+    await admin.advance(2 * 3600 - 60)
     assert await volume_hours(admin, volume.id) == []  # the cluster rate covers it
     await sim_client.terminate_cluster(cluster.id)
     await advance_until(sim_client, admin, cluster.id, "terminated")
     volume = await sim_client.get_volume(volume.id)
     assert volume.status is VolumeStatus.AVAILABLE and volume.attached_cluster_id is None
+    assert volume.billing.covered_by_cluster is False
     await admin.advance(3 * 3600)
     hours = await volume_hours(admin, volume.id)
-    assert len(hours) >= 2 and {x["cents"] for x in hours} == {10}
+    assert [x["cents"] for x in hours] == [10, 10, 10]  # 1000 GB x 7 / 730, half-up
+    # Never charged twice: the volume's own hours start where the last cluster hour ends.
+    last_cluster_hour = [x for x in await admin.ledger() if x["kind"] == "cluster_hour"][-1]
+    gap = datetime.fromisoformat(hours[0]["at"]) - datetime.fromisoformat(last_cluster_hour["at"])
+    assert gap == timedelta(hours=1)
     assert [v.id async for v in sim_client.iter_volumes()] == [volume.id]
 
 

@@ -45,7 +45,9 @@ async def test_inv8_a_manual_attempt_brings_nodes_back_with_the_same_address(sim
     assert (cluster.nodes[1].ssh_host, cluster.nodes[1].ssh_port) == healthy_ssh
     assert cluster.nodes[1].last_recovered_at is None  # the healthy node was not touched
     assert cluster.nodes[0].last_recovered_at is not None
-    assert cluster.recovery.attempts_used == 1 or cluster.recovery.state is RecoveryState.IDLE
+    assert cluster.recovery.state is RecoveryState.IDLE  # the episode closed
+    assert (cluster.recovery.episode, cluster.recovery.attempts_used) == (1, 1)
+    assert cluster.recovery.skipped_nodes == []
     assert cluster.last_error is None
     assert cluster.locked_rate == quote.rate
 
