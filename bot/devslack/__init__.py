@@ -8,10 +8,18 @@ what the bot does.
 """
 
 from bot.devslack.blockkit import Button
-from bot.devslack.methods import Violation
+from bot.devslack.models import (
+    DEFAULT_CHANNELS,
+    DEFAULT_USERS,
+    ApiCall,
+    Message,
+    SlackUser,
+    Violation,
+)
 from bot.devslack.requests import Reply, SlackRequests, signed_headers
-from bot.devslack.store import DEFAULT_CHANNELS, DEFAULT_USERS, Message, SlackUser
-from bot.devslack.webapi import ApiCall, FakeSlack, MonotonicClock
+from bot.devslack.terminal import run_repl
+from bot.devslack.webapi import FakeSlack, MonotonicClock
+from bot.devslack.workspace import LocalWorkspace
 
 __all__ = [
     "DEFAULT_CHANNELS",
@@ -19,11 +27,13 @@ __all__ = [
     "ApiCall",
     "Button",
     "FakeSlack",
+    "LocalWorkspace",
     "Message",
     "MonotonicClock",
     "Reply",
     "SlackRequests",
     "SlackUser",
     "Violation",
+    "run_repl",
     "signed_headers",
 ]

@@ -278,3 +278,37 @@ def initial_state(blocks: Sequence[dict[str, Any]]) -> dict[str, dict[str, dict[
         entry = state_entry(element, initial_value(element))
         values.setdefault(str(block.get("block_id")), {})[str(element.get("action_id"))] = entry
     return values
+
+
+def action_entry(
+    blocks: list[dict[str, Any]], action_id: str, block_id: str | None, value: Any, ts: str
+) -> dict[str, Any]:
+    """The `actions[]` entry of a block_actions payload: a click on (or pick in) `action_id`."""
+    for block, element in walk(blocks):
+        if element.get("action_id") != action_id or block_id not in (None, block.get("block_id")):
+            continue
+        action: dict[str, Any] = {
+            "action_id": action_id,
+            "block_id": block.get("block_id"),
+            "action_ts": ts,
+        }
+        if element.get("type") == "button":
+            action.update(type="button", text=element.get("text"))
+            chosen = element.get("value") if value is None else value
+            if chosen is not None:
+                action["value"] = chosen
+            if element.get("style"):
+                action["style"] = element["style"]
+            return action
+        picked = initial_value(element) if value is None else value
+        return {**action, **state_entry(element, picked)}
+    known = [e.get("action_id") for _, e in walk(blocks)]
+    raise ValueError(f"no element with action_id {action_id!r} here; there are {known}")
+
+
+def input_element(blocks: list[dict[str, Any]], block_id: str, action_id: str) -> dict[str, Any]:
+    for block, element in walk(blocks):
+        if block.get("block_id") == block_id and element.get("action_id") == action_id:
+            return element
+    known = {b.get("block_id"): e.get("action_id") for b, e in walk(blocks)}
+    raise ValueError(f"no input {block_id!r}/{action_id!r} in this view; there are {known}")

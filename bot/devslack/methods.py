@@ -8,34 +8,19 @@ also recorded in `store.violations` so a test can assert there were none.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from bot.devslack.blockkit import MESSAGE_BLOCK_LIMIT, block_problems, view_problems
-from bot.devslack.store import Message, SlackError, SlackStore
+from bot.devslack.models import Message, SlackError, Violation
+from bot.devslack.store import SlackStore
 
 Args = Mapping[str, Any]
 SCHEDULE_HORIZON = timedelta(days=120)
 
 
-@dataclass(frozen=True)
-class Violation:
-    """A payload Slack would have refused: which method, why, and what was sent."""
-
-    method: str
-    problems: tuple[str, ...]
-    payload: Any
-    at: datetime
-
-
 class MethodStore(SlackStore):
-    """The store plus what the methods need beyond it: violations and scheduled messages."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.violations: list[Violation] = []
-        self.scheduled: dict[str, tuple[datetime, dict[str, Any]]] = {}
+    """The store plus the checks and chores the Web API methods share."""
 
     def refuse(self, method: str, problems: list[str], payload: Any) -> SlackError:
         """Record a violation and build the `invalid_blocks` error to raise."""
@@ -121,8 +106,11 @@ def chat_update(store: MethodStore, args: Args) -> dict[str, Any]:
     if message.ephemeral_to is not None:
         raise SlackError("message_not_found", "ephemeral messages cannot be updated")
     blocks = store.checked_blocks("chat.update", args, need_text=True)
+    text = args.get("text")
+    if text is None and blocks is None and not args.get("attachments"):
+        raise SlackError("no_text")
     # Slack keeps the old blocks when `blocks` is omitted; [] removes them.
-    store.edit(message, text=args.get("text"), blocks=blocks)
+    store.edit(message, text=None if text is None else str(text), blocks=blocks)
     return {
         "channel": channel,
         "ts": message.ts,

@@ -14,7 +14,7 @@ from datetime import timedelta
 from typing import Any
 
 from bot.devslack.methods import MethodStore, flag
-from bot.devslack.store import Message, ResponseTarget, SlackError
+from bot.devslack.models import Message, ResponseTarget, SlackError
 
 RESPONSE_URL_USES = 5
 RESPONSE_URL_LIFETIME = timedelta(minutes=30)

@@ -26,11 +26,10 @@ import aiohttp
 from slack_sdk.signature import SignatureVerifier
 
 from bot.clock import Clock, SystemClock
-from bot.devslack.blockkit import initial_state, initial_value, state_entry, walk
-from bot.devslack.store import Message, SlackError
+from bot.devslack.blockkit import action_entry, initial_state, input_element, state_entry
+from bot.devslack.models import ACK_DEADLINE, Message, SlackError
 from bot.devslack.webapi import FakeSlack
 
-ACK_DEADLINE = 3.0  # seconds Slack waits for the HTTP 200
 FORM = "application/x-www-form-urlencoded"
 LEGACY_TOKEN = "devslack-verification-token"  # deprecated field; bots must not check it
 
@@ -149,9 +148,11 @@ class SlackRequests:
         reply: Reply | None = None
         try:
             reply = await self.send(urlencode(form).encode(), content_type=FORM)
-        finally:
-            usable = reply is not None and reply.status == 200 and not reply.timed_out
-            self.slack.apply_command_ack(response_url, reply.content if usable and reply else None)
+        finally:  # even when the request failed: respond() calls are waiting on this
+            shown = None
+            if reply is not None and reply.status == 200 and not reply.timed_out:
+                shown = reply.content
+            self.slack.apply_command_ack(response_url, shown)
         return reply
 
     # -- interactivity -----------------------------------------------------------------------
@@ -191,7 +192,9 @@ class SlackRequests:
             blocks = message.blocks
             payload.update(self._message_context(message, user["id"]))
             payload["state"] = {"values": initial_state(blocks)}
-        payload["actions"] = [_action(blocks, action_id, block_id, value, self.slack.next_ts())]
+        payload["actions"] = [
+            action_entry(blocks, action_id, block_id, value, self.slack.next_ts())
+        ]
         return await self._interactive(payload)
 
     async def submit_view(
@@ -212,7 +215,7 @@ class SlackRequests:
         state = initial_state(current["blocks"])
         for block_id, by_action in (values or {}).items():
             for action_id, typed in by_action.items():
-                element = _input_element(current["blocks"], block_id, action_id)
+                element = input_element(current["blocks"], block_id, action_id)
                 state.setdefault(block_id, {})[action_id] = state_entry(element, typed)
         payload: dict[str, Any] = {
             "type": "view_submission",
@@ -384,37 +387,3 @@ class SlackRequests:
         if not ephemeral:  # Slack does not echo ephemeral messages back
             context["message"] = self.slack.message_body(message)
         return context
-
-
-def _action(
-    blocks: list[dict[str, Any]], action_id: str, block_id: str | None, value: Any, ts: str
-) -> dict[str, Any]:
-    """The `actions[0]` object of a click on `action_id`."""
-    for block, element in walk(blocks):
-        if element.get("action_id") != action_id or block_id not in (None, block.get("block_id")):
-            continue
-        action: dict[str, Any] = {
-            "action_id": action_id,
-            "block_id": block.get("block_id"),
-            "action_ts": ts,
-        }
-        if element.get("type") == "button":
-            action.update(type="button", text=element.get("text"))
-            chosen = element.get("value") if value is None else value
-            if chosen is not None:
-                action["value"] = chosen
-            if element.get("style"):
-                action["style"] = element["style"]
-            return action
-        picked = initial_value(element) if value is None else value
-        return {**action, **state_entry(element, picked)}
-    known = [e.get("action_id") for _, e in walk(blocks)]
-    raise ValueError(f"no element with action_id {action_id!r} here; there are {known}")
-
-
-def _input_element(blocks: list[dict[str, Any]], block_id: str, action_id: str) -> dict[str, Any]:
-    for block, element in walk(blocks):
-        if block.get("block_id") == block_id and element.get("action_id") == action_id:
-            return element
-    known = {b.get("block_id"): e.get("action_id") for b, e in walk(blocks)}
-    raise ValueError(f"no input {block_id!r}/{action_id!r} in this view; there are {known}")

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from bot.devslack.blockkit import plain
+from bot.devslack.models import ApiCall, Message, SlackError
 from bot.devslack.render import Labeller, blocks_to_lines, element_label, mrkdwn, text_of
-from bot.devslack.store import Message, SlackError
-from bot.devslack.webapi import ApiCall, FakeSlack
+from bot.devslack.webapi import FakeSlack
 
 # calls that change nothing anyone sees
 _SILENT = frozenset(
@@ -72,14 +72,14 @@ class Screen:
 
     def on_call(self, call: ApiCall) -> None:
         """FakeSlack subscriber: print what `call` changed for the people in the workspace."""
-        if call.method in _SILENT:
-            return
         if not call.ok:
             detail = call.response.get("detail")
             self.say(
                 f"⚠ the bot's {call.method} failed: {call.error}"
                 + (f" ({detail})" if detail else "")
             )
+            return
+        if call.method in _SILENT:
             return
         response = call.response
         if call.method == "ack" and "errors" in response:

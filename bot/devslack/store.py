@@ -9,134 +9,23 @@ from __future__ import annotations
 import copy
 import itertools
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from bot.clock import Clock
 from bot.devslack.blockkit import Button, buttons, with_ids
+from bot.devslack.models import (
+    Message,
+    MessageVersion,
+    ResponseTarget,
+    SlackError,
+    SlackUser,
+    Trigger,
+    Violation,
+)
 
 TRIGGER_LIFETIME = timedelta(seconds=3)
 MODAL_STACK_LIMIT = 3
-
-
-class SlackError(Exception):
-    """A Web API refusal, answered as `{"ok": false, "error": code}` (+ `detail`)."""
-
-    def __init__(self, code: str, detail: str | None = None) -> None:
-        super().__init__(code if detail is None else f"{code}: {detail}")
-        self.code = code
-        self.detail = detail
-
-
-@dataclass(frozen=True)
-class SlackUser:
-    """A person in the fake workspace (what `users.info` answers)."""
-
-    id: str
-    name: str
-    real_name: str = ""
-    tz: str = "UTC"
-    is_admin: bool = False
-
-    def to_wire(self, *, team_id: str, now: datetime) -> dict[str, Any]:
-        offset = ZoneInfo(self.tz).utcoffset(now)
-        real_name = self.real_name or self.name
-        return {
-            "id": self.id,
-            "team_id": team_id,
-            "name": self.name,
-            "real_name": real_name,
-            "deleted": False,
-            "tz": self.tz,
-            "tz_offset": int(offset.total_seconds()) if offset is not None else 0,
-            "is_admin": self.is_admin,
-            "is_owner": False,
-            "is_bot": False,
-            "profile": {
-                "real_name": real_name,
-                "display_name": self.name,
-                "email": f"{self.name}@example.com",
-            },
-        }
-
-
-DEFAULT_USERS = (
-    SlackUser("U0ALICE", "alice", "Alice Archer", tz="Europe/London"),
-    SlackUser("U0BOB", "bob", "Bob Baker", tz="America/New_York"),
-    SlackUser("U0CAROL", "carol", "Carol Chen", tz="Asia/Tokyo", is_admin=True),
-)
-DEFAULT_CHANNELS: Mapping[str, str] = {"C0GENERAL": "general", "C0RANDOM": "random"}
-
-
-@dataclass(frozen=True)
-class MessageVersion:
-    """What a message said before a `chat.update` (or response_url replace) changed it."""
-
-    text: str
-    blocks: list[dict[str, Any]]
-    replaced_at: datetime
-
-
-@dataclass
-class Message:
-    """A message as Slack stores it. Mutable: `chat.update` edits it in place."""
-
-    channel: str
-    ts: str
-    text: str
-    blocks: list[dict[str, Any]]
-    user: str
-    posted_at: datetime
-    via: str  # the method that made it: chat.postMessage, response_url, ack, …
-    thread_ts: str | None = None
-    reply_broadcast: bool = False
-    ephemeral_to: str | None = None
-    deleted: bool = False
-    edits: list[MessageVersion] = field(default_factory=list)
-    edited_ts: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)  # attachments, metadata, … kept raw
-
-    @property
-    def is_reply(self) -> bool:
-        return self.thread_ts is not None and self.thread_ts != self.ts
-
-    def to_payload(self, *, team_id: str, bot_id: str, app_id: str) -> dict[str, Any]:
-        """The `message` object Slack puts in a block_actions payload."""
-        body: dict[str, Any] = {
-            "type": "message",
-            "user": self.user,
-            "ts": self.ts,
-            "bot_id": bot_id,
-            "app_id": app_id,
-            "text": self.text,
-            "team": team_id,
-            "blocks": copy.deepcopy(self.blocks),
-        }
-        if self.thread_ts is not None:
-            body["thread_ts"] = self.thread_ts
-        if self.edited_ts is not None:
-            body["edited"] = {"user": self.user, "ts": self.edited_ts}
-        return body
-
-
-@dataclass
-class _Trigger:
-    user_id: str
-    issued: datetime
-    used: bool = False
-
-
-@dataclass
-class ResponseTarget:
-    """Where a response_url answers: the payload's channel, user and (for actions) message."""
-
-    channel_id: str
-    user_id: str
-    issued: datetime
-    message_ts: str | None = None
-    uses: int = 0
 
 
 class SlackStore:
@@ -170,8 +59,10 @@ class SlackStore:
         self._stacks: dict[str, list[str]] = {}  # user → open modal ids, root first
         self._last_modal: dict[str, str] = {}
         self._homes: dict[str, str] = {}
-        self._triggers: dict[str, _Trigger] = {}
+        self._triggers: dict[str, Trigger] = {}
         self.response_targets: dict[str, ResponseTarget] = {}
+        self.violations: list[Violation] = []  # payloads Slack would have refused
+        self.scheduled: dict[str, tuple[datetime, dict[str, Any]]] = {}  # chat.scheduleMessage
         self._serial = itertools.count(1)
         self._ts_seconds = 0
 
@@ -332,7 +223,7 @@ class SlackStore:
     def issue_trigger_id(self, user_id: str) -> str:
         now = self.clock.now()
         trigger_id = f"{int(now.timestamp())}.{next(self._serial)}.devslack"
-        self._triggers[trigger_id] = _Trigger(user_id=user_id, issued=now)
+        self._triggers[trigger_id] = Trigger(user_id=user_id, issued=now)
         return trigger_id
 
     def redeem_trigger(self, trigger_id: object) -> str:

@@ -26,10 +26,10 @@ from bot.devslack.blockkit import (
     plain,
     walk,
 )
+from bot.devslack.models import Message, SlackError
 from bot.devslack.render import display_value, text_of
 from bot.devslack.requests import Reply
 from bot.devslack.screen import ButtonRef, Screen
-from bot.devslack.store import Message, SlackError
 from bot.devslack.workspace import LocalWorkspace
 
 HELP = """\
@@ -226,6 +226,9 @@ class Terminal:
             await self.ws.settle()
             if errors:
                 self.screen.say("✗ the bot sent the form back: fix the fields marked !")
+            elif self.ws.current_modal() == view:  # the bot's answer changed nothing
+                self.screen.say("  (the modal is still open: `submit` again or `close` it)")
+                return
 
     async def _ask(
         self, block: dict[str, Any], element: dict[str, Any], current: Any, error: str | None

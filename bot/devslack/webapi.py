@@ -28,16 +28,17 @@ from aiohttp import web
 from bot.clock import Clock, SystemClock
 from bot.devslack import replies
 from bot.devslack.methods import METHODS, MethodStore
-from bot.devslack.store import (
+from bot.devslack.models import (
+    ACK_DEADLINE,
     DEFAULT_CHANNELS,
     DEFAULT_USERS,
+    ApiCall,
     Message,
     ResponseTarget,
     SlackError,
     SlackUser,
 )
 
-ACK_WAIT = 3.0  # seconds a response_url POST waits for its command's ack (Slack's deadline)
 # Web API arguments that arrive JSON-encoded inside form or query strings.
 _JSON_ARGS = ("blocks", "attachments", "view", "metadata")
 
@@ -51,32 +52,6 @@ class MonotonicClock:
 
     def now(self) -> datetime:
         return self._anchor + timedelta(seconds=time.monotonic() - self._started)
-
-
-@dataclass(frozen=True)
-class ApiCall:
-    """One request FakeSlack answered.
-
-    `method` is a Web API method name, or `response_url` (a POST to a response_url), or `ack`
-    (an ack body Slack acts on: a slash command's reply, a view_submission's response_action),
-    or `scheduled_message` (a `chat.scheduleMessage` message posted when its time came).
-    """
-
-    method: str
-    args: dict[str, Any]
-    token: str | None
-    at: datetime
-    status: int
-    response: dict[str, Any]
-
-    @property
-    def ok(self) -> bool:
-        return bool(self.response.get("ok"))
-
-    @property
-    def error(self) -> str | None:
-        error = self.response.get("error")
-        return None if error is None else str(error)
 
 
 @dataclass
@@ -357,7 +332,7 @@ class FakeSlack(MethodStore):
             pending = self._pending_acks.get(response_id)
             if pending is not None:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(pending.wait(), ACK_WAIT)
+                    await asyncio.wait_for(pending.wait(), ACK_DEADLINE)
             try:
                 body: Any = await request.json()
             except ValueError:

@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping
 from types import TracebackType
 from typing import Any
 
+from bot.devslack.models import Message, SlackError, SlackUser
 from bot.devslack.requests import Reply, SlackRequests
-from bot.devslack.store import Message, SlackError, SlackUser
 from bot.devslack.webapi import FakeSlack
 
 

@@ -12,7 +12,7 @@ from bot.domain.workload import default_workload
 from bot.services.container import Services
 from bot.slack.blocks import common
 from bot.slack.blocks import launch_modal as modal_blocks
-from bot.slack.errors import StaleReference
+from bot.slack.errors import StaleReference, answering
 from bot.slack.ids import Action, ApprovalRef, ClusterRef, QuoteRef, Ref, RequestRef
 
 R = TypeVar("R", bound=Ref)
@@ -34,6 +34,7 @@ def _ref(kind: type[R], action: dict[str, Any]) -> R:
 
 def register(app: AsyncApp, services: Services) -> None:
     @app.action(Action.QUOTE_REQUEST_LAUNCH)
+    @answering
     async def request_launch(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any],
                              client: AsyncWebClient) -> None:
         await ack()
@@ -45,6 +46,7 @@ def register(app: AsyncApp, services: Services) -> None:
         await client.views_open(trigger_id=body["trigger_id"], view=view)
 
     @app.action(Action.QUOTE_DISCARD)
+    @answering
     async def discard(ack: AsyncAck, respond: AsyncRespond) -> None:
         await ack()
         await respond(delete_original=True)
@@ -60,18 +62,21 @@ def register(app: AsyncApp, services: Services) -> None:
                       **EPHEMERAL)
 
     @app.action(Action.APPROVE)
+    @answering
     async def approve(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any],
                       respond: AsyncRespond) -> None:
         await ack()
         await decide(body, action, Decision.APPROVE, respond)
 
     @app.action(Action.REJECT)
+    @answering
     async def reject(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any],
                      respond: AsyncRespond) -> None:
         await ack()
         await decide(body, action, Decision.REJECT, respond)
 
     @app.action(Action.RETRY_LAUNCH)
+    @answering
     async def retry(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any],
                     respond: AsyncRespond) -> None:
         await ack()
@@ -80,6 +85,7 @@ def register(app: AsyncApp, services: Services) -> None:
         await respond(**common.notice("Trying the launch again.").as_kwargs(), **EPHEMERAL)
 
     @app.action(Action.TERMINATE)
+    @answering
     async def terminate(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any],
                         respond: AsyncRespond) -> None:
         await ack()

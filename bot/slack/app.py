@@ -52,16 +52,21 @@ def http_app(bolt: AsyncApp, *, signing_secret: str) -> web.Application:
     async def events(request: web.Request) -> web.Response:
         raw = await request.read()
         # Verify before parsing: a forged body never reaches a parser (Bolt checks again).
-        if not verifier.is_valid_request(raw, dict(request.headers)):
+        try:
+            valid = verifier.is_valid_request(raw, dict(request.headers))
+        except ValueError:  # e.g. a timestamp that isn't a number
+            valid = False
+        if not valid:
             return web.json_response(refused, status=401)
         try:
             bolt_request = AsyncBoltRequest(body=raw.decode("utf-8"),
                                             query=request.query_string,
                                             headers=dict(request.headers))
-        except (UnicodeDecodeError, ValueError, TypeError, KeyError):
+            response = await bolt.async_dispatch(bolt_request)
+        except (ValueError, TypeError, KeyError, AttributeError):
+            # Signed, but not a payload Slack would send (e.g. `payload=[]`): refuse it.
             log.warning("a signed Slack request that doesn't parse")
             return web.json_response(refused, status=401)
-        response = await bolt.async_dispatch(bolt_request)
         # Let the listener task Bolt just scheduled start (and register as in flight) before
         # Slack gets its answer: a yield, not a wait.
         await asyncio.sleep(0)

@@ -21,12 +21,14 @@ from bot.slack.blocks import cluster as cluster_blocks
 from bot.slack.blocks import common
 from bot.slack.blocks import quote as quote_blocks
 from bot.slack.blocks.message import Message
+from bot.slack.errors import answering
 
 EPHEMERAL: dict[str, Any] = {"response_type": "ephemeral"}
 
 
 def register(app: AsyncApp, services: Services) -> None:
     @app.command("/cluster")
+    @answering
     async def cluster_command(ack: AsyncAck, command: dict[str, Any],
                               respond: AsyncRespond) -> None:
         try:

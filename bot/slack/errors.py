@@ -1,17 +1,24 @@
 """One place that turns a failure inside a listener into what the person is told.
 
-Registered as Bolt's error handler: a `DomainError` becomes its ephemeral message (with the
-usage line when the input was wrong); anything unexpected is logged once with a short reference
-the person can quote, and they see only that reference — never a traceback.
+Every listener is wrapped with `@answering`: a `DomainError` becomes its ephemeral message (with
+the usage line when the input was wrong); anything unexpected is logged once with a short
+reference the person can quote, and they see only that reference — never a traceback.
+
+Why a wrapper and not Bolt's `@app.error`: when a listener raises after it acked, Bolt resets
+the ack it already gave and answers Slack 404 ("unhandled request") if that happens within its
+10 ms polling window. Catching inside the listener keeps the ack and the 200.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from slack_bolt.context.respond.async_respond import AsyncRespond
+from slack_bolt.kwargs_injection.async_args import AsyncArgs
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.domain.errors import DomainError, InvalidCommand
@@ -19,6 +26,8 @@ from bot.slack.blocks.common import error_message, notice
 from bot.slack.blocks.message import Message
 
 log = logging.getLogger(__name__)
+
+Listener = Callable[..., Awaitable[None]]
 
 
 def message_for(error: Exception) -> Message:
@@ -48,6 +57,22 @@ async def reply_privately(message: Message, *, body: dict[str, Any], respond: As
     if user:
         opened = await client.conversations_open(users=user)
         await client.chat_postMessage(channel=opened["channel"]["id"], **message.as_kwargs())
+
+
+def answering(func: Listener) -> Callable[[AsyncArgs], Awaitable[None]]:
+    """Wrap a listener: Bolt injects `args`; the listener gets the names it declares."""
+    names = inspect.getfullargspec(func).args
+
+    async def listener(args: AsyncArgs) -> None:
+        try:
+            await func(**{name: getattr(args, name) for name in names})
+        except Exception as exc:
+            if args.ack.response is None:  # failed before its ack: Slack still gets a 200
+                await args.ack()
+            await on_error(exc, args.body, args.respond, args.client)
+
+    listener.__name__ = listener.__qualname__ = func.__name__
+    return listener
 
 
 async def on_error(error: Exception, body: dict[str, Any], respond: AsyncRespond | None,

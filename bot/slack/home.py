@@ -11,10 +11,12 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.services.container import Services
 from bot.slack.blocks import cluster as cluster_blocks
 from bot.slack.blocks import common
+from bot.slack.errors import answering
 
 
 def register(app: AsyncApp, services: Services) -> None:
     @app.event("app_home_opened")
+    @answering
     async def home_opened(event: dict[str, Any], client: AsyncWebClient) -> None:
         if event.get("tab", "home") != "home":
             return

@@ -10,7 +10,7 @@ from bot.domain.models import Actor
 from bot.domain.workload import WorkloadInvalid, parse_workload
 from bot.services.container import Services
 from bot.slack.blocks import launch_modal as modal_blocks
-from bot.slack.errors import StaleReference
+from bot.slack.errors import StaleReference, answering
 from bot.slack.ids import QuoteRef, View
 
 # Modal block ids → the workload's field names.
@@ -28,6 +28,7 @@ BLOCKS = {field: block for block, field in FIELDS.items()}
 
 def register(app: AsyncApp, services: Services) -> None:
     @app.view(View.LAUNCH_REQUEST)
+    @answering
     async def submit_launch_request(ack: AsyncAck, body: dict[str, Any],
                                     view: dict[str, Any]) -> None:
         raw = modal_blocks.read_modal(view.get("state", {}).get("values", {}))

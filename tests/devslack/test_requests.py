@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import timedelta
 from types import SimpleNamespace
 from typing import Any
@@ -15,9 +16,9 @@ from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetry
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.clock import ManualClock, SystemClock
-from bot.devslack import Reply, SlackRequests, signed_headers
+from bot.devslack import FakeSlack, Reply, SlackRequests, signed_headers
 
-from .conftest import ALICE, BOB, CAROL, SECRET, build_demo, serve_bolt
+from .conftest import ALICE, BOB, CAROL, SECRET, Demo, build_demo, serve_bolt
 
 
 async def test_a_signed_slash_command_is_acked_fast_and_the_reply_shown(slack, requests):
@@ -33,7 +34,9 @@ async def test_a_signed_slash_command_is_acked_fast_and_the_reply_shown(slack, r
     )
 
 
-async def test_the_slash_payload_has_slack_fields(slack, requests, demo):
+async def test_the_slash_payload_has_slack_fields(
+    slack: FakeSlack, requests: SlackRequests, demo: Demo
+):
     await requests.slash("/demo", "a b", user_id=BOB, channel_id="#random")
     await slack.settle()
 
@@ -70,7 +73,9 @@ async def test_a_client_clock_five_minutes_behind_is_stale(slack, events_url):
     assert slack.ephemerals("alice") == []
 
 
-async def test_a_click_carries_the_recorded_message(slack, requests, demo):
+async def test_a_click_carries_the_recorded_message(
+    slack: FakeSlack, requests: SlackRequests, demo: Demo
+):
     await requests.slash("/demo", user_id=ALICE)
     await slack.settle()
     [card] = slack.messages("general")
@@ -103,7 +108,7 @@ async def test_a_click_carries_the_recorded_message(slack, requests, demo):
     assert modal["private_metadata"] == f"C0GENERAL|{card.ts}"
 
 
-async def test_a_click_can_forge_a_value(slack, requests, demo):
+async def test_a_click_can_forge_a_value(slack: FakeSlack, requests: SlackRequests, demo: Demo):
     await requests.slash("/demo", user_id=ALICE)
     await slack.settle()
     [card] = slack.messages("general")
@@ -113,7 +118,9 @@ async def test_a_click_can_forge_a_value(slack, requests, demo):
         await requests.click(card, "nope", user_id=ALICE)
 
 
-async def test_submit_view_errors_keep_the_modal_and_success_closes_it(slack, requests, demo):
+async def test_submit_view_errors_keep_the_modal_and_success_closes_it(
+    slack: FakeSlack, requests: SlackRequests, demo: Demo
+):
     await requests.slash("/demo", user_id=ALICE)
     await slack.settle()
     [card] = slack.messages("general")
@@ -164,8 +171,10 @@ async def test_submit_view_refuses_values_for_unknown_inputs(slack, requests):
         await requests.submit_view(modal, user_id=ALICE, values={"pick": {"choice": "huge"}})
 
 
-async def test_view_submission_acks_update_push_and_clear_the_stack(slack, requests, demo):
-    actions = iter(
+async def test_view_submission_acks_update_push_and_clear_the_stack(
+    slack: FakeSlack, requests: SlackRequests, demo: Demo
+):
+    actions: Iterator[dict[str, Any]] = iter(
         [
             {"response_action": "update", "view": _modal("Updated")},
             {"response_action": "push", "view": _modal("Pushed")},
@@ -196,7 +205,9 @@ async def test_view_submission_acks_update_push_and_clear_the_stack(slack, reque
     assert slack.current_modal("alice") is None
 
 
-async def test_an_ack_naming_a_non_input_block_is_a_violation(slack, requests, demo):
+async def test_an_ack_naming_a_non_input_block_is_a_violation(
+    slack: FakeSlack, requests: SlackRequests, demo: Demo
+):
     @demo.app.view("stacked")
     async def stacked(ack: Any) -> None:
         await ack(response_action="errors", errors={"not_a_block": "oops"})
@@ -209,7 +220,9 @@ async def test_an_ack_naming_a_non_input_block_is_a_violation(slack, requests, d
     slack.violations.clear()
 
 
-async def test_close_view_notifies_only_when_asked(slack, requests, demo):
+async def test_close_view_notifies_only_when_asked(
+    slack: FakeSlack, requests: SlackRequests, demo: Demo
+):
     closed: list[dict[str, Any]] = []
 
     @demo.app.view_closed("stacked")
@@ -227,7 +240,9 @@ async def test_close_view_notifies_only_when_asked(slack, requests, demo):
     assert slack.current_modal("alice") is None
 
 
-async def test_a_home_tab_button_click_has_a_view_container(slack, requests, demo):
+async def test_a_home_tab_button_click_has_a_view_container(
+    slack: FakeSlack, requests: SlackRequests, demo: Demo
+):
     await requests.app_home_opened(BOB)
     await slack.settle()
     home = slack.home("bob")
@@ -241,7 +256,9 @@ async def test_a_home_tab_button_click_has_a_view_container(slack, requests, dem
     assert body["view"]["id"] == home["id"] and "response_url" not in body and "message" not in body
 
 
-async def test_events_arrive_in_an_envelope_and_url_verification_echoes(slack, requests, demo):
+async def test_events_arrive_in_an_envelope_and_url_verification_echoes(
+    slack: FakeSlack, requests: SlackRequests, demo: Demo
+):
     verified = await requests.url_verification("abc123")
     assert verified.status == 200 and verified.json == {"challenge": "abc123"}
 
@@ -258,7 +275,9 @@ async def test_events_arrive_in_an_envelope_and_url_verification_echoes(slack, r
     assert slack.home("alice") is not None
 
 
-async def test_respond_goes_through_the_response_url(slack, requests, demo):
+async def test_respond_goes_through_the_response_url(
+    slack: FakeSlack, requests: SlackRequests, demo: Demo
+):
     @demo.app.command("/respond")
     async def responder(ack: Any, respond: Any) -> None:
         await ack("Working…")
@@ -331,7 +350,9 @@ async def test_a_retry_before_retry_after_is_refused_again(slack, clock, monkeyp
     assert (await client.chat_postMessage(channel="general", text="hi"))["ok"]
 
 
-async def test_a_trigger_used_after_three_seconds_has_expired(slack, requests, demo, clock):
+async def test_a_trigger_used_after_three_seconds_has_expired(
+    slack: FakeSlack, requests: SlackRequests, demo: Demo, clock: ManualClock
+):
     @demo.app.action("slow_open")
     async def slow_open(ack: Any, body: dict[str, Any], client: AsyncWebClient) -> None:
         await ack()
@@ -351,7 +372,9 @@ async def test_a_trigger_used_after_three_seconds_has_expired(slack, requests, d
     assert slack.current_modal("alice") is None
 
 
-async def test_invalid_blocks_from_the_bot_are_recorded_as_violations(slack, requests, demo):
+async def test_invalid_blocks_from_the_bot_are_recorded_as_violations(
+    slack: FakeSlack, requests: SlackRequests, demo: Demo
+):
     @demo.app.command("/broken")
     async def broken(ack: Any, say: Any) -> None:
         await ack()
@@ -372,7 +395,9 @@ async def test_invalid_blocks_from_the_bot_are_recorded_as_violations(slack, req
     slack.violations.clear()
 
 
-async def test_an_ack_slower_than_three_seconds_is_dropped(slack, requests, demo, monkeypatch):
+async def test_an_ack_slower_than_three_seconds_is_dropped(
+    slack: FakeSlack, requests: SlackRequests, demo: Demo, monkeypatch: pytest.MonkeyPatch
+):
     monkeypatch.setattr("bot.devslack.requests.ACK_DEADLINE", -1.0)  # every ack is "late"
     reply = await requests.slash("/echo", "late", user_id=ALICE)
     assert reply.status == 200 and reply.timed_out

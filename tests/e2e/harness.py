@@ -42,10 +42,10 @@ class Harness:
     sim: EmbeddedSimulator
     slept: list[float] = field(default_factory=list)
 
-    async def sim_admin(self, path: str, body: dict[str, Any]) -> Any:
+    async def sim_admin(self, path: str, body: dict[str, Any], *, method: str = "POST") -> Any:
         """The simulator's /_sim control endpoints (fail a node, faults, capacity …)."""
-        async with aiohttp.ClientSession() as session, session.post(
-                f"{self.sim.admin_url}/{path}", json=body,
+        async with aiohttp.ClientSession() as session, session.request(
+                method, f"{self.sim.admin_url}/{path}", json=body,
                 headers={"X-Sim-Admin": "1"}) as response:
             assert response.status < 300, await response.text()
             return await response.json()

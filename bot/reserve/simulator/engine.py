@@ -325,10 +325,11 @@ class SimulatorEngine:
             self._w.placeable_override.pop(key, None)
             return
         if availability is not None:
-            if availability is Availability.OTHER:
+            level = Availability(availability)  # a plain string is fine; unknown → OTHER
+            if level is Availability.OTHER:
                 raise InvalidRequest("availability must be high, medium, low or none.",
                                      details={"field": "availability", "reason": "invalid"})
-            self._w.availability[key] = availability
+            self._w.availability[key] = level
         if placeable_nodes is not None:
             check_range(placeable_nodes, field="placeableNodes", low=0,
                         high=MAX_PLACEABLE_NODES, what="nodes")

@@ -64,6 +64,8 @@ class ChargeRecord:
 
 @dataclass
 class NodeRecord:
+    """One node of a cluster; its address and SSH endpoint never change."""
+
     rank: int
     role: str
     gpus: int
@@ -81,6 +83,8 @@ class NodeRecord:
 
 @dataclass
 class RecoveryRecord:
+    """The cluster's recovery episode and the attempt in flight (§6)."""
+
     auto: bool = False
     in_progress: bool = False
     exhausted: bool = False
@@ -98,6 +102,8 @@ class RecoveryRecord:
 
 @dataclass
 class ClusterBilling:
+    """A cluster's accruals and debt (§5); see billing.py for the rules."""
+
     accrued_hours: int = 0
     accrued_cents: int = 0
     next_anchor: int = 0  # index k of the next readyAt + k·3600 accrual
@@ -112,6 +118,8 @@ class ClusterBilling:
 
 @dataclass
 class ClusterRecord:
+    """The engine's cluster; `render.cluster` turns it into the wire model."""
+
     id: str
     seq: int
     quote_id: str
@@ -146,6 +154,8 @@ class ClusterRecord:
 
 @dataclass
 class VolumeRecord:
+    """The engine's volume; `render.volume` turns it into the wire model."""
+
     id: str
     seq: int
     name: str | None

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import math
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
+from bot.clock import ManualClock
 from bot.reserve import errors as e
-from bot.reserve.schemas import ClusterStatus, PaymentStatus, VolumeStatus
+from bot.reserve.schemas import Cluster, ClusterStatus, PaymentStatus, Quote, VolumeStatus
+from bot.reserve.simulator.engine import SimulatorEngine
 from tests.reserve.simulator.test_engine_support import (
     PROVISION,
     charges,
@@ -186,7 +189,8 @@ def test_second_mode_live_figure_and_no_meter_while_no_node_runs():
 # --- payment and grace (invariant 10) ---------------------------------------------------------
 
 
-def _poor_cluster(engine, clock, **quote_kw):
+def _poor_cluster(engine: SimulatorEngine, clock: ManualClock, **quote_kw: Any
+                  ) -> tuple[Quote, Cluster]:
     """A running cluster whose balance covers exactly its first hour."""
     q = quote(engine, **quote_kw)
     engine.set_balance(q.rate.hourly_cents)

@@ -340,6 +340,12 @@ def test_set_capacity_validates_its_input():
         engine.set_capacity(accelerator=H100, location="us-tx", placeable_nodes=10**30)
     with pytest.raises(e.InvalidRequest):
         engine.set_capacity(accelerator=H100, location="us-tx", availability=Availability.OTHER)
+    with pytest.raises(e.InvalidRequest):
+        engine.set_capacity(accelerator=H100, location="us-tx",
+                            availability="plenty")  # type: ignore[arg-type]
+    engine.set_capacity(accelerator=H100, location="us-tx",
+                        availability="low")  # type: ignore[arg-type]
+    assert quote(engine, location="us-tx").availability is Availability.LOW
 
 
 # --- listing and reading ------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -235,7 +236,7 @@ def test_absurd_inputs_only_ever_raise_typed_4xx_errors():
     engine, clock = make()
     _, cluster = running(engine, clock)
     huge, empty, junk = 10**30, "", "\x00" * 3 + "é" * 100
-    attempts = [
+    attempts: list[Callable[[], object]] = [
         lambda: quote(engine, nodes=huge, gpus=huge),
         lambda: quote(engine, accelerator=empty, location=empty),
         lambda: quote(engine, root_disk_gb=-huge),

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
 from bot.reserve import errors as e
-from bot.reserve.schemas import ClusterStatus, VolumeCreateRequest, VolumeStatus, VolumeUpdateRequest
+from bot.reserve.schemas import (
+    ClusterStatus,
+    Volume,
+    VolumeCreateRequest,
+    VolumeStatus,
+    VolumeUpdateRequest,
+)
+from bot.reserve.simulator.engine import SimulatorEngine
 from tests.reserve.simulator.test_engine_support import (
     PROVISION,
     START,
@@ -21,7 +29,8 @@ from tests.reserve.simulator.test_engine_support import (
 HOUR = timedelta(hours=1)
 
 
-def create(engine, size_gb=1000, location="us-ga", **kw):
+def create(engine: SimulatorEngine, size_gb: int = 1000, location: str = "us-ga",
+           **kw: Any) -> Volume:
     return engine.create_volume(VolumeCreateRequest(size_gb=size_gb, location=location, **kw))
 
 

@@ -1,0 +1,70 @@
+"""A restart in the middle of a launch: the same key is sent again, one cluster results, and the
+bot edits the messages it posted before the restart instead of posting new ones."""
+
+import sqlalchemy as sa
+
+from bot.clock import ManualClock
+from bot.domain.models import RequestStatus
+from bot.reserve.simulator.config import SimConfig
+from bot.reserve.simulator.embedded import EmbeddedSimulator
+from bot.slack.ids import Action
+from storage.tables import ClusterRow
+from tests.e2e.harness import BOB, GENERAL, START, bot, fake_slack
+
+
+async def test_restart_mid_launch_resumes_with_the_same_key(tmp_path):
+    clock = ManualClock(START)
+    async with EmbeddedSimulator(SimConfig.fast(), clock) as sim, fake_slack() as slack:
+        async with bot(tmp_path, slack=slack, sim=sim) as first:
+            card = await first.request()
+            await first.click(card, Action.APPROVE, user=BOB)
+            [request] = await first.requests_in_db()
+            # Put the database back to the instant after AI Reserve accepted the launch and
+            # before the bot recorded it: the crash window. Intent and key are on disk.
+            async with first.rt.db.transaction() as repos:
+                await repos.requests.transition(
+                    request.id, from_=[RequestStatus.LAUNCHED], to=RequestStatus.LAUNCHING,
+                    now=clock.now(), cluster_id=None)
+                await repos.session.execute(sa.delete(ClusterRow))
+            edits_before = len(first.progress(GENERAL)[0].edits)
+
+        async with bot(tmp_path, slack=slack, sim=sim) as second:
+            [resumed] = await second.requests_in_db()
+            assert resumed.status is RequestStatus.LAUNCHED
+            assert resumed.idempotency_key == request.idempotency_key
+            [cluster] = sim.engine.list_clusters()  # the replay, not a second launch
+            assert resumed.cluster_id == cluster.id == request.cluster_id
+            # The same two messages, edited again: nothing posted twice.
+            assert len(second.progress(GENERAL)) == 1 and len(second.cards()) == 1
+            assert len(second.progress(GENERAL)[0].edits) > edits_before
+            await second.advance(60)
+            assert "running" in second.text_of(second.progress(GENERAL)[0]).lower()
+
+
+async def test_provider_timeouts_on_launch_are_resolved_with_the_same_key(tmp_path):
+    async with bot(tmp_path) as h:
+        card = await h.request()
+        # AI Reserve carries the launch out but answers 504: the client re-sends with the same
+        # Idempotency-Key and gets the original launch back.
+        await h.sim_admin("faults", {"route": "POST /v1/clusters", "status": 504, "count": 1})
+        await h.click(card, Action.APPROVE, user=BOB)
+        [request] = await h.requests_in_db()
+        assert request.status is RequestStatus.LAUNCHED
+        assert len(h.sim.engine.list_clusters()) == 1
+
+
+async def test_provider_down_at_launch_keeps_the_intent_and_retries_later(tmp_path):
+    async with bot(tmp_path) as h:
+        card = await h.request()
+        await h.sim_admin("faults", {"route": "POST /v1/clusters", "status": 503, "count": 10})
+        await h.click(card, Action.APPROVE, user=BOB)
+        [request] = await h.requests_in_db()
+        assert request.status is RequestStatus.LAUNCHING
+        assert "retrying" in (request.last_error or "")
+        assert h.sim.engine.list_clusters() == []
+        await h.sim_admin("faults", {}, method="DELETE")
+        h.clock.advance(11 * 60)  # past the launch lease
+        await h.rt.services.launching.resume()
+        [request] = await h.requests_in_db()
+        assert request.status is RequestStatus.LAUNCHED
+        assert len(h.sim.engine.list_clusters()) == 1

@@ -1,0 +1,108 @@
+"""manifest.yaml against Slack's published schema, and against what the code really does:
+every command, event and action it declares has a listener, and its scopes are exactly the
+ones the Web API methods the bot calls need."""
+
+import json
+import re
+import time
+from pathlib import Path
+from urllib.parse import urlencode
+
+import jsonschema
+import pytest
+import yaml
+from slack_bolt.request.async_request import AsyncBoltRequest
+
+from bot.devslack.requests import signed_headers
+from bot.slack.ids import Action, View
+from tests.e2e.harness import ALICE, SECRET, bot
+
+ROOT = Path(__file__).parent.parent
+SCHEMA = ROOT / "tests/data/slack/manifest.schema.1.0.0.json"
+
+# The bot scope each Web API method needs (none: no scope, e.g. views.*, auth.test).
+SCOPES = {
+    "chat_postMessage": "chat:write", "chat_update": "chat:write",
+    "chat_postEphemeral": "chat:write", "chat_delete": "chat:write",
+    "conversations_open": "im:write", "users_info": "users:read",
+    "views_open": None, "views_update": None, "views_publish": None, "views_push": None,
+    "auth_test": None,
+}
+
+
+@pytest.fixture(scope="module")
+def manifest():
+    return yaml.safe_load((ROOT / "manifest.yaml").read_text())
+
+
+def test_manifest_validates_against_slacks_schema(manifest):
+    jsonschema.Draft7Validator(json.loads(SCHEMA.read_text())).validate(manifest)
+
+
+def test_schema_rejects_what_slack_rejects(manifest):
+    broken = json.loads(json.dumps(manifest))
+    broken["features"]["slash_commands"][0]["command"] = "cluster"  # no leading slash
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft7Validator(json.loads(SCHEMA.read_text())).validate(broken)
+
+
+def test_interactivity_needs_a_url_or_socket_mode(manifest):
+    # A cross-field rule the schema doesn't check.
+    settings = manifest["settings"]
+    assert settings["interactivity"]["is_enabled"]
+    assert settings["socket_mode_enabled"] or settings["interactivity"]["request_url"]
+    assert settings["socket_mode_enabled"] or settings["event_subscriptions"]["request_url"]
+
+
+def test_scopes_are_exactly_what_the_code_calls(manifest):
+    called = set()
+    for path in (ROOT / "bot").rglob("*.py"):
+        if "devslack" in path.parts or "reserve" in path.parts:
+            continue
+        called |= set(re.findall(r"\.(chat_\w+|conversations_\w+|views_\w+|users_\w+)\(",
+                                 path.read_text()))
+    assert called, "no Web API calls found"
+    unknown = called - set(SCOPES)
+    assert not unknown, f"add these methods' scopes to the test: {unknown}"
+    needed = {SCOPES[m] for m in called} - {None}
+    # commands: the slash command; chat:write.public: post progress in public channels the
+    # bot was never invited to (a request can come from any channel).
+    needed |= {"commands", "chat:write.public"}
+    assert set(manifest["oauth_config"]["scopes"]["bot"]) == needed
+
+
+async def test_every_declared_surface_has_a_listener(manifest, tmp_path):
+    async with bot(tmp_path) as h:
+        for command in manifest["features"]["slash_commands"]:
+            reply = await h.requests.slash(command["command"], "help", user_id=ALICE)
+            assert reply.status == 200, command
+        for event in manifest["settings"]["event_subscriptions"]["bot_events"]:
+            reply = await h.requests.event({"type": event, "user": ALICE, "tab": "home"})
+            assert reply.status == 200, event
+        await h.rt.settle()
+        assert h.slack.home(ALICE) is not None  # app_home_opened really published a view
+
+
+async def test_every_action_and_view_id_has_a_listener(tmp_path):
+    """Bolt answers 404 to a request no listener matches; none of ours may get one."""
+    async with bot(tmp_path) as h:
+        payloads = [
+            {"type": "block_actions", "user": {"id": ALICE}, "team": {"id": "T0001"},
+             "trigger_id": "t", "response_url": h.slack.response_url("x"),
+             "actions": [{"action_id": action_id, "block_id": "b", "type": "button",
+                          "value": "stale", "action_ts": "1"}]}
+            for action_id in Action.ALL
+        ] + [
+            {"type": "view_submission", "user": {"id": ALICE}, "team": {"id": "T0001"},
+             "view": {"id": "V1", "type": "modal", "callback_id": callback_id,
+                     "private_metadata": "stale",
+                      "state": {"values": {}}}}
+            for callback_id in View.ALL
+        ]
+        for payload in payloads:
+            body = urlencode({"payload": json.dumps(payload)})
+            headers = signed_headers(body.encode(), secret=SECRET, timestamp=int(time.time()))
+            response = await h.rt.bolt.async_dispatch(AsyncBoltRequest(body=body,
+                                                                       headers=headers))
+            assert response.status == 200, (payload, response.status, response.body)
+        await h.rt.settle()
