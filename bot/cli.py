@@ -59,7 +59,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return cmd_serve(args)
     from bot.local import run_local
 
-    return run_local(settings)
+    return run_local(settings)  # no Slack credentials: a local workspace in this terminal
 
 
 def cmd_simulator(args: argparse.Namespace) -> int:
@@ -98,4 +98,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     sim.set_defaults(func=cmd_simulator)
     sub.add_parser("migrate", help="apply database migrations").set_defaults(func=cmd_migrate)
     args = parser.parse_args(argv)
-    return int(args.func(args))
+    code: int = args.func(args)
+    return code

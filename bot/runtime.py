@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -79,8 +80,10 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         session = await stack.enter_async_context(aiohttp.ClientSession())
         simulator: EmbeddedSimulator | None = None
         if settings.uses_simulator:
-            simulator = await stack.enter_async_context(
-                EmbeddedSimulator(sim_config or SimConfig.fast(), clock))
+            # A fresh seed per process: ids from an earlier run (kept in the database) must
+            # never be issued again by this run's simulator, whose state starts empty.
+            simulator = await stack.enter_async_context(EmbeddedSimulator(
+                sim_config or SimConfig.fast(), clock, seed=secrets.randbits(32)))
             base_url, key = simulator.base_url, SIMULATOR_KEY
             log.info("no AI Reserve key configured: using the embedded simulator at %s",
                      base_url)
