@@ -30,8 +30,16 @@ def _die(exc: ConfigError) -> None:
     raise SystemExit(2)
 
 
-def _logging(level: str) -> None:
+# Libraries that log whole request bodies or SQL parameters (DMs with SSH details, env values):
+# never below these levels, whatever LOG_LEVEL says.
+_FLOORS = {"slack_sdk": logging.INFO, "slack_bolt": logging.INFO, "aiohttp": logging.INFO,
+           "aiosqlite": logging.WARNING, "sqlalchemy": logging.WARNING}
+
+
+def configure_logging(level: str) -> None:
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for name, floor in _FLOORS.items():
+        logging.getLogger(name).setLevel(max(logging.getLevelName(level), floor))
 
 
 async def _serve(settings: Settings) -> None:
@@ -47,7 +55,7 @@ def cmd_serve(_: argparse.Namespace) -> int:
         settings.require_slack()
     except ConfigError as exc:
         _die(exc)
-    _logging(settings.log_level)
+    configure_logging(settings.log_level)
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(_serve(settings))
     return 0

@@ -29,7 +29,6 @@ from bot.clock import Clock, SystemClock
 from bot.devslack import replies
 from bot.devslack.methods import METHODS, MethodStore
 from bot.devslack.models import (
-    ACK_DEADLINE,
     DEFAULT_CHANNELS,
     DEFAULT_USERS,
     ApiCall,
@@ -39,6 +38,10 @@ from bot.devslack.models import (
     SlackUser,
 )
 
+# How long a response_url POST waits for its slash command's ack to be applied. A bot that
+# acked first has sent the ack already, but the two replies race over separate connections;
+# a bot that calls respond() before ack() must not be stalled until its own ack is late.
+ACK_GRACE = 0.25
 # Web API arguments that arrive JSON-encoded inside form or query strings.
 _JSON_ARGS = ("blocks", "attachments", "view", "metadata")
 
@@ -160,8 +163,8 @@ class FakeSlack(MethodStore):
     ) -> str:
         """A response_url for a payload from `user_id` in `channel_id` (about `message_ts`).
 
-        With `awaits_ack`, POSTs to it wait until `apply_command_ack` has run: the bot sent its
-        ack before it could call `respond()`, so Slack always sees the ack first.
+        With `awaits_ack`, POSTs to it wait (briefly) until `apply_command_ack` has run, so an
+        ack sent before `respond()` is shown before the reply, as in Slack.
         """
         target = ResponseTarget(
             channel_id=channel_id, user_id=user_id, issued=self.clock.now(), message_ts=message_ts
@@ -332,7 +335,7 @@ class FakeSlack(MethodStore):
             pending = self._pending_acks.get(response_id)
             if pending is not None:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(pending.wait(), ACK_DEADLINE)
+                    await asyncio.wait_for(pending.wait(), ACK_GRACE)
             try:
                 body: Any = await request.json()
             except ValueError:

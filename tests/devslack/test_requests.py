@@ -297,6 +297,21 @@ async def test_respond_goes_through_the_response_url(
     ]
 
 
+async def test_respond_before_ack_is_not_held_back(
+    slack: FakeSlack, requests: SlackRequests, demo: Demo
+):
+    @demo.app.command("/eager")
+    async def eager(ack: Any, respond: Any) -> None:
+        await respond(text="early")  # bad manners, but Slack accepts it
+        await ack("late ack")
+
+    reply = await requests.slash("/eager", user_id=ALICE)
+    await slack.settle()
+
+    assert reply.status == 200 and not reply.timed_out
+    assert [m.text for m in slack.ephemerals("alice")] == ["early", "late ack"]
+
+
 async def test_a_429_is_retried_by_the_sdk_handler_once_the_clock_allows(slack, clock, monkeypatch):
     slept: list[float] = []
 

@@ -20,14 +20,14 @@ from bot import runtime
 from bot.clock import ManualClock
 from bot.config import load_settings
 from bot.devslack.requests import Reply, SlackRequests
-from bot.devslack.store import Message
+from bot.devslack.models import DEFAULT_USERS, Message, SlackUser
 from bot.devslack.webapi import FakeSlack
 from bot.domain.models import ClusterRecord, LaunchRequest, RequestStatus
 from bot.reserve.simulator.config import SimConfig
 from bot.reserve.simulator.embedded import EmbeddedSimulator
 from bot.slack.ids import Action
 
-ALICE, BOB, CAROL = "U0ALICE", "U0BOB", "U0CAROL"
+ALICE, BOB, CAROL, DAVE = "U0ALICE", "U0BOB", "U0CAROL", "U0DAVE"  # bob, carol approve
 GENERAL, APPROVALS = "C0GENERAL", "C0APPROVALS"
 SECRET = "test-signing-secret"
 START = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
@@ -130,9 +130,11 @@ class Harness:
 
 
 @asynccontextmanager
-async def fake_slack() -> AsyncIterator[FakeSlack]:
+async def fake_slack(clock: ManualClock) -> AsyncIterator[FakeSlack]:
+    """Slack on the test's clock: its rate-limit windows pass when the test's time does."""
+    users = (*DEFAULT_USERS, SlackUser(DAVE, "dave", "Dave Diaz"))
     async with FakeSlack(channels={GENERAL: "general", APPROVALS: "approvals",
-                                   "C0RANDOM": "random"}) as slack:
+                                   "C0RANDOM": "random"}, clock=clock, users=users) as slack:
         yield slack
         assert slack.violations == [], slack.violations
 
@@ -146,7 +148,7 @@ async def bot(tmp_path: Path, *, slack: FakeSlack | None = None,
         or ManualClock(START)
     async with AsyncExitStack() as stack:
         if slack is None:
-            slack = await stack.enter_async_context(fake_slack())
+            slack = await stack.enter_async_context(fake_slack(clock))
         env = {
             "SLACK_BOT_TOKEN": slack.bot_token,
             "SLACK_SIGNING_SECRET": SECRET,
@@ -160,7 +162,9 @@ async def bot(tmp_path: Path, *, slack: FakeSlack | None = None,
         slept: list[float] = []
 
         async def no_wait(seconds: float) -> None:
+            # A retry's wait passes on the shared clock instead of the wall clock.
             slept.append(seconds)
+            clock.advance(seconds)
 
         rt = await stack.enter_async_context(runtime.start(
             load_settings(env), clock=clock, scheduler=False, sleep=no_wait,

@@ -14,7 +14,7 @@ from tests.e2e.harness import BOB, GENERAL, START, bot, fake_slack
 
 async def test_restart_mid_launch_resumes_with_the_same_key(tmp_path):
     clock = ManualClock(START)
-    async with EmbeddedSimulator(SimConfig.fast(), clock) as sim, fake_slack() as slack:
+    async with EmbeddedSimulator(SimConfig.fast(), clock) as sim, fake_slack(clock) as slack:
         async with bot(tmp_path, slack=slack, sim=sim) as first:
             card = await first.request()
             await first.click(card, Action.APPROVE, user=BOB)
