@@ -19,8 +19,8 @@ import aiohttp
 from bot import runtime
 from bot.clock import ManualClock
 from bot.config import load_settings
-from bot.devslack.requests import Reply, SlackRequests
 from bot.devslack.models import DEFAULT_USERS, Message, SlackUser
+from bot.devslack.requests import Reply, SlackRequests
 from bot.devslack.webapi import FakeSlack
 from bot.domain.models import ClusterRecord, LaunchRequest, RequestStatus
 from bot.reserve.simulator.config import SimConfig

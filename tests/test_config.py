@@ -1,0 +1,82 @@
+"""Settings: every missing or malformed value is one clear line, and nothing else is read."""
+
+import pytest
+
+from bot.cli import main
+from bot.config import ConfigError, load_settings
+
+
+def problems(env):
+    with pytest.raises(ConfigError) as caught:
+        load_settings(env)
+    return caught.value.problems
+
+
+def test_defaults_need_nothing():
+    settings = load_settings({})
+    assert settings.uses_simulator and not settings.has_slack_credentials
+    assert settings.port == 3000 and settings.poll_interval_seconds == 30
+    assert settings.database_url == "sqlite:///cluster-bot.db"
+    assert settings.slack_api_url == "https://slack.com/api/"
+
+
+def test_approvers_are_split_and_checked():
+    assert load_settings({"APPROVERS": "U01, W02 ,"}).approvers == ("U01", "W02")
+    [line] = problems({"APPROVERS": "U01,alice"})
+    assert line.startswith("APPROVERS:") and "alice" in line
+
+
+@pytest.mark.parametrize(("env", "starts"), [
+    ({"PORT": "http"}, "PORT:"),
+    ({"POLL_INTERVAL_SECONDS": "1"}, "POLL_INTERVAL_SECONDS:"),
+    ({"APPROVALS_CHANNEL": "#approvals"}, "APPROVALS_CHANNEL:"),
+    ({"SLACK_API_URL": "slack.com"}, "SLACK_API_URL:"),
+    ({"LOG_LEVEL": "LOUD"}, "LOG_LEVEL:"),
+    ({"AIRESERVE_API_URL": "https://api.aireserve.test/v1"}, "AIRESERVE_API_URL and"),
+])
+def test_each_malformed_setting_is_named(env, starts):
+    [line] = problems(env)
+    assert line.startswith(starts), line
+
+
+def test_empty_values_count_as_unset():
+    settings = load_settings({"SLACK_BOT_TOKEN": "", "AIRESERVE_API_URL": ""})
+    assert not settings.has_slack_credentials and settings.uses_simulator
+
+
+def test_serve_needs_slack_and_says_what_is_missing():
+    with pytest.raises(ConfigError) as caught:
+        load_settings({}).require_slack()
+    text = "\n".join(caught.value.problems)
+    for name in ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "APPROVALS_CHANNEL", "APPROVERS"):
+        assert name in text
+    socket = load_settings({"SLACK_BOT_TOKEN": "xoxb-t", "SLACK_APP_TOKEN": "xapp-t",
+                            "APPROVALS_CHANNEL": "C0APPROVALS", "APPROVERS": "U0BOB"})
+    socket.require_slack()  # Socket Mode needs no signing secret
+    assert socket.socket_mode
+
+
+def test_secrets_are_not_shown_in_reprs():
+    settings = load_settings({"SLACK_BOT_TOKEN": "xoxb-not-to-be-seen",
+                              "AIRESERVE_API_URL": "https://x.test", "AIRESERVE_API_KEY": "k1"})
+    assert "xoxb-not-to-be-seen" not in repr(settings) and "k1'" not in repr(settings)
+
+
+def test_cli_serve_stops_with_one_line_per_problem(monkeypatch, tmp_path, capsys):
+    monkeypatch.chdir(tmp_path)  # no .env here
+    for name in ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN",
+                 "APPROVALS_CHANNEL", "APPROVERS", "AIRESERVE_API_URL", "AIRESERVE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PORT", "eighty")
+    with pytest.raises(SystemExit) as caught:
+        main(["serve"])
+    assert caught.value.code == 2
+    err = capsys.readouterr().err
+    assert "configuration: PORT:" in err and "Traceback" not in err
+
+
+def test_env_file_is_read(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("APPROVERS", raising=False)
+    (tmp_path / ".env").write_text("APPROVERS=U0BOB,U0CAROL\n")
+    assert load_settings().approvers == ("U0BOB", "U0CAROL")
