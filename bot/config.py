@@ -145,7 +145,7 @@ def load_settings(env: Mapping[str, str] | None = None, *, env_file: Path | None
     except ValidationError as exc:
         problems = []
         for err in exc.errors():
-            name = "_".join(str(p) for p in err["loc"]).upper() or "settings"
+            name = "_".join(str(p) for p in err["loc"]).upper()
             message = str(err["msg"]).removeprefix("Value error, ")
-            problems.append(f"{name}: {message}" if name != "SETTINGS" else message)
+            problems.append(f"{name}: {message}" if name else message)
         raise ConfigError(problems) from None
