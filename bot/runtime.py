@@ -32,8 +32,12 @@ from bot.services.clusters import ClusterQueries
 from bot.services.container import Services
 from bot.services.launching import LaunchService
 from bot.services.quoting import QuotingService
+from bot.services.reconciling import ReconcileService
+from bot.services.recovery import RecoveryService
+from bot.services.stewardship import StewardshipService
 from bot.services.termination import TerminationService
-from bot.services.tracking import TrackingService
+from bot.services.volumes import VolumeService
+from bot.services.watching import WatchService
 from bot.slack.app import build_app, http_app
 from bot.slack.inflight import InFlight
 from bot.slack.notifier import SlackNotifier
@@ -97,19 +101,29 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         slack = AsyncWebClient(token=token, base_url=settings.slack_api_url,
                                retry_handlers=retry_handlers(sleep))
         notifier = SlackNotifier(client=slack, db=db, clock=clock,
-                                 approvals_channel=settings.approvals_channel or "")
+                                 approvals_channel=settings.approvals_channel or "",
+                                 approvers=settings.approvers)
         quoting = QuotingService(provider=provider, db=db, clock=clock)
         launching = LaunchService(db=db, provider=provider, quoting=quoting,
                                   notifier=notifier, clock=clock)
-        tracking = TrackingService(db=db, provider=provider, notifier=notifier, clock=clock)
+        watching = WatchService(db=db, provider=provider, notifier=notifier, clock=clock)
         services = Services(
-            clock=clock, quoting=quoting, launching=launching, tracking=tracking,
+            clock=clock, quoting=quoting, launching=launching, watching=watching,
             approvals=ApprovalService(db=db, quoting=quoting, notifier=notifier,
                                       launcher=launching, approvers=settings.approvers,
                                       clock=clock),
-            termination=TerminationService(db=db, provider=provider, tracking=tracking,
+            termination=TerminationService(db=db, provider=provider, watching=watching,
                                            approvers=settings.approvers, clock=clock),
-            clusters=ClusterQueries(db=db, provider=provider, tracking=tracking),
+            clusters=ClusterQueries(db=db, provider=provider, watching=watching),
+            recovery=RecoveryService(db=db, provider=provider, watching=watching,
+                                     approvers=settings.approvers, clock=clock),
+            stewardship=StewardshipService(db=db, provider=provider, notifier=notifier,
+                                           approvers=settings.approvers, clock=clock),
+            reconciling=ReconcileService(db=db, provider=provider, quoting=quoting,
+                                         watching=watching, notifier=notifier, clock=clock,
+                                         approvals_channel=settings.approvals_channel or ""),
+            volumes=VolumeService(db=db, provider=provider, notifier=notifier,
+                                  approvers=settings.approvers, clock=clock),
         )
         stack.push_async_callback(launching.drain)
         secret = (settings.slack_signing_secret.get_secret_value()

@@ -8,7 +8,7 @@ identity map to go stale between a compare-and-set and the read that follows it.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -25,13 +25,17 @@ from bot.domain.models import (
     MessageRef,
     QuoteInfo,
     RequestStatus,
+    VolumeRecord,
 )
+from bot.domain.watch import Notice
 from storage.tables import (
     APPROVALS,
     CLUSTERS,
     MESSAGES,
+    NOTICES,
     QUOTES,
     REQUESTS,
+    VOLUMES,
     field_values,
     row_values,
     to_domain,
@@ -40,6 +44,8 @@ from storage.tables import (
 # Set by the repository itself in transition()/update(), never through **fields.
 _MANAGED = frozenset({"id", "updated_at"})
 _LIVE = tuple(s.value for s in ClusterState if s.is_live)
+# Bound parameters per IN (…): well under SQLite's limit (32766; 999 before 3.32).
+_IN_CHUNK = 500
 
 
 class QuoteRepo:
@@ -205,6 +211,22 @@ class ClusterRepo:
             .limit(limit)
         )
 
+    async def list_all(self) -> list[ClusterRecord]:
+        """Every cluster, oldest first."""
+        return await self._list(sa.select(CLUSTERS).order_by(CLUSTERS.c.created_at, CLUSTERS.c.id))
+
+    async def ids(self, ids: Collection[str]) -> set[str]:
+        """Which of `ids` are stored."""
+        wanted = list(dict.fromkeys(ids))
+        known: set[str] = set()
+        for start in range(0, len(wanted), _IN_CHUNK):
+            chunk = wanted[start:start + _IN_CHUNK]
+            found = await self._session.execute(
+                sa.select(CLUSTERS.c.id).where(CLUSTERS.c.id.in_(chunk))
+            )
+            known.update(found.scalars())
+        return known
+
     async def by_request(self, request_id: str) -> ClusterRecord | None:
         """The cluster launched for `request_id` (the newest, should there ever be several)."""
         found = await self._list(
@@ -245,6 +267,110 @@ class MessageRepo:
         ))
 
 
+class NoticeRepo:
+    """The watcher's outbox: each (cluster_id, key) is stored, and so announced, at most once."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def add_new(self, notices: Sequence[Notice]) -> list[Notice]:
+        """Store the notices whose (cluster_id, key) is new; return exactly those, in order.
+
+        One INSERT … ON CONFLICT DO NOTHING each: a key stored earlier — or by a concurrent
+        transaction, which the database makes this one wait for — inserts nothing and raises
+        nothing, so of several racing watchers exactly one gets to announce the notice.
+        """
+        added: list[Notice] = []
+        for notice in notices:
+            stmt = _insert(self._session, NOTICES).values(row_values(notice))
+            stmt = stmt.on_conflict_do_nothing(index_elements=["cluster_id", "key"])
+            if await _rowcount(self._session, stmt) == 1:
+                added.append(notice)
+        return added
+
+    async def pending(self, limit: int = 100) -> list[Notice]:
+        """Notices not delivered yet, oldest first (in the order they were stored)."""
+        return await self._list(
+            sa.select(NOTICES).where(NOTICES.c.delivered_at.is_(None))
+            .order_by(NOTICES.c.id).limit(limit)
+        )
+
+    async def mark_delivered(self, cluster_id: str, key: str, *, now: datetime) -> None:
+        """Record the delivery; a notice delivered before keeps its first delivery time.
+
+        UnknownResource if there is no such notice.
+        """
+        match = (NOTICES.c.cluster_id == cluster_id, NOTICES.c.key == key)
+        stmt = (
+            sa.update(NOTICES).where(*match, NOTICES.c.delivered_at.is_(None))
+            .values(delivered_at=now)
+        )
+        if await _rowcount(self._session, stmt) == 0:
+            exists = await self._session.execute(sa.select(NOTICES.c.id).where(*match))
+            if exists.first() is None:
+                raise UnknownResource("notice", f"{cluster_id}/{key}")
+
+    async def for_cluster(self, cluster_id: str) -> list[Notice]:
+        """Every notice about `cluster_id`, delivered or not, oldest first."""
+        return await self._list(
+            sa.select(NOTICES).where(NOTICES.c.cluster_id == cluster_id).order_by(NOTICES.c.id)
+        )
+
+    async def _list(self, stmt: sa.Select[Any]) -> list[Notice]:
+        rows = (await self._session.execute(stmt)).mappings()
+        return [to_domain(Notice, row, skip=("id",)) for row in rows]
+
+
+class VolumeRepo:
+    """Persistent volumes the bot knows of, and when to remind about the orphaned ones."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def upsert(self, v: VolumeRecord) -> VolumeRecord:
+        """Insert `v`, or replace every field of the stored volume with `v`'s (one statement)."""
+        stmt = _insert(self._session, VOLUMES).values(row_values(v))
+        await self._session.execute(stmt.on_conflict_do_update(
+            index_elements=["id"],
+            set_={c.name: stmt.excluded[c.name] for c in VOLUMES.columns if c.name != "id"},
+        ))
+        stored = await self.get(v.id)
+        assert stored is not None  # written just now, inside this transaction
+        return stored
+
+    async def get(self, id: str) -> VolumeRecord | None:
+        row = (await self._session.execute(
+            sa.select(VOLUMES).where(VOLUMES.c.id == id)
+        )).mappings().one_or_none()
+        return None if row is None else to_domain(VolumeRecord, row)
+
+    async def update(self, id: str, *, now: datetime, **fields: Any) -> VolumeRecord:
+        """Set `fields` (and `updated_at=now`); UnknownResource if no such volume."""
+        values = field_values(VolumeRecord, fields, forbidden=_MANAGED)
+        stmt = sa.update(VOLUMES).where(VOLUMES.c.id == id).values({**values, "updated_at": now})
+        if await _rowcount(self._session, stmt) == 0:
+            raise UnknownResource("volume", id)
+        updated = await self.get(id)
+        assert updated is not None  # we just updated it inside this transaction
+        return updated
+
+    async def due(self, now: datetime) -> list[VolumeRecord]:
+        """Available (orphaned) volumes whose reminder is due at `now`, longest overdue first."""
+        return await self._list(
+            sa.select(VOLUMES)
+            .where(VOLUMES.c.status == "available", VOLUMES.c.next_reminder_at <= now)
+            .order_by(VOLUMES.c.next_reminder_at, VOLUMES.c.id)
+        )
+
+    async def list_all(self) -> list[VolumeRecord]:
+        """Every volume, by id."""
+        return await self._list(sa.select(VOLUMES).order_by(VOLUMES.c.id))
+
+    async def _list(self, stmt: sa.Select[Any]) -> list[VolumeRecord]:
+        rows = (await self._session.execute(stmt)).mappings()
+        return [to_domain(VolumeRecord, row) for row in rows]
+
+
 class Repos:
     """Every repository, bound to one session: one `Database.transaction()`."""
 
@@ -255,6 +381,8 @@ class Repos:
         self.approvals = ApprovalRepo(session)
         self.clusters = ClusterRepo(session)
         self.messages = MessageRepo(session)
+        self.notices = NoticeRepo(session)
+        self.volumes = VolumeRepo(session)
 
 
 def _insert(session: AsyncSession, table: sa.Table) -> sqlite.Insert | postgresql.Insert:
@@ -271,7 +399,7 @@ def _insert(session: AsyncSession, table: sa.Table) -> sqlite.Insert | postgresq
     raise NotImplementedError(f"no upsert for the {dialect} dialect")  # pragma: no cover
 
 
-async def _rowcount(session: AsyncSession, stmt: sa.Update) -> int:
+async def _rowcount(session: AsyncSession, stmt: sa.Update | sa.Insert) -> int:
     result = await session.execute(stmt)
     count: int = result.rowcount  # type: ignore[attr-defined]  # CursorResult for DML
     return count

@@ -2,10 +2,12 @@
 
 Rows never leave `storage/`: the repositories read and write through the Core `Table` objects
 below and hand back the frozen models of `bot.domain.models`. Nested value objects (QuoteSpec,
-Workload, ShapeSpec, PriceLine tuples) live in JSON columns as their pydantic JSON dump, so
-validating the stored JSON gives back a model equal to the one written. Enums are stored as their
-string values (plain strings, not database enums: a new state needs no migration), money as
-BIGINT cents, every datetime through `UtcDateTime`.
+Workload, ShapeSpec, PriceLine tuples, Observation, NoticeFacts) live in JSON columns as their
+pydantic JSON dump, so validating the stored JSON gives back a model equal to the one written.
+Datetimes inside that JSON are ISO strings with an explicit UTC offset and come back as aware UTC,
+like the `UtcDateTime` columns. Enums are stored as their string values (plain strings, not
+database enums: a new state needs no migration), money as BIGINT cents, every datetime column
+through `UtcDateTime`.
 
 The tables use their own `MetaData` with a naming convention, so every constraint and index has a
 stable, predictable name for migrations on both SQLite and PostgreSQL.
@@ -13,12 +15,13 @@ stable, predictable name for migrations on both SQLite and PostgreSQL.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import cache
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from pydantic import BaseModel, TypeAdapter
+from pydantic_core import to_jsonable_python
 from sqlmodel import Field, SQLModel
 
 from storage.types import UtcDateTime
@@ -32,6 +35,14 @@ NAMING_CONVENTION = {
     "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
     "pk": "pk_%(table_name)s",
 }
+
+
+# Server defaults of the NOT NULL columns added after 0001 (the same ones the migration uses).
+_EMPTY_LIST = sa.text("'[]'")
+
+
+def _default(server_default: sa.TextClause | sa.ColumnElement[bool]) -> dict[str, Any]:
+    return {"server_default": server_default}
 
 
 class Base(SQLModel):
@@ -110,7 +121,8 @@ class ClusterRow(Base, table=True):
     request_id: str | None = Field(
         default=None, foreign_key="requests.id", index=True, sa_type=sa.String
     )
-    owner_id: str = Field(sa_type=sa.String)
+    # None: adopted and nobody claimed it yet.
+    owner_id: str | None = Field(default=None, sa_type=sa.String)
     channel_id: str = Field(sa_type=sa.String)
     name: str | None = Field(default=None, sa_type=sa.String)
     shape: dict[str, Any] = Field(sa_type=sa.JSON)
@@ -129,6 +141,56 @@ class ClusterRow(Base, table=True):
     volume_created_with_cluster: bool = Field(sa_type=sa.Boolean)
     connection_sent_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
     last_error: str | None = Field(default=None, sa_type=sa.Text)
+    updated_at: datetime = Field(sa_type=UtcDateTime)
+    # Watching (added by 0002). The server defaults let rows older than the columns migrate;
+    # the repositories always write every column themselves.
+    # none_as_null: "never observed" is SQL NULL, not the JSON text 'null'.
+    observed: dict[str, Any] | None = Field(default=None, sa_type=sa.JSON(none_as_null=True))
+    last_reminded_hours: int = Field(sa_type=sa.Integer, sa_column_kwargs=_default(sa.text("0")))
+    accrued_at_degrade: int | None = Field(default=None, sa_type=sa.BigInteger)
+    manual_recoveries: list[str] = Field(sa_type=sa.JSON, sa_column_kwargs=_default(_EMPTY_LIST))
+    terminate_requested_by: str | None = Field(default=None, sa_type=sa.String)
+    notify_channels: list[str] = Field(sa_type=sa.JSON, sa_column_kwargs=_default(_EMPTY_LIST))
+    auto_recovery: bool = Field(sa_type=sa.Boolean, sa_column_kwargs=_default(sa.false()))
+    adopted: bool = Field(sa_type=sa.Boolean, sa_column_kwargs=_default(sa.false()))
+
+
+class NoticeRow(Base, table=True):
+    """The outbox of watcher notices (`bot.domain.watch.Notice`).
+
+    UNIQUE (cluster_id, key) is the exactly-once guard: a transition seen again (next poll,
+    restart, second replica) finds its key taken and is not announced twice. The integer id
+    orders the outbox: notices are delivered in the order they were recorded.
+    """
+
+    __tablename__ = "notices"
+    __table_args__ = (sa.UniqueConstraint("cluster_id", "key"),)
+
+    id: int | None = Field(default=None, primary_key=True, sa_type=sa.Integer)
+    cluster_id: str = Field(foreign_key="clusters.id", sa_type=sa.String)
+    key: str = Field(sa_type=sa.String)
+    kind: str = Field(sa_type=sa.String)
+    facts: dict[str, Any] = Field(sa_type=sa.JSON)
+    created_at: datetime = Field(sa_type=UtcDateTime)
+    delivered_at: datetime | None = Field(default=None, index=True, sa_type=UtcDateTime)
+
+
+class VolumeRow(Base, table=True):
+    """A persistent volume the bot knows of (`VolumeRecord`)."""
+
+    __tablename__ = "volumes"
+
+    id: str = Field(primary_key=True, sa_type=sa.String)
+    owner_id: str | None = Field(default=None, sa_type=sa.String)
+    # No foreign key: an adopted volume may name a cluster the bot never stored.
+    cluster_id: str | None = Field(default=None, sa_type=sa.String)
+    name: str | None = Field(default=None, sa_type=sa.String)
+    size_gb: int = Field(sa_type=sa.Integer)
+    location: str = Field(sa_type=sa.String)
+    hourly_cents: int = Field(sa_type=sa.BigInteger)
+    status: str = Field(sa_type=sa.String)
+    orphaned_since: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    next_reminder_at: datetime | None = Field(default=None, index=True, sa_type=UtcDateTime)
     updated_at: datetime = Field(sa_type=UtcDateTime)
 
 
@@ -153,6 +215,8 @@ REQUESTS = metadata.tables["requests"]
 APPROVALS = metadata.tables["approvals"]
 CLUSTERS = metadata.tables["clusters"]
 MESSAGES = metadata.tables["messages"]
+NOTICES = metadata.tables["notices"]
+VOLUMES = metadata.tables["volumes"]
 
 
 # -- rows <-> domain models ------------------------------------------------------------------
@@ -162,11 +226,12 @@ def row_values(model: BaseModel) -> dict[str, Any]:
     """Column values for a domain model: datetimes as they are, everything else as JSON data.
 
     The JSON dump turns enums into their values and nested models/tuples into dicts/lists, which
-    is exactly what the String and JSON columns want.
+    is exactly what the String and JSON columns want (see `json_data` for nested datetimes).
     """
-    dumped = model.model_dump(mode="json")
+    dumped = model.model_dump(mode="python")
     return {
-        name: value if isinstance(value := getattr(model, name), datetime) else dumped[name]
+        name: value if isinstance(value := getattr(model, name), datetime)
+        else json_data(dumped[name])
         for name in type(model).model_fields
     }
 
@@ -185,15 +250,60 @@ def field_values(
             raise TypeError(f"{model_cls.__name__} has no updatable field {name!r}")
         adapter = _adapter(model_cls, name)
         value = adapter.validate_python(raw)
-        values[name] = value if isinstance(value, datetime) else adapter.dump_python(
-            value, mode="json"
+        values[name] = value if isinstance(value, datetime) else json_data(
+            adapter.dump_python(value, mode="python")
         )
     return values
 
 
 def to_domain(model_cls: type[M], row: sa.RowMapping, *, skip: tuple[str, ...] = ()) -> M:
     """Build the domain model from a row mapping (surrogate keys named in `skip` left out)."""
-    return model_cls.model_validate({k: v for k, v in row.items() if k not in skip})
+    model = model_cls.model_validate({k: v for k, v in row.items() if k not in skip})
+    # Datetimes parsed from JSON carry pydantic's own UTC tzinfo: make them the `UTC` every
+    # other datetime of the bot has (`UtcDateTime` columns already are).
+    return _in_utc(model)
+
+
+def json_data(value: Any) -> Any:
+    """JSON-ready data for a python-mode dump; nested datetimes become ISO strings in UTC.
+
+    pydantic would write an aware datetime with whatever offset it has and a naive one as is;
+    like `UtcDateTime`, a naive datetime is refused and every other one stored as UTC, so the
+    JSON says which instant it means and reads back as aware UTC.
+    """
+    return to_jsonable_python(_utc_iso(value))
+
+
+def _utc_iso(value: Any) -> Any:
+    if isinstance(value, datetime):
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError(f"naive datetime {value.isoformat()} refused: pass an aware one")
+        return value.astimezone(UTC).isoformat()
+    if isinstance(value, dict):
+        return {key: _utc_iso(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_utc_iso(item) for item in value]
+    return value
+
+
+def _in_utc(value: Any) -> Any:
+    """`value` with every datetime inside it (models, tuples, dicts) converted to `UTC`."""
+    if isinstance(value, datetime):
+        return value if value.tzinfo is UTC else value.astimezone(UTC)
+    if isinstance(value, BaseModel):
+        changes = {}
+        for name in type(value).model_fields:
+            old = getattr(value, name)
+            if (new := _in_utc(old)) is not old:
+                changes[name] = new
+        return value.model_copy(update=changes) if changes else value
+    if isinstance(value, tuple):
+        items = tuple(_in_utc(item) for item in value)
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    if isinstance(value, dict):
+        pairs = {key: _in_utc(item) for key, item in value.items()}
+        return value if all(pairs[k] is value[k] for k in value) else pairs
+    return value
 
 
 @cache

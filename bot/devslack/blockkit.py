@@ -307,6 +307,7 @@ def action_entry(
 
 
 def input_element(blocks: list[dict[str, Any]], block_id: str, action_id: str) -> dict[str, Any]:
+    """The element a submission value for `block_id` / `action_id` belongs to."""
     for block, element in walk(blocks):
         if block.get("block_id") == block_id and element.get("action_id") == action_id:
             return element

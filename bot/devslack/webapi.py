@@ -17,7 +17,7 @@ import contextlib
 import json
 import math
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from types import TracebackType
@@ -104,6 +104,7 @@ class FakeSlack(MethodStore):
         self._runner: web.AppRunner | None = None
         self._base_url: str | None = None
         self._in_flight = 0
+        self._last_activity = float("-inf")
         self._activity = asyncio.Event()
         self._pending_acks: dict[str, asyncio.Event] = {}
 
@@ -254,16 +255,29 @@ class FakeSlack(MethodStore):
         loop = asyncio.get_running_loop()
         deadline = loop.time() + give_up_after
         while True:
+            now = loop.time()
+            if now > deadline:
+                raise TimeoutError(f"FakeSlack still busy after {give_up_after} s")
+            if self._in_flight == 0 and now - self._last_activity >= quiet:
+                return
             self._activity.clear()
-            window = quiet if self._in_flight == 0 else deadline - loop.time()
-            try:
-                await asyncio.wait_for(self._activity.wait(), max(0.0, window))
-            except TimeoutError:
-                if self._in_flight == 0:
-                    return
-                raise
-            if loop.time() > deadline:
-                raise TimeoutError("FakeSlack did not settle")
+            wait = deadline - now if self._in_flight else self._last_activity + quiet - now
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._activity.wait(), max(0.0, wait))
+
+    @contextlib.contextmanager
+    def activity(self) -> Iterator[None]:
+        """Count something as in flight for `settle`: a request here, or one to the bot."""
+        self._busy(+1)
+        try:
+            yield
+        finally:
+            self._busy(-1)
+
+    def _busy(self, delta: int) -> None:
+        self._in_flight += delta
+        self._last_activity = asyncio.get_running_loop().time()
+        self._activity.set()
 
     def deliver_scheduled(self) -> list[Message]:
         """Post scheduled messages that are due; runs before every Web API call too."""
@@ -283,8 +297,7 @@ class FakeSlack(MethodStore):
 
     async def _serve_api(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
-        self._busy(+1)
-        try:
+        with self.activity():
             args: dict[str, Any] = {}
             headers: dict[str, str] = {}
             token = _bearer(request)
@@ -293,12 +306,11 @@ class FakeSlack(MethodStore):
             except ValueError:
                 status, body = 200, {"ok": False, "error": "invalid_json"}
             else:
-                token = token or _str_or_none(args.pop("token", None))
+                form_token = args.pop("token", None)  # older clients send it as an argument
+                token = token or (str(form_token) if form_token else None)
                 status, headers, body = self._answer(method, args, token)
             self._record(ApiCall(method, args, token, self.clock.now(), status, body))
             return web.json_response(body, status=status, headers=headers)
-        finally:
-            self._busy(-1)
 
     def _answer(
         self, method: str, args: dict[str, Any], token: str | None
@@ -330,8 +342,7 @@ class FakeSlack(MethodStore):
 
     async def _serve_response_url(self, request: web.Request) -> web.Response:
         response_id = request.match_info["response_id"]
-        self._busy(+1)
-        try:
+        with self.activity():
             pending = self._pending_acks.get(response_id)
             if pending is not None:
                 with contextlib.suppress(TimeoutError):
@@ -349,12 +360,6 @@ class FakeSlack(MethodStore):
             call = ApiCall("response_url", dict(args), None, self.clock.now(), status, response)
             self._record(call)
             return web.json_response(response, status=status)
-        finally:
-            self._busy(-1)
-
-    def _busy(self, delta: int) -> None:
-        self._in_flight += delta
-        self._activity.set()
 
 
 def _error_body(exc: SlackError) -> dict[str, Any]:
@@ -370,10 +375,6 @@ def _bearer(request: web.Request) -> str | None:
     if not header.startswith("Bearer "):
         return None
     return header.removeprefix("Bearer ").strip() or None
-
-
-def _str_or_none(value: object) -> str | None:
-    return None if value in (None, "") else str(value)
 
 
 async def _read_args(request: web.Request) -> dict[str, Any]:

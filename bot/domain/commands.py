@@ -10,6 +10,11 @@ USAGE = {
     "list": "/cluster list",
     "status": "/cluster status <cluster-id>   e.g. /cluster status clu_9xQe1",
     "terminate": "/cluster terminate <cluster-id>   e.g. /cluster terminate clu_9xQe1",
+    "recover": "/cluster recover <cluster-id>   e.g. /cluster recover clu_9xQe1",
+    "autorecover": "/cluster autorecover <cluster-id> on|off   e.g. /cluster autorecover "
+                   "clu_9xQe1 on",
+    "notify": "/cluster notify <cluster-id> #channel   e.g. /cluster notify clu_9xQe1 #ml-infra",
+    "logs": "/cluster logs <cluster-id> [node=<rank>]   e.g. /cluster logs clu_9xQe1 node=1",
     "help": "/cluster help",
 }
 SHORT_ACCELERATORS = ("h100", "h200", "b200", "a100", "l40s", "mi300x")
@@ -42,10 +47,34 @@ class TerminateCommand:
 
 
 @dataclass(frozen=True)
+class RecoverCommand:
+    cluster_id: str
+
+
+@dataclass(frozen=True)
+class AutoRecoverCommand:
+    cluster_id: str
+    on: bool
+
+
+@dataclass(frozen=True)
+class NotifyCommand:
+    cluster_id: str
+    channel_id: str
+
+
+@dataclass(frozen=True)
+class LogsCommand:
+    cluster_id: str
+    node: int = 0
+
+
+@dataclass(frozen=True)
 class HelpCommand:
     unknown: str | None = None  # the word we didn't understand, if that's why help is shown
 
 
-Command = QuoteCommand | ListCommand | StatusCommand | TerminateCommand | HelpCommand
+Command = (QuoteCommand | ListCommand | StatusCommand | TerminateCommand | RecoverCommand
+           | AutoRecoverCommand | NotifyCommand | LogsCommand | HelpCommand)
 
 

@@ -157,12 +157,44 @@ class ClusterState(enum.StrEnum):
                         ClusterState.TERMINATING)
 
 
+class NodeState(Frozen):
+    rank: int
+    status: str
+    last_recovered_at: datetime | None = None
+
+
+class Observation(Frozen):
+    """The parts of a provider cluster the watcher compares from one poll to the next
+    (bot/domain/watch.py)."""
+
+    status: ClusterState
+    episode: int = 0
+    episode_started_at: datetime | None = None
+    attempts_used: int = 0
+    attempts_max: int = 3
+    recovery_state: str = "idle"  # idle | in_progress | exhausted
+    auto_recovery: bool = False
+    skipped: tuple[int, ...] = ()
+    nodes: tuple[NodeState, ...] = ()
+    accrued_cents: int = 0
+    accrued_hours: int = 0
+    termination_reason: str | None = None
+
+    @property
+    def attempts_started(self) -> int:
+        return self.attempts_used + (1 if self.recovery_state == "in_progress" else 0)
+
+    @property
+    def down_ranks(self) -> tuple[int, ...]:
+        return tuple(n.rank for n in self.nodes if n.status != "running")
+
+
 class ClusterRecord(Frozen):
     """A cluster the bot launched (or adopted) and keeps track of until it stops billing."""
 
     id: str
     request_id: str | None
-    owner_id: str
+    owner_id: str | None  # None: adopted and not claimed yet (the approvers are reminded)
     channel_id: str
     name: str | None
     shape: ShapeSpec
@@ -182,6 +214,35 @@ class ClusterRecord(Frozen):
     connection_sent_at: datetime | None = None
     last_error: str | None = None
     updated_at: datetime
+    # Watching (bot/domain/watch.py): the last observation and what was said about it.
+    observed: Observation | None = None
+    last_reminded_hours: int = 0
+    accrued_at_degrade: int | None = None
+    manual_recoveries: tuple[str, ...] = ()  # "episode:attempt" the bot asked for
+    terminate_requested_by: str | None = None
+    notify_channels: tuple[str, ...] = ()
+    auto_recovery: bool = False
+    adopted: bool = False
+
+
+class VolumeRecord(Frozen):
+    """A persistent volume the bot knows of: it bills on its own once no cluster holds it."""
+
+    id: str
+    owner_id: str | None
+    cluster_id: str | None  # the cluster it was created with / last attached to
+    name: str | None = None
+    size_gb: int
+    location: str
+    hourly_cents: int  # what it costs alone (contract §5.4)
+    status: str  # attached | available | deleting | deleted
+    orphaned_since: datetime | None = None
+    next_reminder_at: datetime | None = None
+    updated_at: datetime
+
+    @property
+    def monthly_cents(self) -> int:
+        return self.hourly_cents * 730
 
 
 class NodeSummary(Frozen):

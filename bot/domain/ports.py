@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
-from bot.domain.models import ClusterRecord, ConnectionDetails
+from bot.domain.models import ClusterRecord, ConnectionDetails, VolumeRecord
 
 
 class Notifier(Protocol):
@@ -24,6 +25,14 @@ class Notifier(Protocol):
     async def send_connection_details(self, cluster: ClusterRecord,
                                       details: ConnectionDetails) -> None:
         """DM the owner, and only the owner, how to reach the nodes."""
+        ...
+
+    async def deliver_notices(self) -> None:
+        """Post every queued notice (thread replies, DMs) and mark each delivered."""
+        ...
+
+    async def remind_volume(self, volume: VolumeRecord, recipients: Sequence[str]) -> None:
+        """DM what an orphaned volume costs, with Delete / Keep."""
         ...
 
     async def tell(self, user_id: str, text: str) -> None:

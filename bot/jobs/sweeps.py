@@ -1,4 +1,5 @@
-"""The few fixed sweeps. Each asks the database what is due now and does it idempotently."""
+"""The few fixed sweeps. Each asks the provider and the database what is due now and does it
+idempotently: running one twice, or after a restart, announces nothing twice."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ from bot.services.container import Services
 log = logging.getLogger(__name__)
 
 
-async def poll_clusters(services: Services) -> None:
-    """Bring every cluster that may still bill up to date (and its Slack message with it)."""
-    polled = await services.tracking.sync_live()
-    log.debug("polled %d live clusters", polled)
+async def watch_clusters(services: Services) -> None:
+    """Adopt untracked clusters, poll every live one, deliver what changed (and reminders)."""
+    adopted = await services.reconciling.reconcile()
+    polled = await services.watching.sync_live()
+    log.debug("polled %d live clusters, adopted %d", polled, len(adopted))
 
 
 async def resume_launches(services: Services) -> None:
@@ -20,3 +22,10 @@ async def resume_launches(services: Services) -> None:
     resumed = await services.launching.resume()
     if resumed:
         log.info("resumed %d launches", resumed)
+
+
+async def remind_volumes(services: Services) -> None:
+    """Daily reminders for volumes no cluster holds (they bill until deleted)."""
+    reminded = await services.volumes.remind_due()
+    if reminded:
+        log.info("reminded %d orphaned volumes", reminded)

@@ -6,17 +6,18 @@ from bot.domain.errors import UnknownResource
 from bot.domain.models import ClusterRecord, NodeSummary
 from bot.reserve import errors as api
 from bot.reserve.port import ClusterProvider
+from bot.services.observing import node_summaries
 from bot.services.provider_errors import explain
-from bot.services.tracking import TrackingService, node_summaries
+from bot.services.watching import WatchService
 from storage.db import Database
 
 
 class ClusterQueries:
     def __init__(self, *, db: Database, provider: ClusterProvider,
-                 tracking: TrackingService) -> None:
+                 watching: WatchService) -> None:
         self._db = db
         self._provider = provider
-        self._tracking = tracking
+        self._watching = watching
 
     async def live(self) -> list[ClusterRecord]:
         async with self._db.transaction() as repos:
@@ -31,6 +32,6 @@ class ClusterQueries:
             wire = await self._provider.get_cluster(cluster_id)
         except api.ApiError as exc:
             raise explain(exc) from exc
-        record = await self._tracking.sync(cluster_id, wire=wire)
+        record = await self._watching.sync(cluster_id, wire=wire)
         assert record is not None
         return record, node_summaries(wire)

@@ -9,8 +9,12 @@ from bot.services.approvals import ApprovalService
 from bot.services.clusters import ClusterQueries
 from bot.services.launching import LaunchService
 from bot.services.quoting import QuotingService
+from bot.services.reconciling import ReconcileService
+from bot.services.recovery import RecoveryService
+from bot.services.stewardship import StewardshipService
 from bot.services.termination import TerminationService
-from bot.services.tracking import TrackingService
+from bot.services.volumes import VolumeService
+from bot.services.watching import WatchService
 
 
 @dataclass(frozen=True)
@@ -19,6 +23,10 @@ class Services:
     quoting: QuotingService
     approvals: ApprovalService
     launching: LaunchService
-    tracking: TrackingService
+    watching: WatchService
     termination: TerminationService
     clusters: ClusterQueries
+    recovery: RecoveryService
+    stewardship: StewardshipService
+    reconciling: ReconcileService
+    volumes: VolumeService

@@ -25,8 +25,8 @@ from bot.reserve import errors as api
 from bot.reserve.port import ClusterProvider
 from bot.reserve.schemas import Cluster, Shape
 from bot.services.approvals import reprice
+from bot.services.observing import record_from_wire
 from bot.services.quoting import QuotingService
-from bot.services.tracking import record_from_wire
 from storage.db import Database
 
 log = logging.getLogger(__name__)

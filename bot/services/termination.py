@@ -11,16 +11,16 @@ from bot.domain.models import Actor, ClusterRecord
 from bot.reserve import errors as api
 from bot.reserve.port import ClusterProvider
 from bot.services.provider_errors import explain
-from bot.services.tracking import TrackingService
+from bot.services.watching import WatchService
 from storage.db import Database
 
 
 class TerminationService:
-    def __init__(self, *, db: Database, provider: ClusterProvider, tracking: TrackingService,
+    def __init__(self, *, db: Database, provider: ClusterProvider, watching: WatchService,
                  approvers: Collection[str], clock: Clock) -> None:
         self._db = db
         self._provider = provider
-        self._tracking = tracking
+        self._watching = watching
         self._approvers = frozenset(approvers)
         self._clock = clock
 
@@ -37,10 +37,14 @@ class TerminationService:
 
     async def terminate(self, *, cluster_id: str, actor: Actor) -> ClusterRecord:
         await self.check(cluster_id=cluster_id, actor=actor)
+        # Intent first: the watcher must not call this "terminated outside the bot".
+        async with self._db.transaction() as repos:
+            await repos.clusters.update(cluster_id, now=self._clock.now(),
+                                        terminate_requested_by=actor.user_id)
         try:
             wire = await self._provider.terminate_cluster(cluster_id)
         except api.ApiError as exc:
             raise explain(exc) from exc
-        record = await self._tracking.sync(cluster_id, wire=wire)
+        record = await self._watching.sync(cluster_id, wire=wire)
         assert record is not None
         return record

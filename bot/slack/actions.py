@@ -13,7 +13,15 @@ from bot.services.container import Services
 from bot.slack.blocks import common
 from bot.slack.blocks import launch_modal as modal_blocks
 from bot.slack.errors import StaleReference, answering
-from bot.slack.ids import Action, ApprovalRef, ClusterRef, QuoteRef, Ref, RequestRef
+from bot.slack.ids import (
+    Action,
+    ApprovalRef,
+    ClusterRef,
+    QuoteRef,
+    Ref,
+    RequestRef,
+    VolumeRef,
+)
 
 R = TypeVar("R", bound=Ref)
 EPHEMERAL: dict[str, Any] = {"response_type": "ephemeral", "replace_original": False}
@@ -94,3 +102,66 @@ def register(app: AsyncApp, services: Services) -> None:
                                                       actor=_actor(body))
         await respond(**common.notice(f"Terminating `{record.id}`. Its message will show the "
                                       "final cost.").as_kwargs(), **EPHEMERAL)
+
+    @app.action(Action.RECOVER)
+    @answering
+    async def recover(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any],
+                      respond: AsyncRespond) -> None:
+        await ack()
+        ref = _ref(ClusterRef, action)
+        await services.recovery.recover(cluster_id=ref.cluster_id, actor=_actor(body))
+        await respond(**common.notice(f"Recovery attempt started on `{ref.cluster_id}`."
+                                      ).as_kwargs(), **EPHEMERAL)
+
+    @app.action(Action.AUTORECOVER_ON)
+    @answering
+    async def autorecover_on(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any],
+                             respond: AsyncRespond) -> None:
+        await ack()
+        ref = _ref(ClusterRef, action)
+        await services.recovery.set_auto(cluster_id=ref.cluster_id, actor=_actor(body), on=True)
+        await respond(**common.notice(f"Automatic recovery is on for `{ref.cluster_id}`: AI "
+                                      "Reserve tries on its next health pass.").as_kwargs(),
+                      **EPHEMERAL)
+
+    @app.action(Action.KEEP_RUNNING)
+    @answering
+    async def keep_running(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any],
+                           respond: AsyncRespond) -> None:
+        await ack()
+        ref = _ref(ClusterRef, action)
+        record = await services.stewardship.keep_running(cluster_id=ref.cluster_id,
+                                                         actor=_actor(body))
+        await respond(**common.notice(f"Noted: `{record.id}` keeps running. The hourly "
+                                      "reminders go on until it is terminated.").as_kwargs(),
+                      **EPHEMERAL)
+
+    @app.action(Action.CLAIM)
+    @answering
+    async def claim(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any],
+                    respond: AsyncRespond) -> None:
+        await ack()
+        ref = _ref(ClusterRef, action)
+        await services.stewardship.claim(cluster_id=ref.cluster_id, actor=_actor(body))
+        await respond(**common.notice(f"`{ref.cluster_id}` is yours now: its reminders and "
+                                      "notices come to you.").as_kwargs(), **EPHEMERAL)
+
+    @app.action(Action.DELETE_VOLUME)
+    @answering
+    async def delete_volume(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any],
+                            respond: AsyncRespond) -> None:
+        await ack()
+        ref = _ref(VolumeRef, action)
+        await services.volumes.delete(volume_id=ref.volume_id, actor=_actor(body))
+        await respond(**common.notice(f"Deleting volume `{ref.volume_id}`; its billing stops "
+                                      "now.").as_kwargs(), **EPHEMERAL)
+
+    @app.action(Action.KEEP_VOLUME)
+    @answering
+    async def keep_volume(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any],
+                          respond: AsyncRespond) -> None:
+        await ack()
+        ref = _ref(VolumeRef, action)
+        await services.volumes.keep(volume_id=ref.volume_id, actor=_actor(body))
+        await respond(**common.notice(f"Keeping `{ref.volume_id}`; I'll remind you again in a "
+                                      "week.").as_kwargs(), **EPHEMERAL)

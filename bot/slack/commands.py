@@ -7,9 +7,13 @@ from typing import Any
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 
 from bot.domain.commands import (
+    AutoRecoverCommand,
     HelpCommand,
     ListCommand,
+    LogsCommand,
+    NotifyCommand,
     QuoteCommand,
+    RecoverCommand,
     StatusCommand,
     TerminateCommand,
 )
@@ -19,6 +23,7 @@ from bot.services.container import Services
 from bot.slack import parsing
 from bot.slack.blocks import cluster as cluster_blocks
 from bot.slack.blocks import common
+from bot.slack.blocks import notices as notice_blocks
 from bot.slack.blocks import quote as quote_blocks
 from bot.slack.blocks.message import Message
 from bot.slack.errors import answering
@@ -56,9 +61,30 @@ def register(app: AsyncApp, services: Services) -> None:
             await ack(text=f"Looking up `{cmd.cluster_id}`…", **EPHEMERAL)
             record, nodes = await services.clusters.status(cmd.cluster_id)
             reply = cluster_blocks.cluster_status(record, now=now(), nodes=nodes)
-        else:
-            assert isinstance(cmd, TerminateCommand)
+        elif isinstance(cmd, TerminateCommand):
             await ack()
             record = await services.termination.check(cluster_id=cmd.cluster_id, actor=actor)
             reply = cluster_blocks.terminate_prompt(record)
+        elif isinstance(cmd, RecoverCommand):
+            await ack(text=f"Asking AI Reserve to recover `{cmd.cluster_id}`…", **EPHEMERAL)
+            await services.recovery.recover(cluster_id=cmd.cluster_id, actor=actor)
+            reply = common.notice(f"Recovery attempt started on `{cmd.cluster_id}`; progress "
+                                  "is posted in the cluster's thread.")
+        elif isinstance(cmd, AutoRecoverCommand):
+            await ack()
+            await services.recovery.set_auto(cluster_id=cmd.cluster_id, actor=actor, on=cmd.on)
+            reply = common.notice(f"Automatic recovery is {'on' if cmd.on else 'off'} for "
+                                  f"`{cmd.cluster_id}`.")
+        elif isinstance(cmd, NotifyCommand):
+            await ack()
+            await services.stewardship.notify(cluster_id=cmd.cluster_id,
+                                              channel_id=cmd.channel_id, actor=actor)
+            reply = common.notice(f"<#{cmd.channel_id}> will get `{cmd.cluster_id}`'s notices.")
+        else:
+            assert isinstance(cmd, LogsCommand)
+            await ack(text=f"Fetching node {cmd.node}'s log…", **EPHEMERAL)
+            logs = await services.stewardship.logs(cluster_id=cmd.cluster_id, node=cmd.node,
+                                                   actor=actor)
+            reply = notice_blocks.logs_message(
+                cmd.cluster_id, cmd.node, [(ln.ts, ln.stream, ln.line) for ln in logs.lines])
         await respond(**reply.as_kwargs(), **EPHEMERAL)

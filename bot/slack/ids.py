@@ -23,8 +23,15 @@ class Action:
     REJECT = "request_reject"
     RETRY_LAUNCH = "request_retry_launch"
     TERMINATE = "cluster_terminate"
+    RECOVER = "cluster_recover"
+    AUTORECOVER_ON = "cluster_autorecover_on"
+    KEEP_RUNNING = "cluster_keep_running"
+    CLAIM = "cluster_claim"
+    DELETE_VOLUME = "volume_delete"
+    KEEP_VOLUME = "volume_keep"
     ALL: ClassVar[tuple[str, ...]] = (
         QUOTE_REQUEST_LAUNCH, QUOTE_DISCARD, APPROVE, REJECT, RETRY_LAUNCH, TERMINATE,
+        RECOVER, AUTORECOVER_ON, KEEP_RUNNING, CLAIM, DELETE_VOLUME, KEEP_VOLUME,
     )
 
 
@@ -80,3 +87,8 @@ class RequestRef(Ref):
 class ClusterRef(Ref):
     tag = "c"
     cluster_id: str
+
+
+class VolumeRef(Ref):
+    tag = "v"
+    volume_id: str

@@ -11,14 +11,25 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import defaultdict
+from collections.abc import Sequence
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.clock import Clock
-from bot.domain.models import ClusterRecord, ConnectionDetails, MessageRef, RequestStatus
+from bot.domain.models import (
+    ClusterRecord,
+    ClusterState,
+    ConnectionDetails,
+    MessageRef,
+    RequestStatus,
+    VolumeRecord,
+)
+from bot.domain.watch import Notice, NoticeKind
 from bot.slack.blocks import approval as approval_blocks
 from bot.slack.blocks import cluster as cluster_blocks
+from bot.slack.blocks import notices as notice_blocks
+from bot.slack.blocks import volumes as volume_blocks
 from bot.slack.blocks.common import notice
 from bot.slack.blocks.message import Message
 from storage.db import Database
@@ -33,12 +44,14 @@ _UNREACHABLE = {"channel_not_found", "not_in_channel", "is_archived", "restricte
 
 class SlackNotifier:
     def __init__(self, *, client: AsyncWebClient, db: Database, approvals_channel: str,
-                 clock: Clock) -> None:
+                 approvers: Sequence[str], clock: Clock) -> None:
         self._client = client
         self._db = db
         self._approvals_channel = approvals_channel
         self._clock = clock
+        self._approvers = tuple(approvers)
         self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self._delivering = asyncio.Lock()
 
     async def refresh_request(self, request_id: str, *,
                               superseded_quote_id: str | None = None) -> None:
@@ -73,12 +86,58 @@ class SlackNotifier:
     async def refresh_cluster(self, cluster_id: str) -> None:
         async with self._db.transaction() as repos:
             record = await repos.clusters.get(cluster_id)
-        if record is not None and record.request_id is not None:
+        if record is None:
+            return
+        if record.request_id is not None:
             await self.refresh_request(record.request_id)
+            return
+        # Adopted (found at AI Reserve, not launched here): its card in the approvals channel.
+        async with self._locks[cluster_id]:
+            await self._upsert(PROGRESS, _top_subject(record), self._approvals_channel,
+                               notice_blocks.untracked_cluster(record, now=self._clock.now()))
+
+    async def deliver_notices(self) -> None:
+        async with self._delivering:  # one delivery pass at a time: each notice posted once
+            async with self._db.transaction() as repos:
+                pending = await repos.notices.pending()
+            for notice in pending:
+                async with self._db.transaction() as repos:
+                    record = await repos.clusters.get(notice.cluster_id)
+                    top = (await repos.messages.get(PROGRESS, _top_subject(record))
+                           if record else None)
+                if record is not None:
+                    await self._deliver(notice, record, top)
+                async with self._db.transaction() as repos:
+                    await repos.notices.mark_delivered(notice.cluster_id, notice.key,
+                                                       now=self._clock.now())
+
+    async def _deliver(self, notice: Notice, record: ClusterRecord,
+                       top: MessageRef | None) -> None:
+        now = self._clock.now()
+        if notice.kind is NoticeKind.REMINDER:
+            if record.status not in (ClusterState.RUNNING, ClusterState.DEGRADED):
+                return  # terminated since it was queued: reminders stop at once
+            for person in ([record.owner_id] if record.owner_id else self._approvers):
+                await self._dm(person, notice_blocks.reminder_dm(notice, record, now=now))
+            return
+        message = notice_blocks.thread_notice(notice, record, now=now)
+        if top is not None:
+            await self._client.chat_postMessage(
+                channel=top.channel_id, thread_ts=top.ts,
+                reply_broadcast=notice.kind.broadcast, **message.as_kwargs())
+        else:  # no top message to thread under (it could not be posted): the channel itself
+            await self._client.chat_postMessage(channel=record.channel_id, **message.as_kwargs())
+        for channel in record.notify_channels:
+            await self._client.chat_postMessage(channel=channel, **message.as_kwargs())
 
     async def send_connection_details(self, cluster: ClusterRecord,
                                       details: ConnectionDetails) -> None:
-        await self._dm(cluster.owner_id, cluster_blocks.connection_dm(cluster, details))
+        if cluster.owner_id is not None:
+            await self._dm(cluster.owner_id, cluster_blocks.connection_dm(cluster, details))
+
+    async def remind_volume(self, volume: VolumeRecord, recipients: Sequence[str]) -> None:
+        for person in recipients:
+            await self._dm(person, volume_blocks.volume_reminder(volume, now=self._clock.now()))
 
     async def tell(self, user_id: str, text: str) -> None:
         await self._dm(user_id, notice(text))
@@ -119,3 +178,10 @@ class SlackNotifier:
                                      MessageRef(channel_id=posted["channel"], ts=posted["ts"]),
                                      now=self._clock.now())
 
+
+
+def _top_subject(record: ClusterRecord | None) -> str:
+    """The key of a cluster's top message: its request's progress message, or its own card."""
+    if record is None:
+        return ""
+    return record.request_id or f"cluster:{record.id}"

@@ -14,10 +14,14 @@ from bot.domain import policies
 from bot.domain.commands import (
     SHORT_ACCELERATORS,
     USAGE,
+    AutoRecoverCommand,
     Command,
     HelpCommand,
     ListCommand,
+    LogsCommand,
+    NotifyCommand,
     QuoteCommand,
+    RecoverCommand,
     StatusCommand,
     TerminateCommand,
 )
@@ -27,6 +31,8 @@ MAX_TEXT = 500
 
 _SHAPE = re.compile(r"^(?P<accel>[a-z0-9][a-z0-9-]*?)x(?P<gpus>[^x]*)$")
 _ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_CHANNEL = re.compile(
+    r"^(?:<#(?P<linked>[CG][A-Z0-9]+)(?:\|[^>]*)?>|(?P<bare>[CG][A-Z0-9]{2,}))$")
 _OPTION = re.compile(r"^(?P<key>[A-Za-z]+)=(?P<value>.*)$")
 
 
@@ -50,9 +56,32 @@ def parse(text: str) -> Command:
     if verb == "list":
         _no_more(args, "list")
         return ListCommand()
-    if verb in ("status", "terminate"):
+    if verb in ("status", "terminate", "recover"):
         cluster_id = _one_id(args, verb)
-        return StatusCommand(cluster_id) if verb == "status" else TerminateCommand(cluster_id)
+        if verb == "status":
+            return StatusCommand(cluster_id)
+        return TerminateCommand(cluster_id) if verb == "terminate" else RecoverCommand(cluster_id)
+    if verb == "autorecover":
+        cluster_id = _one_id(args[:1], verb)
+        switch = " ".join(args[1:]).lower()
+        if switch not in ("on", "off"):
+            raise _fail(f"Say `on` or `off` after the cluster id, not `{switch[:20]}`.",
+                        switch, verb)
+        return AutoRecoverCommand(cluster_id, on=switch == "on")
+    if verb == "notify":
+        cluster_id = _one_id(args[:1], verb)
+        return NotifyCommand(cluster_id, _channel(args[1:], verb))
+    if verb == "logs":
+        cluster_id = _one_id(args[:1], verb)
+        node = 0
+        for token in args[1:2]:
+            option = _OPTION.match(token)
+            if not option or option["key"].lower() != "node":
+                raise _fail(f"I don't understand `{token[:40]}`; write `node=<rank>`.", token,
+                            verb)
+            node = _whole(option["value"], "node", "a node rank (0 is the primary)", verb)
+        _no_more(args[2:], verb)
+        return LogsCommand(cluster_id, node)
     if verb == "help":
         return HelpCommand()
     return HelpCommand(unknown=verb[:40])
@@ -77,6 +106,17 @@ def _one_id(args: list[str], verb: str) -> str:
                     cluster_id, verb)
     _no_more(rest, verb)
     return cluster_id
+
+
+def _channel(args: list[str], verb: str) -> str:
+    """`<#C123|name>` (what Slack sends with should_escape) or a bare channel id."""
+    if len(args) != 1:
+        raise _fail("Name one channel, e.g. `#ml-infra`.", " ".join(args)[:40], verb)
+    match = _CHANNEL.match(args[0])
+    if not match:
+        raise _fail(f"`{args[0][:40]}` is not a channel I can post to; pick it with `#` so "
+                    "Slack links it.", args[0], verb)
+    return match["linked"] or match["bare"]
 
 
 def _whole(value: str, key: str, what: str, verb: str = "quote") -> int:

@@ -68,11 +68,12 @@ def card_blocks(user_id: str) -> list[dict[str, Any]]:
     ]
 
 
+def options(*values: str) -> list[dict[str, Any]]:
+    return [{"text": {"type": "plain_text", "text": v.title()}, "value": v} for v in values]
+
+
 def form_view(private_metadata: str) -> dict[str, Any]:
-    size_options = [
-        {"text": {"type": "plain_text", "text": "Small"}, "value": "small"},
-        {"text": {"type": "plain_text", "text": "Large"}, "value": "large"},
-    ]
+    size_options = options("small", "large")
     return {
         "type": "modal",
         "callback_id": "demo_form",
@@ -103,6 +104,29 @@ def form_view(private_metadata: str) -> dict[str, Any]:
                 },
             },
         ],
+    }
+
+
+def small_modal(title: str = "Stacked", **extra: Any) -> dict[str, Any]:
+    """A valid one-input modal (radio buttons `pick`/`choice`, callback_id `stacked`)."""
+    return {
+        "type": "modal",
+        "callback_id": "stacked",
+        "title": {"type": "plain_text", "text": title},
+        "submit": {"type": "plain_text", "text": "OK"},
+        "blocks": [
+            {
+                "type": "input",
+                "block_id": "pick",
+                "label": {"type": "plain_text", "text": "Pick"},
+                "element": {
+                    "type": "radio_buttons",
+                    "action_id": "choice",
+                    "options": options("one", "two"),
+                },
+            }
+        ],
+        **extra,
     }
 
 

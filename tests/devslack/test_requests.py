@@ -18,7 +18,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.clock import ManualClock, SystemClock
 from bot.devslack import FakeSlack, Reply, SlackRequests, signed_headers
 
-from .conftest import ALICE, BOB, CAROL, SECRET, Demo, build_demo, serve_bolt
+from .conftest import ALICE, BOB, CAROL, SECRET, Demo, build_demo, serve_bolt, small_modal
 
 
 async def test_a_signed_slash_command_is_acked_fast_and_the_reply_shown(slack, requests):
@@ -164,7 +164,7 @@ async def test_submit_view_errors_keep_the_modal_and_success_closes_it(
 
 
 async def test_submit_view_refuses_values_for_unknown_inputs(slack, requests):
-    modal = slack.add_view(ALICE, _modal())
+    modal = slack.add_view(ALICE, small_modal())
     with pytest.raises(ValueError, match="no input 'nope'"):
         await requests.submit_view(modal, user_id=ALICE, values={"nope": {"x": "1"}})
     with pytest.raises(ValueError, match="'huge' is not an option"):
@@ -176,8 +176,8 @@ async def test_view_submission_acks_update_push_and_clear_the_stack(
 ):
     actions: Iterator[dict[str, Any]] = iter(
         [
-            {"response_action": "update", "view": _modal("Updated")},
-            {"response_action": "push", "view": _modal("Pushed")},
+            {"response_action": "update", "view": small_modal("Updated")},
+            {"response_action": "push", "view": small_modal("Pushed")},
             {"response_action": "clear"},
         ]
     )
@@ -186,7 +186,7 @@ async def test_view_submission_acks_update_push_and_clear_the_stack(
     async def stacked(ack: Any) -> None:
         await ack(**next(actions))
 
-    root = slack.add_view(ALICE, _modal("Root"))
+    root = slack.add_view(ALICE, small_modal("Root"))
     await requests.submit_view(root, user_id=ALICE)
     updated = slack.current_modal("alice")
     assert (
@@ -212,7 +212,7 @@ async def test_an_ack_naming_a_non_input_block_is_a_violation(
     async def stacked(ack: Any) -> None:
         await ack(response_action="errors", errors={"not_a_block": "oops"})
 
-    modal = slack.add_view(ALICE, _modal())
+    modal = slack.add_view(ALICE, small_modal())
     await requests.submit_view(modal, user_id=ALICE)
 
     [violation] = slack.violations
@@ -230,9 +230,9 @@ async def test_close_view_notifies_only_when_asked(
         await ack()
         closed.append(body)
 
-    quiet = slack.add_view(ALICE, _modal())
+    quiet = slack.add_view(ALICE, small_modal())
     assert await requests.close_view(quiet, user_id=ALICE) is None
-    noisy = slack.add_view(ALICE, {**_modal(), "notify_on_close": True})
+    noisy = slack.add_view(ALICE, {**small_modal(), "notify_on_close": True})
     reply = await requests.close_view(noisy, user_id=ALICE)
 
     assert reply is not None and reply.status == 200
@@ -373,7 +373,7 @@ async def test_a_trigger_used_after_three_seconds_has_expired(
         await ack()
         clock.advance(3.5)  # stands for slow work done before views.open
         try:
-            await client.views_open(trigger_id=body["trigger_id"], view=_modal())
+            await client.views_open(trigger_id=body["trigger_id"], view=small_modal())
         except SlackApiError as exc:
             demo.errors.append(exc.response["error"])
 
@@ -426,27 +426,6 @@ def _button_block(action_id: str) -> dict[str, Any]:
         "text": {"type": "plain_text", "text": "Go"},
     }
     return {"type": "actions", "block_id": "b1", "elements": [button]}
-
-
-def _modal(title: str = "Stacked") -> dict[str, Any]:
-    options = [
-        {"text": {"type": "plain_text", "text": "One"}, "value": "one"},
-        {"text": {"type": "plain_text", "text": "Two"}, "value": "two"},
-    ]
-    return {
-        "type": "modal",
-        "callback_id": "stacked",
-        "title": {"type": "plain_text", "text": title},
-        "submit": {"type": "plain_text", "text": "OK"},
-        "blocks": [
-            {
-                "type": "input",
-                "block_id": "pick",
-                "label": {"type": "plain_text", "text": "Pick"},
-                "element": {"type": "radio_buttons", "action_id": "choice", "options": options},
-            }
-        ],
-    }
 
 
 def test_reply_content_is_json_when_json_else_text():

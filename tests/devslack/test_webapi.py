@@ -13,7 +13,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.devslack import ApiCall, FakeSlack
 
-from .conftest import ALICE, BOB
+from .conftest import ALICE, BOB, small_modal
 
 TEXT = {"type": "section", "text": {"type": "mrkdwn", "text": "hello"}}
 
@@ -192,20 +192,23 @@ async def test_a_trigger_opens_one_modal_within_three_seconds(
 ):
     trigger = slack.issue_trigger_id(ALICE)
     clock.advance(3)
-    opened = await client.views_open(trigger_id=trigger, view=_modal())
+    opened = await client.views_open(trigger_id=trigger, view=small_modal())
 
     view = opened["view"]
     assert view["id"].startswith("V") and view["hash"] and view["state"] == {"values": {}}
     assert slack.current_modal("alice") == view == slack.last_view("alice")
     assert (
-        await refused(client.views_open(trigger_id=trigger, view=_modal()))
+        await refused(client.views_open(trigger_id=trigger, view=small_modal()))
         == "exchanged_trigger_id"
     )
     late = slack.issue_trigger_id(ALICE)
     clock.advance(3.01)
-    assert await refused(client.views_open(trigger_id=late, view=_modal())) == "expired_trigger_id"
     assert (
-        await refused(client.views_open(trigger_id="made-up", view=_modal()))
+        await refused(client.views_open(trigger_id=late, view=small_modal()))
+        == "expired_trigger_id"
+    )
+    assert (
+        await refused(client.views_open(trigger_id="made-up", view=small_modal()))
         == "invalid_trigger_id"
     )
 
@@ -215,31 +218,33 @@ async def test_views_update_checks_the_hash_and_finds_external_ids(
 ):
     opened = (
         await client.views_open(
-            trigger_id=slack.issue_trigger_id(BOB), view=_modal(external_id="ext-1")
+            trigger_id=slack.issue_trigger_id(BOB), view=small_modal(external_id="ext-1")
         )
     )["view"]
 
     by_external = await client.views_update(
-        external_id="ext-1", view=_modal("Second", external_id="ext-1")
+        external_id="ext-1", view=small_modal("Second", external_id="ext-1")
     )
     assert (
         by_external["view"]["id"] == opened["id"]
         and by_external["view"]["title"]["text"] == "Second"
     )
-    stale = client.views_update(view_id=opened["id"], hash=opened["hash"], view=_modal("Third"))
+    stale = client.views_update(
+        view_id=opened["id"], hash=opened["hash"], view=small_modal("Third")
+    )
     assert await refused(stale) == "hash_conflict"
     fresh = await client.views_update(
-        view_id=opened["id"], hash=by_external["view"]["hash"], view=_modal("Third")
+        view_id=opened["id"], hash=by_external["view"]["hash"], view=small_modal("Third")
     )
     assert slack.current_modal("bob") == fresh["view"]
-    assert await refused(client.views_update(view_id="V0NOPE", view=_modal())) == "not_found"
+    assert await refused(client.views_update(view_id="V0NOPE", view=small_modal())) == "not_found"
 
 
 async def test_views_push_stops_at_three(slack: FakeSlack, client: AsyncWebClient):
-    await client.views_open(trigger_id=slack.issue_trigger_id(ALICE), view=_modal("One"))
-    await client.views_push(trigger_id=slack.issue_trigger_id(ALICE), view=_modal("Two"))
-    await client.views_push(trigger_id=slack.issue_trigger_id(ALICE), view=_modal("Three"))
-    too_many = client.views_push(trigger_id=slack.issue_trigger_id(ALICE), view=_modal("Four"))
+    await client.views_open(trigger_id=slack.issue_trigger_id(ALICE), view=small_modal("One"))
+    await client.views_push(trigger_id=slack.issue_trigger_id(ALICE), view=small_modal("Two"))
+    await client.views_push(trigger_id=slack.issue_trigger_id(ALICE), view=small_modal("Three"))
+    too_many = client.views_push(trigger_id=slack.issue_trigger_id(ALICE), view=small_modal("Four"))
     assert await refused(too_many) == "push_limit_reached"
     top = slack.current_modal("alice")
     assert top is not None and top["title"]["text"] == "Three"
@@ -263,9 +268,9 @@ async def test_invalid_views_are_refused_and_recorded(slack: FakeSlack, client: 
             {"type": "modal", "title": {"type": "plain_text", "text": "x" * 25}, "blocks": [TEXT]},
             "title",
         ),
-        ({**_modal(), "submit": None}, "needs a submit"),
+        ({**small_modal(), "submit": None}, "needs a submit"),
         ({"type": "modal", "blocks": [TEXT]}, "needs a title"),
-        ({**_modal(), "blocks": [TEXT] * 101}, "at most 100"),
+        ({**small_modal(), "blocks": [TEXT] * 101}, "at most 100"),
         ({"type": "home", "blocks": [TEXT]}, "view type must be 'modal'"),
     ]
     for view, problem in bad_views:
@@ -367,22 +372,3 @@ async def test_response_urls_reply_replace_delete_and_wear_out(slack: FakeSlack,
     assert [m.text for m in slack.ephemerals("alice")] == ["just you", "fifth"]
     assert [m.text for m in slack.messages("general")] == ["everyone"]
     assert card.deleted and [v.text for v in card.edits] == ["card"] and card.text == "replaced"
-
-
-def _modal(title: str = "Modal", *, external_id: str | None = None) -> dict[str, Any]:
-    view: dict[str, Any] = {
-        "type": "modal",
-        "title": {"type": "plain_text", "text": title},
-        "submit": {"type": "plain_text", "text": "OK"},
-        "blocks": [
-            {
-                "type": "input",
-                "block_id": "note",
-                "label": {"type": "plain_text", "text": "Note"},
-                "element": {"type": "plain_text_input", "action_id": "text"},
-            }
-        ],
-    }
-    if external_id:
-        view["external_id"] = external_id
-    return view

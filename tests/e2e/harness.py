@@ -56,6 +56,34 @@ class Harness:
         assert found is not None
         return found
 
+    async def running_cluster(self, text: str = "quote h100x8 nodes=2") -> str:
+        """Quote, request, approve and boot a cluster; returns its id."""
+        card = await self.request(quote_text=text)
+        await self.click(card, Action.APPROVE, user=BOB)
+        cluster_id = (await self.requests_in_db())[-1].cluster_id
+        assert cluster_id is not None
+        await self.advance(60)
+        assert (await self.record(cluster_id)).status.value == "running"
+        return cluster_id
+
+    async def top(self, cluster_id: str) -> Message:
+        """The cluster's top message: its request's progress message, or its adopted card."""
+        record = await self.record(cluster_id)
+        async with self.rt.db.transaction() as repos:
+            ref = await repos.messages.get("progress", record.request_id
+                                           or f"cluster:{cluster_id}")
+        assert ref is not None
+        return self.slack.message(ref.channel_id, ref.ts)
+
+    async def notices(self, cluster_id: str, containing: str = "") -> list[Message]:
+        """The replies in the cluster's thread (that contain `containing`)."""
+        top = await self.top(cluster_id)
+        return [m for m in self.slack.thread(top.channel, top.ts)[1:]
+                if containing in self.text_of(m)]
+
+    async def fail_node(self, cluster_id: str, rank: int = 1, mode: str = "unhealthy") -> None:
+        await self.sim_admin(f"clusters/{cluster_id}/nodes/{rank}/fail", {"mode": mode})
+
     async def requests_in_db(self) -> list[LaunchRequest]:
         async with self.rt.db.transaction() as repos:
             return await repos.requests.list_by_status(list(RequestStatus))
@@ -82,7 +110,7 @@ class Harness:
     async def advance(self, seconds: float) -> None:
         """Move the shared clock, then let the watcher poll as the scheduler would."""
         self.clock.advance(seconds)
-        await self.rt.services.tracking.sync_live()
+        await self.rt.services.watching.sync_live()
         await self.rt.settle()
 
     # --- reading the workspace -------------------------------------------------------------

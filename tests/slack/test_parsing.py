@@ -1,14 +1,18 @@
 import pytest
 
 from bot.domain.errors import InvalidCommand
-from bot.slack.parsing import (
+from bot.domain.commands import (
+    AutoRecoverCommand,
     HelpCommand,
     ListCommand,
+    LogsCommand,
+    NotifyCommand,
     QuoteCommand,
+    RecoverCommand,
     StatusCommand,
     TerminateCommand,
-    parse,
 )
+from bot.slack.parsing import parse
 
 
 @pytest.mark.parametrize(
@@ -67,3 +71,40 @@ def test_bad_input_names_the_bad_part_and_shows_usage(text, says, bad_part):
     if bad_part is not None:
         assert caught.value.bad_part == bad_part
     assert caught.value.usage.startswith("/cluster")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("recover clu_1", RecoverCommand("clu_1")),
+        ("autorecover clu_1 on", AutoRecoverCommand("clu_1", on=True)),
+        ("autorecover clu_1 OFF", AutoRecoverCommand("clu_1", on=False)),
+        ("notify clu_1 <#C0INFRA|ml-infra>", NotifyCommand("clu_1", "C0INFRA")),
+        ("notify clu_1 <#C0INFRA>", NotifyCommand("clu_1", "C0INFRA")),
+        ("notify clu_1 C0INFRA", NotifyCommand("clu_1", "C0INFRA")),
+        ("logs clu_1", LogsCommand("clu_1", 0)),
+        ("logs clu_1 node=3", LogsCommand("clu_1", 3)),
+    ],
+)
+def test_parses_watch_commands(text, expected):
+    assert parse(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("autorecover clu_1", "`on` or `off`"),
+        ("autorecover clu_1 maybe", "`on` or `off`"),
+        ("notify clu_1", "Name one channel"),
+        ("notify clu_1 #general", "pick it with `#`"),
+        ("notify clu_1 <#C1|a> <#C2|b>", "Name one channel"),
+        ("logs clu_1 node=x", "whole number"),
+        ("logs clu_1 rank=1", "node=<rank>"),
+        ("logs clu_1 node=1 more", "takes nothing more"),
+        ("recover", "needs a cluster id"),
+    ],
+)
+def test_bad_watch_commands(text, says):
+    with pytest.raises(InvalidCommand) as caught:
+        parse(text)
+    assert says in caught.value.user_message

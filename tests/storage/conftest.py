@@ -3,7 +3,8 @@
 `db` runs every test that takes it on a SQLite file and on an in-memory SQLite database. The
 builders make domain models with sensible defaults; since a quote takes at most one request,
 `make_request("r-x")` sits on quote "q-x" unless told otherwise, and `seed` stores one quote for
-each distinct `quote_id` of the requests it is given.
+each distinct `quote_id` of the requests it is given. `make_observation`, `make_notice` and
+`make_volume` build the watcher's models.
 """
 
 from __future__ import annotations
@@ -16,13 +17,17 @@ from bot.domain.models import (
     ClusterRecord,
     ClusterState,
     LaunchRequest,
+    NodeState,
+    Observation,
     PriceLine,
     QuoteInfo,
     QuoteSpec,
     RequestStatus,
     ShapeSpec,
+    VolumeRecord,
     Workload,
 )
+from bot.domain.watch import Notice, NoticeFacts, NoticeKind
 from storage.db import Database
 
 T0 = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
@@ -89,6 +94,55 @@ def make_cluster(id: str = "c-1", request_id: str | None = "r-1", **changes) -> 
         "hourly_cents": 6_412,
         "status": ClusterState.PROVISIONING,
         "created_at": T0,
+        "updated_at": T0,
+        **changes,
+    })
+
+
+def make_observation(**changes) -> Observation:
+    """A degraded cluster in its second episode, one recovery attempt running, rank 1 down."""
+    return Observation(**{
+        "status": ClusterState.DEGRADED,
+        "episode": 2,
+        "episode_started_at": T0 + timedelta(hours=3),
+        "attempts_used": 1,
+        "attempts_max": 3,
+        "recovery_state": "in_progress",
+        "auto_recovery": True,
+        "skipped": (3,),
+        "nodes": (
+            NodeState(rank=0, status="running",
+                      last_recovered_at=T0 + timedelta(hours=1, microseconds=250)),
+            NodeState(rank=1, status="failed"),
+        ),
+        "accrued_cents": 25_648,
+        "accrued_hours": 4,
+        **changes,
+    })
+
+
+def make_notice(key: str = "degraded:2", cluster_id: str = "c-1", **changes) -> Notice:
+    return Notice(**{
+        "cluster_id": cluster_id,
+        "key": key,
+        "kind": NoticeKind.DEGRADED,
+        "facts": NoticeFacts(episode=2, down_ranks=(1,), accrued_cents=25_648,
+                             auto_recovery=True),
+        "created_at": T0,
+        **changes,
+    })
+
+
+def make_volume(id: str = "vol-1", **changes) -> VolumeRecord:
+    return VolumeRecord(**{
+        "id": id,
+        "owner_id": "U1",
+        "cluster_id": "c-1",
+        "name": "datasets",
+        "size_gb": 1000,
+        "location": "us-east-1",
+        "hourly_cents": 28,
+        "status": "attached",
         "updated_at": T0,
         **changes,
     })

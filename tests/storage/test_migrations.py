@@ -16,7 +16,8 @@ from storage.db import Database
 from storage.migrations import MIGRATIONS_DIR, alembic_config
 from storage.tables import metadata
 
-TABLES = {"quotes", "requests", "approvals", "clusters", "messages"}
+TABLES = {"quotes", "requests", "approvals", "clusters", "messages", "notices", "volumes"}
+HEAD = "0002"
 
 
 def _sqlite_tables(path) -> set[str]:
@@ -38,11 +39,12 @@ async def test_migrate_creates_the_schema_on_an_empty_file(tmp_path):
     finally:
         await db.dispose()
     assert _sqlite_tables(path) == TABLES | {"alembic_version"}
-    assert _version(path) == ["0001"]
+    assert _version(path) == [HEAD]
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
         indexes = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
-    assert {"ix_requests_status", "ix_clusters_status"} <= indexes
+    assert {"ix_requests_status", "ix_clusters_status", "ix_notices_delivered_at",
+            "ix_volumes_next_reminder_at"} <= indexes
 
 
 async def test_migrate_twice_is_a_no_op(tmp_path):
@@ -63,7 +65,7 @@ async def test_migrate_twice_is_a_no_op(tmp_path):
             await later.dispose()
     finally:
         await db.dispose()
-    assert _version(path) == ["0001"]
+    assert _version(path) == [HEAD]
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT count(*) FROM messages").fetchone() == (1,)
 
@@ -73,7 +75,9 @@ async def test_migrated_schema_matches_the_table_metadata(tmp_path, url):
     db = Database(f"sqlite:///{tmp_path / 'bot.db'}" if url == "file" else url)
 
     def diff(conn):
-        context = MigrationContext.configure(conn, opts={"compare_type": True})
+        context = MigrationContext.configure(
+            conn, opts={"compare_type": True, "compare_server_default": True}
+        )
         return compare_metadata(context, metadata)
 
     try:
@@ -150,8 +154,8 @@ BATCH_MIGRATION = '''
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0002"
-down_revision = "0001"
+revision = "0003"
+down_revision = "0002"
 branch_labels = None
 depends_on = None
 
@@ -174,7 +178,7 @@ async def test_a_later_batch_migration_can_rebuild_a_referenced_table(tmp_path, 
 
     scripts = tmp_path / "migrations"
     shutil.copytree(MIGRATIONS_DIR, scripts, ignore=shutil.ignore_patterns("__pycache__"))
-    (scripts / "versions" / "0002_note.py").write_text(BATCH_MIGRATION)
+    (scripts / "versions" / "0003_note.py").write_text(BATCH_MIGRATION)
     db = Database(f"sqlite:///{tmp_path / 'bot.db'}")
     try:
         await db.migrate()
@@ -189,4 +193,4 @@ async def test_a_later_batch_migration_can_rebuild_a_referenced_table(tmp_path, 
                 await repos.requests.add(make_request("r-2", quote_id="q-nowhere"))
     finally:
         await db.dispose()
-    assert _version(tmp_path / "bot.db") == ["0002"]
+    assert _version(tmp_path / "bot.db") == ["0003"]

@@ -1,7 +1,9 @@
 """Everything about a cluster once asked for: the progress message, the owner's connection DM,
 `/cluster list`, `/cluster status` and the terminate prompt.
 
-Only `connection_dm` carries SSH details; it goes to the owner's DM and nowhere else.
+Only `connection_dm` carries SSH details; it goes to the owner's DM and nowhere else. A cluster
+the watcher adopted (found at AI Reserve, not launched through the bot) may have no owner yet:
+it shows as "unclaimed" wherever an owner would be.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from bot.slack.blocks.format import (
     ERROR_MAX,
     ID_MAX,
     NAME_MAX,
+    channel,
     clip,
     code,
     duration,
@@ -37,6 +40,7 @@ from bot.slack.blocks.format import (
     money,
     payload_len,
     shape_label,
+    truncate,
     user,
     when,
 )
@@ -53,6 +57,9 @@ from bot.slack.blocks.message import (
 from bot.slack.ids import Action, ClusterRef
 
 TERMINABLE = (ClusterState.PROVISIONING, ClusterState.RUNNING, ClusterState.DEGRADED)
+UNCLAIMED = "unclaimed"
+ADOPTED = "Found at AI Reserve, not launched through the bot."
+UNCLAIMED_NOTE = "It is watched and reminded to the approvers until someone claims it."
 READINESS_CAVEAT = ("_Running_ is infrastructure readiness, not your app's health: run your own "
                     "readiness check before sending traffic.")
 # Sizes in JSON payload characters (`payload_len`): a list stays well under Slack's ~13k budget.
@@ -71,13 +78,13 @@ def request_progress(
     """The one message per request in the requester's channel, edited as the request moves."""
     if cluster is not None:
         state = cluster_state_line(cluster, now=now)
-        notes = _cluster_notes(cluster, auto_recovery=req.workload.auto_recovery)
+        notes = _cluster_notes(cluster, auto_recovery=cluster.auto_recovery)
     else:
         state, notes = _request_state_line(req, approvals), []
     label = escaped(shape_label(q.spec.shape, q.accelerator_name))
     who = f"Requested by {user(req.requester_id)} · request {code(escaped(req.id, ID_MAX))}"
     if cluster is not None:
-        who += f" · cluster {_cluster_ref(cluster)}"
+        who += f" · cluster {cluster_ref(cluster)}"
     blocks: list[Block] = [
         section(state),
         section(f"*{label}* in {escaped(q.location, ID_MAX)} · *{hourly(req.hourly_cents)}* "
@@ -86,7 +93,7 @@ def request_progress(
     ]
     if cluster is not None and cluster.status in TERMINABLE:
         blocks.append(actions(terminate_button(cluster)))
-    fallback = f"{escaped(shape_label(q.spec.shape, q.accelerator_name))}: {_plain(state)}"
+    fallback = f"{escaped(shape_label(q.spec.shape, q.accelerator_name))}: {plain_line(state)}"
     return compose(fallback, blocks, key="progress")
 
 
@@ -102,7 +109,7 @@ def connection_dm(c: ClusterRecord, details: ConnectionDetails) -> Message:
     rate = hourly(c.hourly_cents)
     blocks: list[Block] = [
         header(f"Cluster {c.id} is ready"),
-        section(f"{_cluster_ref(c)}: {escaped(shape_label(c.shape, c.accelerator_name))} in "
+        section(f"{cluster_ref(c)}: {escaped(shape_label(c.shape, c.accelerator_name))} in "
                 f"{escaped(c.location, ID_MAX)}\n*Primary node (rank 0):*\n"
                 f"```{escaped(details.primary_ssh_command, 1000)}```"),
         section("*Every node*\n" + ("\n".join(lines) or "_no nodes listed_")),
@@ -153,23 +160,33 @@ def cluster_status(
             f"*Locked rate*\n{hourly(c.hourly_cents)} ({money(c.hourly_cents * 24)} per day)",
             f"*Ready since*\n{ready}",
             f"*Accrued so far*\n{money(c.accrued_cents)} over {hours} (AI Reserve's figures)",
-            f"*Owner*\n{user(c.owner_id)}",
+            f"*Owner*\n{owner_mention(c.owner_id)}",
             f"*Volume*\n{_volume(c)}",
+            f"*Auto-recovery*\n{'on' if c.auto_recovery else 'off'}",
+            *([f"*Also notified*\n{', '.join(channel(ch) for ch in c.notify_channels)}"]
+              if c.notify_channels else []),
         ]),
     ]
     if nodes:
         blocks.append(section("*Nodes*\n" + "\n".join(_node_lines(nodes))))
-    blocks.extend(context(note) for note in _cluster_notes(c, auto_recovery=None))
+    blocks.extend(context(note) for note in _cluster_notes(c, auto_recovery=c.auto_recovery))
+    if c.owner_id is None:
+        found = f" {ADOPTED}" if c.adopted else ""
+        blocks.append(context(f"*Unclaimed.*{found} {UNCLAIMED_NOTE} Claim it from its message "
+                              "in the approvals channel."))
+    elif c.adopted:
+        blocks.append(context(f"Adopted: {ADOPTED}"))
     if c.status in TERMINABLE:
         blocks.append(actions(terminate_button(c)))
-    return compose(f"Cluster {escaped(c.id, ID_MAX)}: {_plain(cluster_state_line(c, now=now))}",
+    state = plain_line(cluster_state_line(c, now=now))
+    return compose(f"Cluster {escaped(c.id, ID_MAX)}: {state}",
                    blocks, key="status")
 
 
 def terminate_prompt(c: ClusterRecord) -> Message:
     """The ephemeral answer to `/cluster terminate <id>`: one button, behind a confirm."""
     rate = hourly(c.hourly_cents)
-    text = (f"Terminate {_cluster_ref(c)} ({escaped(shape_label(c.shape, c.accelerator_name))}, "
+    text = (f"Terminate {cluster_ref(c)} ({escaped(shape_label(c.shape, c.accelerator_name))}, "
             f"{escaped(c.location, ID_MAX)})? It bills *{rate}* until terminated. Terminating "
             "cannot be undone: every node and its root disk are destroyed.")
     if c.volume_id:
@@ -187,14 +204,15 @@ def terminate_prompt(c: ClusterRecord) -> Message:
 def terminate_button(c: ClusterRecord) -> ButtonElement:
     """Terminate (danger), with a confirm that states the rate and that it is final."""
     rate, per_day = money(c.hourly_cents), money(c.hourly_cents * 24)
+    # The id is cut short in the text so a long one can never push the rate out of the dialog.
     return button(
         "Terminate", action_id=Action.TERMINATE, value=ClusterRef(cluster_id=c.id).pack(),
         style="danger",
         confirm=confirm(
             f"Terminate cluster {c.id}?",
-            f"Cluster {c.id} bills {rate} per hour ({per_day} per day) until terminated. "
-            "Terminating stops the billing and cannot be undone: every node and its root disk "
-            "are destroyed.",
+            f"Cluster {truncate(c.id, ID_MAX)} bills {rate} per hour ({per_day} per day) until "
+            "terminated. Terminating stops the billing and cannot be undone: every node and its "
+            "root disk are destroyed.",
             ok="Terminate", deny="Keep it running", danger=True,
         ),
     )
@@ -251,15 +269,20 @@ def _cluster_notes(c: ClusterRecord, *, auto_recovery: bool | None) -> list[str]
         notes.append("Billing starts when every node is ready.")
     elif c.status is ClusterState.RUNNING:
         notes.append(READINESS_CAVEAT)
-        sent = "were sent" if c.connection_sent_at else "will be sent"
-        notes.append(f"Connection details {sent} to {user(c.owner_id)} by DM.")
+        if c.owner_id is None:
+            notes.append("Unclaimed: nobody has been sent its connection details.")
+        else:
+            sent = "were sent" if c.connection_sent_at else "will be sent"
+            notes.append(f"Connection details {sent} to {user(c.owner_id)} by DM.")
     elif c.status is ClusterState.DEGRADED:
         if c.last_error:
             notes.append(f"Last error: {_error(c.last_error)}")
         if auto_recovery is not None:
+            ref = escape(truncate(c.id, ID_MAX))
             notes.append("Automatic recovery is on: lost nodes are restarted on the same "
                          "hardware." if auto_recovery else
-                         "Automatic recovery is off: terminate it, or wait for a fix.")
+                         f"Automatic recovery is off: `/cluster recover {ref}` makes one "
+                         "attempt now, or terminate it.")
     elif c.status is ClusterState.TERMINATED:
         if c.termination_reason:
             notes.append(f"Reason: {escaped(c.termination_reason, ERROR_MAX)}")
@@ -274,7 +297,8 @@ def _list_line(c: ClusterRecord, *, now: datetime) -> str:
     age = duration((now - c.created_at).total_seconds())
     return (f"• {code(escaped(c.id, ID_MAX))}{name} · "
             f"{escaped(shape_label(c.shape, c.accelerator_name), 60)} · {c.status.value} · "
-            f"{hourly(c.hourly_cents)} · {age} · {user(c.owner_id)}")
+            f"{hourly(c.hourly_cents)} · {age} · {owner_mention(c.owner_id)}"
+            f"{' (adopted)' if c.adopted else ''}")
 
 
 def _node_lines(nodes: Sequence[NodeSummary]) -> list[str]:
@@ -293,7 +317,13 @@ def _volume(c: ClusterRecord) -> str:
     return f"{code(escaped(c.volume_id, ID_MAX))} ({origin}; survives terminate)"
 
 
-def _cluster_ref(c: ClusterRecord) -> str:
+def owner_mention(owner_id: str | None) -> str:
+    """The owner as a mention, or "unclaimed" for an adopted cluster nobody has claimed yet."""
+    return user(owner_id) if owner_id else UNCLAIMED
+
+
+def cluster_ref(c: ClusterRecord) -> str:
+    """`` `clu_…` *name* ``: the id as code, then the name when it has one (escaped, clipped)."""
     ref = code(escaped(c.id, ID_MAX))
     return f"{ref} *{escaped(c.name, NAME_MAX)}*" if c.name else ref
 
@@ -302,7 +332,7 @@ def _error(text: str | None, limit: int = ERROR_MAX) -> str:
     return escaped(text, limit) if text else "no reason given"
 
 
-def _plain(line: str) -> str:
+def plain_line(line: str) -> str:
     """A state line reused as notification text: without emoji codes or bold markers."""
     text = line.split(" ", 1)[1] if line.startswith(":") else line
     return clip(text.replace("*", ""), 500)

@@ -20,9 +20,19 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
      "/cluster quote h100x8 nodes=4 storage=1000 location=us-tx disk=200"),
     ("/cluster list", "Live clusters with their rate, age and owner.", "/cluster list"),
     ("/cluster status <cluster-id>", "Everything about one cluster: state, rate, cost so far, "
-     "nodes.", "/cluster status clu_9xQe1"),
+     "auto-recovery, nodes.", "/cluster status clu_9xQe1"),
     ("/cluster terminate <cluster-id>", "Stop a cluster and its billing (asks to confirm; "
      "cannot be undone).", "/cluster terminate clu_9xQe1"),
+    ("/cluster recover <cluster-id>", "One recovery attempt now for a degraded cluster: its "
+     "down nodes restart on the same hardware (it keeps billing its whole rate meanwhile).",
+     "/cluster recover clu_9xQe1"),
+    ("/cluster autorecover <cluster-id> on|off", "Turn automatic recovery on or off: when on, "
+     "AI Reserve restarts lost nodes at its next health pass (a few attempts per episode).",
+     "/cluster autorecover clu_9xQe1 on"),
+    ("/cluster notify <cluster-id> #channel", "Another channel gets this cluster's notices too.",
+     "/cluster notify clu_9xQe1 #ml-infra"),
+    ("/cluster logs <cluster-id> [node=<rank>]", "The last lines of one node's log, shown only "
+     "to you (rank 0, the primary, by default).", "/cluster logs clu_9xQe1 node=1"),
     ("/cluster help", "This list.", "/cluster help"),
 )
 
@@ -41,7 +51,9 @@ def help_message(*, unknown: str | None = None) -> Message:
         "approver; the cluster bills its whole hourly rate from the moment every node is ready "
         "until someone terminates it."
     ))
-    return compose("/cluster commands: quote, list, status, terminate, help", blocks, key="help")
+    return compose(
+        "/cluster commands: quote, list, status, terminate, recover, autorecover, notify, logs, "
+        "help", blocks, key="help")
 
 
 def error_message(text: str, *, usage: str = "") -> Message:

@@ -20,6 +20,7 @@ from bot.domain.models import (
     QuoteSpec,
     RequestStatus,
     ShapeSpec,
+    VolumeRecord,
     Workload,
 )
 from bot.slack.blocks.message import Message
@@ -122,6 +123,33 @@ def make_cluster(**changes: Any) -> ClusterRecord:
     }
     fields.update(changes)
     return ClusterRecord(**fields)
+
+
+def make_volume(**changes: Any) -> VolumeRecord:
+    fields: dict[str, Any] = {
+        "id": "vol_3kP0",
+        "owner_id": "U0ALICE",
+        "cluster_id": "clu_9xQe1",
+        "name": "weights",
+        "size_gb": 1000,
+        "location": "us-tx",
+        "hourly_cents": 10,
+        "status": "available",
+        "orphaned_since": NOW - timedelta(days=2),
+        "next_reminder_at": NOW,
+        "updated_at": NOW,
+    }
+    fields.update(changes)
+    return VolumeRecord(**fields)
+
+
+# Every user/provider string at its worst: 255 characters, non-ASCII, mentions and markup.
+LONG_ID = "clu_" + "ü" * 251
+EXTREME_CLUSTER: dict[str, Any] = {
+    "id": LONG_ID, "name": (HOSTILE + "ñ" * 255)[:255], "location": HOSTILE,
+    "accelerator_name": HOSTILE, "volume_id": HOSTILE, "last_error": HOSTILE * 10,
+    "termination_reason": HOSTILE,
+}
 
 
 # --- payload checks ----------------------------------------------------------------------------
@@ -237,6 +265,13 @@ def assert_escaped(msg: Message, *, user_mentions_kept: bool = False) -> None:
         assert "<!channel>" not in text
         assert "<script>" not in text
         assert ("<@U0EVIL>" in text) <= user_mentions_kept
+
+
+def assert_confirms_state(msg: Message, amount: str) -> None:
+    """Every confirm dialog in `msg` states `amount` (e.g. "$62.53 per hour")."""
+    confirms = [b["confirm"] for b in buttons(msg) if "confirm" in b]
+    for c in confirms:
+        assert amount in c["text"]["text"], c["text"]["text"]
 
 
 def buttons(msg: Message) -> list[dict[str, Any]]:

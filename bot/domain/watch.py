@@ -1,0 +1,140 @@
+"""What the watcher sees, what it says, and when: pure functions of two observations.
+
+Each poll turns the provider's cluster into an `Observation`. `notices_between(before, after)`
+lists what changed as `Notice`s, each with a `key` that names the transition itself (the
+degraded notice of episode 3, attempt 2 of episode 3 started, node 1 recovered at 10:42 …).
+The key is stored unique per cluster, so a transition seen again — on the next poll, after a
+restart, or by a second replica — is never announced twice, and a node that flaps inside one
+poll interval is one episode, announced once.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+
+from bot.domain.models import ClusterState, Frozen, Observation
+
+
+class NoticeKind(enum.StrEnum):
+    DEGRADED = "degraded"
+    RECOVERY_STARTED = "recovery_started"
+    NODE_RECOVERED = "node_recovered"
+    NODE_SKIPPED = "node_skipped"
+    RECOVERED = "recovered"
+    EXHAUSTED = "exhausted"
+    FAILED = "failed"
+    GRACE_TERMINATED = "grace_terminated"
+    TERMINATED_OUTSIDE = "terminated_outside"
+    REMINDER = "reminder"  # a DM to the owner (the approvers while nobody owns it)
+
+    @property
+    def broadcast(self) -> bool:
+        """Also shown in the channel, not only in the cluster's thread (needs someone now)."""
+        return self in (NoticeKind.DEGRADED, NoticeKind.EXHAUSTED, NoticeKind.GRACE_TERMINATED)
+
+
+class NoticeFacts(Frozen):
+    """What a notice says; rendered by bot/slack/blocks/notices.py."""
+
+    episode: int = 0
+    down_ranks: tuple[int, ...] = ()
+    rank: int | None = None
+    attempt: int | None = None
+    attempts_max: int | None = None
+    manual: bool | None = None
+    auto_recovery: bool = False
+    degraded_seconds: int | None = None
+    degraded_cost_cents: int | None = None
+    accrued_cents: int = 0
+    termination_reason: str | None = None
+    hour: int | None = None  # REMINDER: the accrued hour it is about
+    running_seconds: int | None = None  # REMINDER: since readyAt
+
+
+class Notice(Frozen):
+    """One transition to announce. `key` is unique per cluster: the exactly-once guard."""
+
+    cluster_id: str
+    key: str
+    kind: NoticeKind
+    facts: NoticeFacts
+    created_at: datetime
+    delivered_at: datetime | None = None
+
+
+def notices_between(before: Observation | None, after: Observation, *, cluster_id: str,
+                    now: datetime, terminated_by_bot: bool, manual_attempts: frozenset[int],
+                    accrued_at_degrade: int | None) -> list[Notice]:
+    """Every transition from `before` to `after`, oldest first.
+
+    `manual_attempts` are the attempt numbers (of the current episode) the bot itself asked
+    for; `accrued_at_degrade` is the accrued figure when the episode was first seen, so the
+    recovered notice can say what the degraded time cost by the provider's own billing.
+    """
+    prior = before or Observation(status=ClusterState.PROVISIONING)
+    same_episode = prior.episode == after.episode
+    out: list[Notice] = []
+
+    def add(key: str, kind: NoticeKind, **facts: object) -> None:
+        out.append(Notice(cluster_id=cluster_id, key=key, kind=kind, created_at=now,
+                          facts=NoticeFacts(episode=after.episode,
+                                            accrued_cents=after.accrued_cents,
+                                            auto_recovery=after.auto_recovery,
+                                            **facts)))
+
+    if after.status is ClusterState.FAILED and prior.status is not ClusterState.FAILED:
+        add("failed", NoticeKind.FAILED)
+    if after.episode > prior.episode:
+        add(f"degraded:{after.episode}", NoticeKind.DEGRADED, down_ranks=after.down_ranks
+            or prior.down_ranks)
+    if after.episode:
+        first = prior.attempts_started + 1 if same_episode else 1
+        for attempt in range(first, after.attempts_started + 1):
+            add(f"attempt:{after.episode}:{attempt}", NoticeKind.RECOVERY_STARTED,
+                attempt=attempt, attempts_max=after.attempts_max,
+                manual=attempt in manual_attempts)
+        earlier = {n.rank: n.last_recovered_at for n in prior.nodes}
+        for node in after.nodes:
+            if node.last_recovered_at and node.last_recovered_at != earlier.get(node.rank):
+                add(f"node_recovered:{node.rank}:{node.last_recovered_at.isoformat()}",
+                    NoticeKind.NODE_RECOVERED, rank=node.rank)
+        skipped_before = set(prior.skipped) if same_episode else set()
+        for rank in after.skipped:
+            if rank not in skipped_before:
+                add(f"node_skipped:{after.episode}:{after.attempts_used}:{rank}",
+                    NoticeKind.NODE_SKIPPED, rank=rank, attempt=after.attempts_used)
+    was_degraded = prior.status is ClusterState.DEGRADED or after.episode > prior.episode
+    if was_degraded and after.episode and after.status is ClusterState.RUNNING:
+        started = after.episode_started_at or prior.episode_started_at
+        add(f"recovered:{after.episode}", NoticeKind.RECOVERED,
+            degraded_seconds=int((now - started).total_seconds()) if started else None,
+            degraded_cost_cents=(after.accrued_cents - accrued_at_degrade
+                                 if accrued_at_degrade is not None else None))
+    if after.recovery_state == "exhausted" and (prior.recovery_state != "exhausted"
+                                                or not same_episode):
+        add(f"exhausted:{after.episode}", NoticeKind.EXHAUSTED,
+            attempts_max=after.attempts_max, down_ranks=after.down_ranks)
+    ended = (ClusterState.TERMINATING, ClusterState.TERMINATED)
+    if after.status in ended and prior.status not in ended:
+        if after.termination_reason == "payment_grace_expired":
+            add("terminated", NoticeKind.GRACE_TERMINATED,
+                termination_reason=after.termination_reason)
+        elif not terminated_by_bot:
+            add("terminated", NoticeKind.TERMINATED_OUTSIDE,
+                termination_reason=after.termination_reason)
+    return out
+
+
+def reminder_hour(after: Observation, *, last_reminded_hours: int) -> int | None:
+    """The accrued hour to remind the owner of now, if any.
+
+    The first hour accrues at `readyAt`; a reminder follows each *further* hour the provider
+    accrues (readyAt 10:00 → 11:00, 12:00 …). A bot that was down for hours reminds once, of
+    the latest hour, never of each one it missed; and never of an hour already reminded.
+    """
+    if after.status not in (ClusterState.RUNNING, ClusterState.DEGRADED):
+        return None
+    if after.accrued_hours >= 2 and after.accrued_hours > last_reminded_hours:
+        return after.accrued_hours
+    return None

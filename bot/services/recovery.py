@@ -1,0 +1,80 @@
+"""Recovery: one attempt now, or automatic recovery on/off — for the owner or an approver.
+
+Buttons on old notices act on the cluster's *current* state: the provider decides (a cluster
+that is running again answers `not_degraded`), and the person is told in plain words.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Collection
+
+from bot.clock import Clock
+from bot.domain import policies
+from bot.domain.errors import Conflict, UnknownResource
+from bot.domain.models import Actor, ClusterRecord
+from bot.reserve import errors as api
+from bot.reserve.port import ClusterProvider
+from bot.services.provider_errors import explain
+from bot.services.watching import WatchService
+from storage.db import Database
+
+
+class RecoveryService:
+    def __init__(self, *, db: Database, provider: ClusterProvider, watching: WatchService,
+                 approvers: Collection[str], clock: Clock) -> None:
+        self._db = db
+        self._provider = provider
+        self._watching = watching
+        self._approvers = frozenset(approvers)
+        self._clock = clock
+
+    async def _allowed(self, cluster_id: str, actor: Actor) -> ClusterRecord:
+        async with self._db.transaction() as repos:
+            record = await repos.clusters.get(cluster_id)
+        if record is None:
+            raise UnknownResource("cluster", cluster_id)
+        policies.ensure_can_act_on_cluster(record, actor, self._approvers)
+        if not record.status.is_live:
+            raise Conflict(f"`{cluster_id}` is {record.status.value}; there is nothing to "
+                           "recover.")
+        return record
+
+    async def recover(self, *, cluster_id: str, actor: Actor) -> ClusterRecord:
+        """Ask AI Reserve for one recovery attempt now (it uses the episode's budget)."""
+        record = await self._allowed(cluster_id, actor)
+        try:
+            wire = await self._provider.recover_cluster(cluster_id,
+                                                        idempotency_key=str(uuid.uuid4()))
+        except api.NotDegraded:
+            raise Conflict(f"`{cluster_id}` is healthy ({record.status.value}); nothing to "
+                           "recover.") from None
+        except api.RecoveryInProgress:
+            raise Conflict(f"A recovery attempt on `{cluster_id}` is already running; its "
+                           "result will be posted in the cluster's thread.") from None
+        except api.RecoveryExhausted as exc:
+            raise Conflict(f"Every recovery attempt of this episode is spent "
+                           f"({exc.attempts_used}/{exc.attempts_max}); the cluster keeps billing "
+                           "at its full rate — terminating it is the way out.") from None
+        except api.ApiError as exc:
+            raise explain(exc) from exc
+        # Remember that this attempt was ours, so its notice says "manual".
+        attempt = f"{wire.recovery.episode}:{wire.recovery.attempts_used + 1}"
+        async with self._db.transaction() as repos:
+            fresh = await repos.clusters.get(cluster_id)
+            assert fresh is not None
+            await repos.clusters.update(cluster_id, now=self._clock.now(),
+                                        manual_recoveries=(*fresh.manual_recoveries, attempt))
+        synced = await self._watching.sync(cluster_id, wire=wire)
+        assert synced is not None
+        return synced
+
+    async def set_auto(self, *, cluster_id: str, actor: Actor, on: bool) -> ClusterRecord:
+        await self._allowed(cluster_id, actor)
+        try:
+            wire = await self._provider.set_auto_recovery(cluster_id, on)
+        except api.ApiError as exc:
+            raise explain(exc) from exc
+        synced = await self._watching.sync(cluster_id, wire=wire)
+        assert synced is not None
+        return synced

@@ -1,0 +1,74 @@
+"""Who looks after a cluster: claiming an adopted one, extra channels for its notices, logs."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from bot.clock import Clock
+from bot.domain import policies
+from bot.domain.errors import Conflict, UnknownResource
+from bot.domain.models import Actor, ClusterRecord
+from bot.domain.ports import Notifier
+from bot.reserve import errors as api
+from bot.reserve.port import ClusterProvider
+from bot.reserve.schemas import Logs
+from bot.services.provider_errors import explain
+from storage.db import Database
+
+LOG_LINES = 50
+
+
+class StewardshipService:
+    def __init__(self, *, db: Database, provider: ClusterProvider, notifier: Notifier,
+                 approvers: Collection[str], clock: Clock) -> None:
+        self._db = db
+        self._provider = provider
+        self._notifier = notifier
+        self._approvers = frozenset(approvers)
+        self._clock = clock
+
+    async def _record(self, cluster_id: str) -> ClusterRecord:
+        async with self._db.transaction() as repos:
+            record = await repos.clusters.get(cluster_id)
+        if record is None:
+            raise UnknownResource("cluster", cluster_id)
+        return record
+
+    async def claim(self, *, cluster_id: str, actor: Actor) -> ClusterRecord:
+        """An adopted cluster becomes the actor's: reminders and its DMs go to them."""
+        async with self._db.transaction() as repos:
+            record = await repos.clusters.get(cluster_id)
+            if record is None:
+                raise UnknownResource("cluster", cluster_id)
+            if record.owner_id is not None:
+                raise Conflict(f"`{cluster_id}` already belongs to <@{record.owner_id}>.")
+            record = await repos.clusters.update(cluster_id, now=self._clock.now(),
+                                                 owner_id=actor.user_id)
+        await self._notifier.refresh_cluster(cluster_id)
+        return record
+
+    async def notify(self, *, cluster_id: str, channel_id: str, actor: Actor) -> ClusterRecord:
+        """Another channel gets this cluster's notices from now on."""
+        record = await self._record(cluster_id)
+        policies.ensure_can_act_on_cluster(record, actor, self._approvers)
+        if channel_id in record.notify_channels or channel_id == record.channel_id:
+            raise Conflict(f"<#{channel_id}> already gets `{cluster_id}`'s notices.")
+        async with self._db.transaction() as repos:
+            return await repos.clusters.update(
+                cluster_id, now=self._clock.now(),
+                notify_channels=(*record.notify_channels, channel_id))
+
+    async def logs(self, *, cluster_id: str, node: int, actor: Actor) -> Logs:
+        record = await self._record(cluster_id)
+        policies.ensure_can_act_on_cluster(record, actor, self._approvers)
+        if node >= record.shape.nodes:
+            raise Conflict(f"`{cluster_id}` has nodes 0–{record.shape.nodes - 1}; "
+                           f"there is no node {node}.")
+        try:
+            return await self._provider.cluster_logs(cluster_id, node=node, tail=LOG_LINES)
+        except api.ApiError as exc:
+            raise explain(exc) from exc
+
+    async def keep_running(self, *, cluster_id: str, actor: Actor) -> ClusterRecord:
+        """Only an acknowledgement: the hourly reminders go on until it is terminated."""
+        return await self._record(cluster_id)

@@ -1,0 +1,104 @@
+"""Orphaned volumes: a shared volume outlives its cluster and bills until deleted.
+
+Each sweep reads AI Reserve's volumes. One that no cluster holds is "orphaned" from the first
+time it is seen so; its owner (the owner of the cluster it was made with, else the approvers)
+gets a reminder a day after, then daily, with what it costs per month. *Keep* snoozes the
+reminders for a week; *Delete volume* deletes it — refused, with the reason, while a cluster is
+attached.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from datetime import timedelta
+
+from bot.clock import Clock
+from bot.domain.errors import Conflict, NotAllowed, UnknownResource
+from bot.domain.models import Actor, VolumeRecord
+from bot.domain.ports import Notifier
+from bot.reserve import errors as api
+from bot.reserve.port import ClusterProvider
+from bot.reserve.schemas import Volume, VolumeStatus
+from bot.services.provider_errors import explain
+from storage.db import Database
+from storage.repositories import Repos
+
+REMIND_EVERY = timedelta(days=1)
+KEEP_SNOOZE = timedelta(days=7)
+
+
+class VolumeService:
+    def __init__(self, *, db: Database, provider: ClusterProvider, notifier: Notifier,
+                 approvers: Collection[str], clock: Clock) -> None:
+        self._db = db
+        self._provider = provider
+        self._notifier = notifier
+        self._approvers = frozenset(approvers)
+        self._clock = clock
+
+    async def sync(self) -> list[VolumeRecord]:
+        """Refresh every volume; returns the orphaned ones whose reminder is due now."""
+        now = self._clock.now()
+        wires = [v async for v in self._provider.iter_volumes()]
+        async with self._db.transaction() as repos:
+            for wire in wires:
+                stored = await repos.volumes.get(wire.id)
+                owner = stored.owner_id if stored else await self._owner_of(repos, wire)
+                orphaned = wire.status is VolumeStatus.AVAILABLE
+                since = (stored.orphaned_since if stored and stored.orphaned_since else now) \
+                    if orphaned else None
+                due = (stored.next_reminder_at if stored and stored.next_reminder_at
+                       else since + REMIND_EVERY) if since else None
+                await repos.volumes.upsert(VolumeRecord(
+                    id=wire.id, owner_id=owner,
+                    cluster_id=wire.attached_cluster_id or wire.created_with_cluster_id,
+                    name=wire.name, size_gb=wire.size_gb, location=wire.location,
+                    hourly_cents=wire.billing.hourly_cents, status=wire.status.value,
+                    orphaned_since=since, next_reminder_at=due, updated_at=now))
+            return await repos.volumes.due(now)
+
+    async def _owner_of(self, repos: Repos, wire: Volume) -> str | None:
+        cluster_id = wire.created_with_cluster_id or wire.attached_cluster_id
+        record = await repos.clusters.get(cluster_id) if cluster_id else None
+        return record.owner_id if record else None
+
+    async def remind_due(self) -> int:
+        """The sweep: refresh volumes, remind each due one's owner, schedule the next."""
+        due = await self.sync()
+        for volume in due:
+            recipients = [volume.owner_id] if volume.owner_id else sorted(self._approvers)
+            await self._notifier.remind_volume(volume, recipients)
+            now = self._clock.now()
+            async with self._db.transaction() as repos:
+                await repos.volumes.update(volume.id, now=now,
+                                           next_reminder_at=now + REMIND_EVERY)
+        return len(due)
+
+    async def _allowed(self, volume_id: str, actor: Actor) -> VolumeRecord:
+        async with self._db.transaction() as repos:
+            volume = await repos.volumes.get(volume_id)
+        if volume is None:
+            raise UnknownResource("volume", volume_id)
+        if actor.user_id != volume.owner_id and actor.user_id not in self._approvers:
+            raise NotAllowed("Only the volume's owner or an approver can do that.")
+        return volume
+
+    async def keep(self, *, volume_id: str, actor: Actor) -> VolumeRecord:
+        await self._allowed(volume_id, actor)
+        async with self._db.transaction() as repos:
+            return await repos.volumes.update(volume_id, now=self._clock.now(),
+                                              next_reminder_at=self._clock.now() + KEEP_SNOOZE)
+
+    async def delete(self, *, volume_id: str, actor: Actor) -> VolumeRecord:
+        await self._allowed(volume_id, actor)
+        try:
+            wire = await self._provider.delete_volume(volume_id)
+        except api.VolumeAttached as exc:
+            raise Conflict(f"Volume `{volume_id}` is attached to cluster `{exc.cluster_id}`; "
+                           "AI Reserve won't delete a volume while a cluster holds it. "
+                           "Terminate the cluster first.") from None
+        except api.ApiError as exc:
+            raise explain(exc) from exc
+        async with self._db.transaction() as repos:
+            return await repos.volumes.update(volume_id, now=self._clock.now(),
+                                              status=wire.status.value, next_reminder_at=None)

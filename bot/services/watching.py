@@ -1,0 +1,146 @@
+"""Watching: keep each cluster's record in step with AI Reserve and say what changed, once.
+
+`sync(id)` reads the cluster, compares the observation with the last one stored, and — in the
+same transaction that stores the new observation — queues each transition as a `Notice` whose
+key is unique per cluster (the outbox). Then the notifier delivers whatever is queued. A poll
+that fails changes nothing; the next one sees the accumulated change and announces it once.
+A restart re-reads the stored observation, so nothing is announced twice either.
+
+Also here: the first-time DM of connection details, and the hourly accrual reminder (a notice
+keyed by the accrued hour, so no hour is ever reminded twice).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from bot.clock import Clock
+from bot.domain.models import ClusterRecord, ClusterState, Observation
+from bot.domain.ports import Notifier
+from bot.domain.watch import Notice, NoticeFacts, NoticeKind, notices_between, reminder_hour
+from bot.reserve import errors as api
+from bot.reserve.port import ClusterProvider
+from bot.reserve.schemas import Cluster
+from bot.services.observing import connection_details, observe, observed_fields, state_of
+from storage.db import Database
+
+log = logging.getLogger(__name__)
+
+MAX_CONCURRENT_POLLS = 8
+
+# Record fields that, when they change, make the cluster's top message worth editing.
+_VISIBLE = ("status", "nodes_ready", "ready_at", "terminated_at", "termination_reason",
+            "accrued_cents", "accrued_hours", "last_error", "auto_recovery")
+
+
+class WatchService:
+    def __init__(self, *, db: Database, provider: ClusterProvider, notifier: Notifier,
+                 clock: Clock) -> None:
+        self._db = db
+        self._provider = provider
+        self._notifier = notifier
+        self._clock = clock
+
+    async def sync_live(self) -> int:
+        """Poll every cluster that may still bill (bounded concurrency); deliver notices."""
+        async with self._db.transaction() as repos:
+            live = await repos.clusters.list_live()
+        gate = asyncio.Semaphore(MAX_CONCURRENT_POLLS)
+
+        async def one(record: ClusterRecord) -> None:
+            async with gate:
+                try:
+                    await self.sync(record.id, deliver=False)
+                except api.ApiError as exc:
+                    # Nothing is lost: the next poll sees whatever happened meanwhile.
+                    log.warning("polling %s failed: %s", record.id, exc.code)
+
+        await asyncio.gather(*(one(r) for r in live))
+        await self._notifier.deliver_notices()
+        return len(live)
+
+    async def sync(self, cluster_id: str, *, wire: Cluster | None = None,
+                   deliver: bool = True) -> ClusterRecord | None:
+        """Bring one record up to date with the provider (or with `wire`, already fetched)."""
+        if wire is None:
+            try:
+                wire = await self._provider.get_cluster(cluster_id)
+            except api.NotFound:
+                return await self._vanished(cluster_id)
+        now = self._clock.now()
+        async with self._db.transaction() as repos:
+            before = await repos.clusters.get(cluster_id)
+            if before is None:
+                return None
+            after_obs = observe(wire, previous=before.status)
+            changes = self._changes(before, wire, after_obs)
+            queued = await repos.notices.add_new(self._notices(before, after_obs, now=now))
+            for notice in queued:
+                if notice.kind is NoticeKind.REMINDER and notice.facts.hour is not None:
+                    changes["last_reminded_hours"] = notice.facts.hour
+            after = await repos.clusters.update(cluster_id, now=now, **changes)
+        if any(getattr(before, k) != getattr(after, k) for k in _VISIBLE):
+            await self._notifier.refresh_cluster(cluster_id)
+        if after.status is ClusterState.RUNNING and after.connection_sent_at is None:
+            after = await self._send_connection(after, wire)
+        if deliver and queued:
+            await self._notifier.deliver_notices()
+        return after
+
+    def _changes(self, before: ClusterRecord, wire: Cluster,
+                 observation: Observation) -> dict[str, Any]:
+        changes = {k: v for k, v in observed_fields(wire).items() if getattr(before, k) != v}
+        state = state_of(wire.status)
+        if state is not None and state is not before.status:
+            changes["status"] = state
+        changes["observed"] = observation
+        previous = before.observed
+        if observation.episode and (previous is None or observation.episode > previous.episode):
+            changes["accrued_at_degrade"] = observation.accrued_cents  # the episode's start
+        return changes
+
+    def _notices(self, before: ClusterRecord, after: Observation, *, now: Any) -> list[Notice]:
+        episode = after.episode
+        manual = frozenset(int(a) for e, a in (m.split(":") for m in before.manual_recoveries)
+                           if int(e) == episode)
+        notices = notices_between(
+            before.observed, after, cluster_id=before.id, now=now,
+            terminated_by_bot=before.terminate_requested_by is not None,
+            manual_attempts=manual, accrued_at_degrade=before.accrued_at_degrade,
+        )
+        hour = reminder_hour(after, last_reminded_hours=before.last_reminded_hours)
+        if hour is not None:
+            ready = before.ready_at
+            notices.append(Notice(
+                cluster_id=before.id, key=f"reminder:{hour}", kind=NoticeKind.REMINDER,
+                created_at=now, facts=NoticeFacts(
+                    hour=hour, accrued_cents=after.accrued_cents, episode=episode,
+                    auto_recovery=after.auto_recovery,
+                    running_seconds=int((now - ready).total_seconds()) if ready else None),
+            ))
+        return notices
+
+    async def _send_connection(self, record: ClusterRecord, wire: Cluster) -> ClusterRecord:
+        details = connection_details(wire)
+        if details is None or record.owner_id is None:
+            return record
+        await self._notifier.send_connection_details(record, details)
+        async with self._db.transaction() as repos:
+            return await repos.clusters.update(record.id, now=self._clock.now(),
+                                               connection_sent_at=self._clock.now())
+
+    async def _vanished(self, cluster_id: str) -> ClusterRecord | None:
+        """The provider no longer knows it (past retention): it is over and no longer bills."""
+        now = self._clock.now()
+        async with self._db.transaction() as repos:
+            before = await repos.clusters.get(cluster_id)
+            if before is None or not before.status.is_live:
+                return before
+            after = await repos.clusters.update(
+                cluster_id, now=now, status=ClusterState.TERMINATED,
+                terminated_at=before.terminated_at or now,
+                termination_reason=before.termination_reason or "not_found_at_provider")
+        await self._notifier.refresh_cluster(cluster_id)
+        return after
