@@ -282,9 +282,14 @@ class NoticeRepo:
         """
         added: list[Notice] = []
         for notice in notices:
-            stmt = _insert(self._session, NOTICES).values(row_values(notice))
-            stmt = stmt.on_conflict_do_nothing(index_elements=["cluster_id", "key"])
-            if await _rowcount(self._session, stmt) == 1:
+            # RETURNING, not rowcount: a row comes back exactly when this statement inserted,
+            # the same on every driver (rowcount next to RETURNING is not).
+            stmt = (
+                _insert(self._session, NOTICES).values(row_values(notice))
+                .on_conflict_do_nothing(index_elements=["cluster_id", "key"])
+                .returning(NOTICES.c.id)
+            )
+            if (await self._session.execute(stmt)).first() is not None:
                 added.append(notice)
         return added
 
@@ -399,7 +404,7 @@ def _insert(session: AsyncSession, table: sa.Table) -> sqlite.Insert | postgresq
     raise NotImplementedError(f"no upsert for the {dialect} dialect")  # pragma: no cover
 
 
-async def _rowcount(session: AsyncSession, stmt: sa.Update | sa.Insert) -> int:
+async def _rowcount(session: AsyncSession, stmt: sa.Update) -> int:
     result = await session.execute(stmt)
     count: int = result.rowcount  # type: ignore[attr-defined]  # CursorResult for DML
     return count

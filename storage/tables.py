@@ -261,7 +261,8 @@ def to_domain(model_cls: type[M], row: sa.RowMapping, *, skip: tuple[str, ...] =
     model = model_cls.model_validate({k: v for k, v in row.items() if k not in skip})
     # Datetimes parsed from JSON carry pydantic's own UTC tzinfo: make them the `UTC` every
     # other datetime of the bot has (`UtcDateTime` columns already are).
-    return _in_utc(model)
+    in_utc: M = _in_utc(model)
+    return in_utc
 
 
 def json_data(value: Any) -> Any:

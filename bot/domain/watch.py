@@ -99,11 +99,12 @@ def notices_between(before: Observation | None, after: Observation, *, cluster_i
             if node.last_recovered_at and node.last_recovered_at != earlier.get(node.rank):
                 add(f"node_recovered:{node.rank}:{node.last_recovered_at.isoformat()}",
                     NoticeKind.NODE_RECOVERED, rank=node.rank)
-        skipped_before = set(prior.skipped) if same_episode else set()
-        for rank in after.skipped:
-            if rank not in skipped_before:
-                add(f"node_skipped:{after.episode}:{after.attempts_used}:{rank}",
-                    NoticeKind.NODE_SKIPPED, rank=rank, attempt=after.attempts_used)
+        # A skip is reported when its attempt ends: the provider lists the ranks it gave up on.
+        finished_before = prior.attempts_used if same_episode else 0
+        for attempt in range(finished_before + 1, after.attempts_used + 1):
+            for rank in after.skipped:
+                add(f"node_skipped:{after.episode}:{attempt}:{rank}", NoticeKind.NODE_SKIPPED,
+                    rank=rank, attempt=attempt)
     was_degraded = prior.status is ClusterState.DEGRADED or after.episode > prior.episode
     if was_degraded and after.episode and after.status is ClusterState.RUNNING:
         started = after.episode_started_at or prior.episode_started_at

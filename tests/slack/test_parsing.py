@@ -1,6 +1,5 @@
 import pytest
 
-from bot.domain.errors import InvalidCommand
 from bot.domain.commands import (
     AutoRecoverCommand,
     HelpCommand,
@@ -12,6 +11,7 @@ from bot.domain.commands import (
     StatusCommand,
     TerminateCommand,
 )
+from bot.domain.errors import InvalidCommand
 from bot.slack.parsing import parse
 
 

@@ -12,9 +12,10 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy.schema import CreateTable
 
+from bot.domain.models import ClusterState, RequestStatus
 from storage.db import Database
 from storage.migrations import MIGRATIONS_DIR, alembic_config
-from storage.tables import metadata
+from storage.tables import metadata, row_values
 
 TABLES = {"quotes", "requests", "approvals", "clusters", "messages", "notices", "volumes"}
 HEAD = "0002"
@@ -139,6 +140,11 @@ def test_offline_sql_for_postgresql(monkeypatch, capsys):
     assert "TIMESTAMP WITH TIME ZONE" in sql
     assert "SERIAL" in sql
     assert "CONSTRAINT uq_requests_idempotency_key UNIQUE (idempotency_key)" in sql
+    # 0002: plain ALTERs (no batch rebuild), defaults that suit the column types.
+    assert "ALTER TABLE clusters ALTER COLUMN owner_id DROP NOT NULL" in sql
+    assert "ADD COLUMN adopted BOOLEAN DEFAULT false NOT NULL" in sql
+    assert "ADD COLUMN notify_channels JSON DEFAULT '[]' NOT NULL" in sql
+    assert "CONSTRAINT uq_notices_cluster_id_key UNIQUE (cluster_id, key)" in sql
 
 
 def test_tables_compile_for_postgresql():
@@ -194,3 +200,86 @@ async def test_a_later_batch_migration_can_rebuild_a_referenced_table(tmp_path, 
     finally:
         await db.dispose()
     assert _version(tmp_path / "bot.db") == ["0003"]
+
+
+def _alembic(conn, action: str, target: str) -> None:
+    config = alembic_config()
+    config.attributes["connection"] = conn
+    getattr(command, action)(config, target)
+
+
+def _insert_as_at_0001(conn, *models) -> None:
+    # Through the tables as 0001 made them (reflected): today's tables name columns 0001 lacks.
+    old = sa.MetaData()
+    old.reflect(conn)
+    for table_name, model in models:
+        table = old.tables[table_name]
+        values = {k: v for k, v in row_values(model).items() if k in table.c}
+        assert set(table.c.keys()) - {"id"} <= set(values)  # the row is complete for 0001
+        conn.execute(table.insert().values(values))
+
+
+async def test_upgrade_from_0001_keeps_existing_rows(tmp_path):
+    from tests.storage.conftest import T0, make_cluster, make_quote, make_request
+
+    path = tmp_path / "bot.db"
+    quote, request = make_quote(), make_request(status=RequestStatus.LAUNCHED, cluster_id="c-1")
+    cluster = make_cluster(status=ClusterState.RUNNING, nodes_ready=2, ready_at=T0,
+                           accrued_cents=12_824, accrued_hours=2, volume_id="vol-1",
+                           volume_created_with_cluster=True)
+    db = Database(f"sqlite:///{path}")
+    try:
+        async with db.engine.begin() as conn:
+            await conn.run_sync(_alembic, "upgrade", "0001")
+            await conn.run_sync(_insert_as_at_0001, ("quotes", quote), ("requests", request),
+                                ("clusters", cluster))
+        assert _version(path) == ["0001"]
+        await db.migrate()
+        assert _version(path) == [HEAD]
+        async with db.transaction() as repos:
+            assert await repos.quotes.get("q-1") == quote
+            assert await repos.requests.get("r-1") == request
+            migrated = await repos.clusters.get("c-1")
+            assert migrated == cluster  # every new column at the model's default
+            assert (migrated.observed, migrated.manual_recoveries, migrated.adopted) == (
+                None, (), False)
+            # The rebuilt table takes the new shapes, and its foreign key is enforced again.
+            await repos.clusters.add(make_cluster("c-2", request_id=None, owner_id=None))
+        with pytest.raises(sa.exc.IntegrityError):
+            async with db.transaction() as repos:
+                await repos.clusters.add(make_cluster("c-3", request_id="r-nowhere"))
+    finally:
+        await db.dispose()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+        indexes = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+    assert {"ix_clusters_status", "ix_clusters_request_id"} <= indexes  # survived the rebuild
+
+
+async def test_downgrade_to_0001_with_watching_rows(tmp_path):
+    from tests.storage.conftest import make_cluster, make_notice, make_observation, make_volume
+
+    path = tmp_path / "bot.db"
+    db = Database(f"sqlite:///{path}")
+    try:
+        await db.migrate()
+        async with db.transaction() as repos:
+            await repos.clusters.add(make_cluster(request_id=None, owner_id=None, adopted=True,
+                                                  observed=make_observation()))
+            await repos.notices.add_new([make_notice()])
+            await repos.volumes.upsert(make_volume())
+        async with db.engine.begin() as conn:
+            await conn.run_sync(_alembic, "downgrade", "0001")
+        assert _version(path) == ["0001"]
+        assert _sqlite_tables(path) == TABLES - {"notices", "volumes"} | {"alembic_version"}
+        with sqlite3.connect(path) as conn:
+            # 0001 requires an owner: the unclaimed cluster is kept with an empty one.
+            assert conn.execute("SELECT id, owner_id FROM clusters").fetchall() == [("c-1", "")]
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(clusters)")}
+        assert "observed" not in columns
+        await db.migrate()
+        async with db.transaction() as repos:
+            back = await repos.clusters.get("c-1")
+        assert (back.owner_id, back.observed, back.adopted) == ("", None, False)
+    finally:
+        await db.dispose()

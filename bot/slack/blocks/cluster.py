@@ -140,7 +140,8 @@ def cluster_list(clusters: Sequence[ClusterRecord], *, now: datetime) -> Message
             chunk = []
         chunk.append(line)
     blocks.append(section("\n".join(chunk)))
-    return compose(f"{len(clusters)} live clusters at {hourly(total)} together", blocks,
+    plural = "s" if len(clusters) != 1 else ""
+    return compose(f"{len(clusters)} live cluster{plural} at {hourly(total)} together", blocks,
                    key="list")
 
 
@@ -269,9 +270,7 @@ def _cluster_notes(c: ClusterRecord, *, auto_recovery: bool | None) -> list[str]
         notes.append("Billing starts when every node is ready.")
     elif c.status is ClusterState.RUNNING:
         notes.append(READINESS_CAVEAT)
-        if c.owner_id is None:
-            notes.append("Unclaimed: nobody has been sent its connection details.")
-        else:
+        if c.owner_id is not None:  # an unclaimed cluster has its own note (cluster_status)
             sent = "were sent" if c.connection_sent_at else "will be sent"
             notes.append(f"Connection details {sent} to {user(c.owner_id)} by DM.")
     elif c.status is ClusterState.DEGRADED:

@@ -184,7 +184,7 @@ def _degraded(n: Notice, c: ClusterRecord) -> _Parts:
     rate = hourly(c.hourly_cents)
     attempts = _attempts_max(n, c)
     down = _ranks(f.down_ranks)
-    body = (f":large_orange_circle: *{cluster_ref(c)} is degraded: {down} down.* The whole "
+    body = (f":large_orange_circle: {cluster_ref(c)} *is degraded: {down} down.* The whole "
             f"cluster keeps billing at its locked *{rate}* ({money(c.hourly_cents * 24)} per "
             "day) until someone acts.")
     if f.auto_recovery:
@@ -219,14 +219,14 @@ def _recovery_started(n: Notice, c: ClusterRecord) -> _Parts:
 def _node_recovered(n: Notice, c: ClusterRecord) -> _Parts:
     rank = _rank(n.facts.rank)
     return _Parts(f"{escaped(c.id, ID_MAX)}: {rank} is back",
-                  f":white_check_mark: *{rank.capitalize()} of {cluster_ref(c)} is back*, on the "
-                  "same hardware with the same interconnect address.")
+                  f":white_check_mark: *{rank.capitalize()} is back* in {cluster_ref(c)}, on "
+                  "the same hardware with the same interconnect address.")
 
 
 def _node_skipped(n: Notice, c: ClusterRecord) -> _Parts:
     rank = _rank(n.facts.rank)
     return _Parts(f"{escaped(c.id, ID_MAX)}: AI Reserve couldn't bring {rank} back",
-                  f":warning: *AI Reserve couldn't bring {rank} of {cluster_ref(c)} back.* The "
+                  f":warning: *AI Reserve couldn't bring {rank} back* in {cluster_ref(c)}. The "
                   "attempt goes on with the remaining nodes.")
 
 
@@ -240,16 +240,17 @@ def _recovered(n: Notice, c: ClusterRecord) -> _Parts:
         parts.append(f"which cost {cost}" if parts else f"The degraded time cost {cost}")
     tail = f" {', '.join(parts)} (AI Reserve's figures)." if parts else ""
     return _Parts(f"{escaped(c.id, ID_MAX)} is running again",
-                  f":large_green_circle: *{cluster_ref(c)} is running again.*{tail}")
+                  f":large_green_circle: {cluster_ref(c)} *is running again.*{tail}")
 
 
 def _exhausted(n: Notice, c: ClusterRecord) -> _Parts:
     f = n.facts
     rate = hourly(c.hourly_cents)
     attempts = _attempts_max(n, c)
-    spent = f"all {attempts} recovery attempts are" if attempts else "every recovery attempt is"
-    down = f" {_ranks(f.down_ranks)} still down," if f.down_ranks else ""
-    body = (f":red_circle: *{cluster_ref(c)}: {spent} spent.*{down} It still bills the full "
+    spent = f"All {attempts} recovery attempts are" if attempts else "Every recovery attempt is"
+    verb = "is" if len(f.down_ranks) == 1 else "are"
+    down = f" {_ranks(f.down_ranks).capitalize()} {verb} still down." if f.down_ranks else ""
+    body = (f":red_circle: {cluster_ref(c)}: *{spent} spent.*{down} It still bills the full "
             f"*{rate}* ({money(c.hourly_cents * 24)} per day). Terminate is the way out.")
     parts = _Parts(f"{escaped(c.id, ID_MAX)}: recovery gave up; it still bills {rate} — "
                    "terminate is the way out", body)
@@ -262,12 +263,12 @@ def _failed(n: Notice, c: ClusterRecord) -> _Parts:
     reason = c.last_error or n.facts.termination_reason
     notes = [f"Reason: {escaped(reason, ERROR_MAX)}"] if reason else []
     return _Parts(f"{escaped(c.id, ID_MAX)} failed while provisioning; it was never billed",
-                  f":x: *{cluster_ref(c)} failed while provisioning.* It was never billed.",
+                  f":x: {cluster_ref(c)} *failed while provisioning.* It was never billed.",
                   notes)
 
 
 def _grace_terminated(n: Notice, c: ClusterRecord) -> _Parts:
-    body = (f":warning: *AI Reserve terminated {cluster_ref(c)}* because the payment grace "
+    body = (f":warning: *AI Reserve terminated* {cluster_ref(c)} because the payment grace "
             f"ran out on an unpaid hour. It had accrued {money(n.facts.accrued_cents)} (AI "
             "Reserve's figure).")
     return _Parts(f"AI Reserve terminated {escaped(c.id, ID_MAX)}: payment grace ran out", body,
@@ -275,7 +276,7 @@ def _grace_terminated(n: Notice, c: ClusterRecord) -> _Parts:
 
 
 def _terminated_outside(n: Notice, c: ClusterRecord) -> _Parts:
-    body = (f":checkered_flag: *{cluster_ref(c)} was terminated outside the bot* (at AI "
+    body = (f":checkered_flag: {cluster_ref(c)} *was terminated outside the bot* (at AI "
             f"Reserve directly). Billing has stopped; it had accrued "
             f"{money(n.facts.accrued_cents)} (AI Reserve's figure).")
     reason = n.facts.termination_reason

@@ -26,11 +26,13 @@ from bot.slack.blocks.cluster import (
 from bot.slack.blocks.message import Message
 from bot.slack.ids import Action, ClusterRef
 from tests.slack.blocks import (
+    EXTREME_CLUSTER,
     HOSTILE,
     NOW,
     SECRET,
     SSH_KEY,
     all_text,
+    assert_confirms_state,
     assert_escaped,
     block_dicts,
     button,
@@ -283,3 +285,68 @@ def test_terminate_prompt_with_a_long_id_stays_within_confirm_limits():
     msg = terminate_prompt(make_cluster(id="c" * 250, name=HOSTILE))
     check_message(msg)
     assert_escaped(msg)
+
+
+def test_terminate_confirm_states_the_rate_even_with_a_long_id():
+    msg = terminate_prompt(make_cluster(**EXTREME_CLUSTER))
+    check_message(msg)
+    assert_escaped(msg)
+    assert_confirms_state(msg, "$62.53 per hour")
+
+
+def test_progress_degraded_points_at_recover_when_auto_recovery_is_off():
+    cluster = make_cluster(status=ClusterState.DEGRADED)
+    assert "`/cluster recover clu_9xQe1` makes one attempt now" in all_text(
+        _progress(RequestStatus.LAUNCHED, cluster))
+    cluster = make_cluster(status=ClusterState.DEGRADED, auto_recovery=True)
+    assert "Automatic recovery is on" in all_text(_progress(RequestStatus.LAUNCHED, cluster))
+
+
+def test_list_shows_unclaimed_adopted_clusters():
+    clusters = [make_cluster(owner_id=None, adopted=True, request_id=None),
+                make_cluster(id="clu_2", owner_id="U0BOB", adopted=True)]
+    msg = cluster_list(clusters, now=NOW)
+    check_message(msg)
+    text = all_text(msg)
+    assert "· 2 h 20 min · unclaimed (adopted)" in text
+    assert "· <@U0BOB> (adopted)" in text
+
+
+def test_status_shows_auto_recovery_and_extra_channels():
+    msg = cluster_status(make_cluster(auto_recovery=True, notify_channels=("C0OPS", "C0ML")),
+                         now=NOW)
+    check_message(msg)
+    text = all_text(msg)
+    assert "*Auto-recovery*\non" in text
+    assert "*Also notified*\n<#C0OPS>, <#C0ML>" in text
+    assert "unclaimed" not in text.lower()
+
+
+def test_status_without_extra_channels_has_no_such_field():
+    text = all_text(cluster_status(make_cluster(), now=NOW))
+    assert "*Auto-recovery*\noff" in text and "Also notified" not in text
+
+
+def test_status_of_an_unclaimed_adopted_cluster():
+    msg = cluster_status(make_cluster(owner_id=None, adopted=True, request_id=None), now=NOW)
+    check_message(msg)
+    text = all_text(msg)
+    assert "*Owner*\nunclaimed" in text
+    assert "Found at AI Reserve, not launched through the bot" in text
+    assert "reminded to the approvers until someone claims it" in text
+    assert "Connection details" not in text
+    button(msg, Action.TERMINATE)
+
+
+def test_status_of_a_claimed_adopted_cluster():
+    text = all_text(cluster_status(make_cluster(owner_id="U0BOB", adopted=True), now=NOW))
+    assert "*Owner*\n<@U0BOB>" in text and "Adopted: Found at AI Reserve" in text
+
+
+def test_status_with_extreme_input_and_many_channels():
+    cluster = make_cluster(**EXTREME_CLUSTER, owner_id=None, adopted=True,
+                           notify_channels=tuple(f"C{i:010d}" for i in range(300)))
+    msg = cluster_status(cluster, now=NOW)
+    check_message(msg)
+    assert_escaped(msg)
+    assert_confirms_state(msg, "$62.53 per hour")

@@ -39,3 +39,17 @@ def test_notice_keeps_our_mentions_and_escapes_the_rest():
     text = all_text(msg)
     assert "terminated by <@U0BOB> &lt;!here&gt;" in text
     assert msg.text == "Cluster clu_1 terminated by <@U0BOB> &lt;!here&gt;"
+
+
+def test_help_lists_the_watch_commands_in_order():
+    text = all_text(help_message())
+    order = ["/cluster quote", "/cluster list", "/cluster status", "/cluster terminate",
+             "/cluster recover &lt;cluster-id&gt;",
+             "/cluster autorecover &lt;cluster-id&gt; on|off",
+             "/cluster notify &lt;cluster-id&gt; #channel",
+             "/cluster logs &lt;cluster-id&gt; [node=&lt;rank&gt;]", "/cluster help"]
+    positions = [text.index(f"`{usage}") for usage in order]
+    assert positions == sorted(positions)
+    assert "one recovery attempt now" in text.lower()
+    assert "Another channel gets this cluster's notices" in text
+    assert "rank 0, the primary, by default" in text and "only to you" in text
