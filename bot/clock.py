@@ -47,3 +47,20 @@ class ManualClock:
         if when < self._now:
             raise ValueError("a clock does not go backwards")
         self._now = when.astimezone(UTC)
+
+
+class OffsetClock:
+    """Real time plus a jump: seconds still tick, and `advance()` skips hours (the local demo)."""
+
+    def __init__(self, base: Clock | None = None) -> None:
+        self._base = base or SystemClock()
+        self._offset = timedelta()
+
+    def now(self) -> datetime:
+        return self._base.now() + self._offset
+
+    def advance(self, seconds: float) -> datetime:
+        if seconds < 0:
+            raise ValueError("a clock does not go backwards")
+        self._offset += timedelta(seconds=seconds)
+        return self.now()

@@ -13,18 +13,77 @@ import contextlib
 import logging
 import secrets
 import sys
+from typing import TextIO
 
 from pydantic import SecretStr
 
 from bot import runtime
+from bot.clock import OffsetClock
 from bot.config import Settings
+from bot.devslack.terminal import Terminal
 from bot.devslack.webapi import FakeSlack
 from bot.devslack.workspace import LocalWorkspace
+from bot.domain.errors import DomainError
+from bot.jobs import sweeps
+from bot.reserve import errors as api
 
 APPROVALS = "C0APPROVALS"
 CHANNELS = {"C0GENERAL": "general", APPROVALS: "approvals"}
 APPROVERS = ("bob", "carol")
 LOCAL_POLL_SECONDS = 5  # the fast simulator boots a node in 5 s: show progress as it happens
+
+
+SIM_HELP = """\
+  sim advance N[s|m|h]        move AI Reserve's clock (and the bot's) forward, then poll
+  sim fail CLUSTER [RANK]     AI Reserve loses a node (rank 1 by default): the cluster degrades
+  sim unrecoverable CLUSTER [RANK]   that node can't be brought back by recovery"""
+
+_UNITS = {"s": 1, "m": 60, "h": 3600}
+
+
+class ClusterTerminal(Terminal):
+    """The generic local workspace plus `sim …` lines that steer the embedded simulator."""
+
+    def __init__(self, workspace: LocalWorkspace, *, rt: runtime.Runtime, clock: OffsetClock,
+                 input: TextIO, output: TextIO) -> None:
+        super().__init__(workspace, input=input, output=output)
+        self._rt = rt
+        self._clock = clock
+
+    async def handle(self, line: str) -> bool:
+        if line == "help":
+            await super().handle(line)
+            self.screen.say(SIM_HELP)
+            return True
+        if line.split()[:1] != ["sim"]:
+            return await super().handle(line)
+        try:
+            self.screen.say(await self._sim(line.split()[1:]))
+        except (ValueError, LookupError, DomainError, api.ApiError) as exc:
+            self.screen.say(f"sim: {exc}")
+        return True
+
+    async def _sim(self, words: list[str]) -> str:
+        simulator = self._rt.simulator
+        if simulator is None:
+            return "sim: only with the embedded simulator (AIRESERVE_API_URL is set)"
+        verb, args = (words[0], words[1:]) if words else ("", [])
+        if verb == "advance" and len(args) == 1 and args[0][:-1].isdigit() \
+                and args[0][-1] in _UNITS:
+            seconds = int(args[0][:-1]) * _UNITS[args[0][-1]]
+            self._clock.advance(seconds)
+            await sweeps.watch_clusters(self._rt.services)
+            await sweeps.remind_volumes(self._rt.services)
+            return f"AI Reserve's clock is now {self._clock.now():%Y-%m-%d %H:%M:%S} UTC"
+        if verb in ("fail", "unrecoverable") and 1 <= len(args) <= 2:
+            rank = int(args[1]) if len(args) == 2 else 1
+            if verb == "fail":
+                simulator.engine.fail_node(args[0], rank, "unhealthy")
+                await sweeps.watch_clusters(self._rt.services)
+                return f"node {rank} of {args[0]} is down"
+            simulator.engine.set_recoverable(args[0], rank, False)
+            return f"node {rank} of {args[0]} can't be recovered now"
+        return "sim: " + SIM_HELP.strip()
 
 
 async def _run(settings: Settings) -> None:
@@ -38,13 +97,13 @@ async def _run(settings: Settings) -> None:
             "approvers": tuple(slack.user(name).id for name in APPROVERS),
             "poll_interval_seconds": LOCAL_POLL_SECONDS,
         })
-        async with runtime.start(local) as rt, \
-                runtime.http_site(rt, host="127.0.0.1", port=0) as url:
-            from bot.devslack.terminal import run_repl
-
-            async with LocalWorkspace(slack=slack, events_url=f"{url}/slack/events",
-                                      signing_secret=secret, approvers=APPROVERS) as workspace:
-                await run_repl(workspace, input=sys.stdin, output=sys.stdout)
+        clock = OffsetClock()
+        async with runtime.start(local, clock=clock) as rt, \
+                runtime.http_site(rt, host="127.0.0.1", port=0) as url, \
+                LocalWorkspace(slack=slack, events_url=f"{url}/slack/events",
+                               signing_secret=secret, approvers=APPROVERS) as workspace:
+            await ClusterTerminal(workspace, rt=rt, clock=clock, input=sys.stdin,
+                                  output=sys.stdout).run()
 
 
 def run_local(settings: Settings) -> int:
