@@ -36,9 +36,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from bot.reserve.schemas import ErrorBody, ErrorDetail
+
+T = TypeVar("T")
+
+
+class Detail(Generic[T]):
+    """A typed read-only view of one key of `details` (`err.cluster_id` for `clusterId`)."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+    def __get__(self, error: ApiError | None, owner: type) -> T | None:
+        if error is None:
+            return self  # type: ignore[return-value]
+        value: T | None = error.details.get(self.key)
+        return value
 
 
 class ApiError(Exception):
@@ -94,25 +109,15 @@ class InvalidRequest(ApiError, ValueError):
     status = 400
     code = "invalid_request"
 
-    @property
-    def field(self) -> str | None:
-        return self._detail("field")  # type: ignore[no-any-return]
-
-    @property
-    def reason(self) -> str | None:
-        return self._detail("reason")  # type: ignore[no-any-return]
+    field = Detail[str]("field")
+    reason = Detail[str]("reason")
 
 
 class InvalidShape(InvalidRequest):
     code = "invalid_shape"
 
-    @property
-    def minimum(self) -> int | None:
-        return self._detail("min")  # type: ignore[no-any-return]
-
-    @property
-    def maximum(self) -> int | None:
-        return self._detail("max")  # type: ignore[no-any-return]
+    minimum = Detail[int]("min")
+    maximum = Detail[int]("max")
 
     @property
     def sales_contact(self) -> bool:
@@ -128,13 +133,8 @@ class PaymentRequired(ApiError):
     status = 402
     code = "payment_required"
 
-    @property
-    def required_cents(self) -> int | None:
-        return self._detail("requiredCents")  # type: ignore[no-any-return]
-
-    @property
-    def balance_cents(self) -> int | None:
-        return self._detail("balanceCents")  # type: ignore[no-any-return]
+    required_cents = Detail[int]("requiredCents")
+    balance_cents = Detail[int]("balanceCents")
 
 
 class Forbidden(ApiError, PermissionError):
@@ -146,9 +146,7 @@ class NotFound(ApiError, LookupError):
     status = 404
     code = "not_found"
 
-    @property
-    def resource(self) -> str | None:
-        return self._detail("resource")  # type: ignore[no-any-return]
+    resource = Detail[str]("resource")
 
 
 class Conflict(ApiError):
@@ -159,69 +157,42 @@ class Conflict(ApiError):
 class PriceChanged(Conflict):
     code = "price_changed"
 
-    @property
-    def field(self) -> str | None:
-        return self._detail("field")  # type: ignore[no-any-return]
-
-    @property
-    def quoted(self) -> Any:
-        return self._detail("quoted")
-
-    @property
-    def requested(self) -> Any:
-        return self._detail("requested")
+    field = Detail[str]("field")
+    quoted = Detail[Any]("quoted")
+    requested = Detail[Any]("requested")
 
 
 class QuoteExpired(Conflict):
     code = "quote_expired"
 
-    @property
-    def expires_at(self) -> str | None:
-        return self._detail("expiresAt")  # type: ignore[no-any-return]
+    expires_at = Detail[str]("expiresAt")
 
 
 class QuoteConsumed(Conflict):
     code = "quote_consumed"
 
-    @property
-    def cluster_id(self) -> str | None:
-        return self._detail("clusterId")  # type: ignore[no-any-return]
+    cluster_id = Detail[str]("clusterId")
 
 
 class CapacityUnavailable(Conflict):
     code = "capacity_unavailable"
 
-    @property
-    def accelerator(self) -> str | None:
-        return self._detail("accelerator")  # type: ignore[no-any-return]
-
-    @property
-    def location(self) -> str | None:
-        return self._detail("location")  # type: ignore[no-any-return]
-
-    @property
-    def nodes_placeable(self) -> int | None:
-        return self._detail("nodesPlaceable")  # type: ignore[no-any-return]
+    accelerator = Detail[str]("accelerator")
+    location = Detail[str]("location")
+    nodes_placeable = Detail[int]("nodesPlaceable")
 
 
 class VolumeAttached(Conflict):
     code = "volume_attached"
 
-    @property
-    def volume_id(self) -> str | None:
-        return self._detail("volumeId")  # type: ignore[no-any-return]
-
-    @property
-    def cluster_id(self) -> str | None:
-        return self._detail("clusterId")  # type: ignore[no-any-return]
+    volume_id = Detail[str]("volumeId")
+    cluster_id = Detail[str]("clusterId")
 
 
 class NotDegraded(Conflict):
     code = "not_degraded"
 
-    @property
-    def cluster_status(self) -> str | None:
-        return self._detail("status")  # type: ignore[no-any-return]
+    cluster_status = Detail[str]("status")
 
 
 class RecoveryInProgress(Conflict):
@@ -231,21 +202,14 @@ class RecoveryInProgress(Conflict):
 class RecoveryExhausted(Conflict):
     code = "recovery_exhausted"
 
-    @property
-    def attempts_used(self) -> int | None:
-        return self._detail("attemptsUsed")  # type: ignore[no-any-return]
-
-    @property
-    def attempts_max(self) -> int | None:
-        return self._detail("attemptsMax")  # type: ignore[no-any-return]
+    attempts_used = Detail[int]("attemptsUsed")
+    attempts_max = Detail[int]("attemptsMax")
 
 
 class InvalidState(Conflict):
     code = "invalid_state"
 
-    @property
-    def cluster_status(self) -> str | None:
-        return self._detail("status")  # type: ignore[no-any-return]
+    cluster_status = Detail[str]("status")
 
 
 class IdempotencyKeyInUse(Conflict):
