@@ -106,7 +106,13 @@ class SlackNotifier:
                     top = (await repos.messages.get(PROGRESS, _top_subject(record))
                            if record else None)
                 if record is not None:
-                    await self._deliver(notice, record, top)
+                    try:
+                        await self._deliver(notice, record, top)
+                    except SlackApiError as exc:
+                        # Left pending: the next sweep tries again; later notices still go.
+                        log.warning("could not deliver %s notice for %s: %s", notice.kind,
+                                    notice.cluster_id, exc.response.get("error"))
+                        continue
                 async with self._db.transaction() as repos:
                     await repos.notices.mark_delivered(notice.cluster_id, notice.key,
                                                        now=self._clock.now())

@@ -1,0 +1,62 @@
+"""The import directions of ARCHITECTURE.md, checked: data flows one way.
+
+domain imports nothing of ours; services import domain, reserve and storage (never slack);
+reserve and storage import domain at most; slack imports domain and services; jobs import
+services; only runtime (and the entry points) import everything.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parent.parent
+
+ALLOWED = {
+    "bot.domain": {"bot.domain"},
+    "bot.services": {"bot.domain", "bot.services", "bot.reserve", "storage", "bot.clock"},
+    "bot.reserve": {"bot.domain", "bot.reserve", "bot.clock"},
+    "storage": {"bot.domain", "storage"},
+    "bot.slack": {"bot.domain", "bot.services", "bot.slack", "bot.clock"},
+    "bot.jobs": {"bot.services", "bot.jobs"},
+    "bot.devslack": {"bot.devslack", "bot.clock"},
+}
+# The notifier implements the domain's Notifier port: it renders stored state and keeps the
+# coordinates of the messages it edits, so it reads storage (and nothing else of the slack
+# package does).
+EXCEPTIONS = {"bot/slack/notifier.py": {"storage"}}
+
+
+def imports_of(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+    return {name for name in found if name.split(".")[0] in ("bot", "storage")}
+
+
+def package_of(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:2]) if parts[0] == "bot" else parts[0]
+
+
+@pytest.mark.parametrize("layer", sorted(ALLOWED))
+def test_layer_imports_only_what_it_may(layer):
+    base = ROOT.joinpath(*layer.split("."))
+    offenders = []
+    for path in base.rglob("*.py"):
+        allowed = ALLOWED[layer] | EXCEPTIONS.get(str(path.relative_to(ROOT)), set())
+        for name in imports_of(path):
+            if not any(name == ok or name.startswith(ok + ".") for ok in allowed):
+                offenders.append(f"{path.relative_to(ROOT)} imports {name}")
+    assert offenders == []
+
+
+def test_every_module_stays_readable():
+    """ARCHITECTURE rule 1: look hard at anything over 400 lines (schemas are one flat list)."""
+    long = [f"{p.relative_to(ROOT)}: {n}" for p in ROOT.glob("bot/**/*.py")
+            if (n := len(p.read_text().splitlines())) > 420 and p.name != "schemas.py"]
+    assert long == []
