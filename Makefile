@@ -31,5 +31,10 @@ unit: $(STAMP)
 simulator: $(STAMP)
 	$(PY) -m bot simulator --virtual-clock
 
+## make bench: measure and report figures (Slack ack latency, poll sweep cost, outbox
+## throughput); benchmarks, not tests — they never fail on a number.
+bench: $(STAMP)
+	$(PY) -m benchmarks
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -53,6 +53,7 @@ def cmd_serve(_: argparse.Namespace) -> int:
     settings = _settings()
     try:
         settings.require_slack()
+        check_policy(settings)
     except ConfigError as exc:
         _die(exc)
     configure_logging(settings.log_level)
@@ -61,12 +62,30 @@ def cmd_serve(_: argparse.Namespace) -> int:
     return 0
 
 
+def check_policy(settings: Settings) -> None:
+    """A malformed policy file stops the bot at start, with the line and the problem."""
+    from bot.policy_file import PolicyError, load_policy
+
+    if settings.policy_file is None:
+        return
+    try:
+        load_policy(settings.policy_file)
+    except PolicyError as exc:
+        raise ConfigError([f"POLICY_FILE {p}" for p in exc.problems]) from None
+    except OSError as exc:
+        raise ConfigError([f"POLICY_FILE {settings.policy_file}: {exc.strerror}"]) from None
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     settings = _settings()
     if settings.has_slack_credentials:
         return cmd_serve(args)
     from bot.local import run_local
 
+    try:
+        check_policy(settings)
+    except ConfigError as exc:
+        _die(exc)
     return run_local(settings)  # no Slack credentials: a local workspace in this terminal
 
 

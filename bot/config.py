@@ -47,6 +47,7 @@ class Settings(BaseSettings):
     approvals_channel: str | None = None
     approvers: Annotated[tuple[str, ...], NoDecode] = ()
     poll_interval_seconds: int = Field(default=30, ge=5, le=3600)
+    policy_file: Path | None = None
     log_level: str = "INFO"
 
     @field_validator("approvers", mode="before")
@@ -112,10 +113,12 @@ class Settings(BaseSettings):
         if not self.socket_mode and self.slack_signing_secret is None:
             problems.append("SLACK_SIGNING_SECRET is missing (needed in HTTP mode; "
                             "or set SLACK_APP_TOKEN for Socket Mode)")
-        if self.approvals_channel is None:
+        # A policy file names its own approvers and channel (it is checked when it is loaded).
+        if self.policy_file is None and self.approvals_channel is None:
             problems.append("APPROVALS_CHANNEL is missing (the channel id for approval cards)")
-        if not self.approvers:
-            problems.append("APPROVERS is missing (comma-separated Slack user ids)")
+        if self.policy_file is None and not self.approvers:
+            problems.append("APPROVERS is missing (comma-separated Slack user ids), or set "
+                            "POLICY_FILE")
         if problems:
             raise ConfigError(problems)
 

@@ -24,12 +24,18 @@ from bot.devslack.terminal import Terminal
 from bot.devslack.webapi import FakeSlack
 from bot.devslack.workspace import LocalWorkspace
 from bot.domain.errors import DomainError
+from bot.domain.policy import Policy
 from bot.jobs import sweeps
 from bot.reserve import errors as api
 
 APPROVALS = "C0APPROVALS"
 CHANNELS = {"C0GENERAL": "general", APPROVALS: "approvals"}
 APPROVERS = ("bob", "carol")
+# Without POLICY_FILE the demo shows the spend policy at work: small clusters are
+# auto-approved, mid-size ones need one approver, large ones two (see policy.example.yaml).
+DEMO_POLICY = {"auto_approve_below_cents": 1000, "one_approver_up_to_cents": 10000,
+               "admin_ids": frozenset({"U0CAROL"}), "default_user_budget_cents": 4_000_000,
+               "max_lifetime_hours": 72}
 LOCAL_POLL_SECONDS = 5  # the fast simulator boots a node in 5 s: show progress as it happens
 
 
@@ -98,7 +104,11 @@ async def _run(settings: Settings) -> None:
             "poll_interval_seconds": LOCAL_POLL_SECONDS,
         })
         clock = OffsetClock()
-        async with runtime.start(local, clock=clock) as rt, \
+        policy = None
+        if settings.policy_file is None:
+            policy = Policy.simple(approvers=local.approvers, approvals_channel=APPROVALS)
+            policy = policy.model_copy(update=DEMO_POLICY)
+        async with runtime.start(local, clock=clock, policy=policy) as rt, \
                 runtime.http_site(rt, host="127.0.0.1", port=0) as url, \
                 LocalWorkspace(slack=slack, events_url=f"{url}/slack/events",
                                signing_secret=secret, approvers=APPROVERS) as workspace:

@@ -23,14 +23,20 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.clock import Clock, SystemClock
 from bot.config import Settings
+from bot.domain.policy import Policy
 from bot.jobs.scheduler import build_scheduler
+from bot.policy_file import load_policy_or_default
 from bot.reserve.client import AsyncAIReserveClient
 from bot.reserve.simulator.config import SimConfig
 from bot.reserve.simulator.embedded import EmbeddedSimulator
 from bot.services.approvals import ApprovalService
+from bot.services.audit import AuditLog
 from bot.services.clusters import ClusterQueries
 from bot.services.container import Services
+from bot.services.envelopes import EnvelopeService
+from bot.services.home import HomeService
 from bot.services.launching import LaunchService
+from bot.services.people import People
 from bot.services.quoting import QuotingService
 from bot.services.reconciling import ReconcileService
 from bot.services.recovery import RecoveryService
@@ -39,6 +45,7 @@ from bot.services.termination import TerminationService
 from bot.services.volumes import VolumeService
 from bot.services.watching import WatchService
 from bot.slack.app import build_app, http_app
+from bot.slack.directory import SlackDirectory
 from bot.slack.inflight import InFlight
 from bot.slack.notifier import SlackNotifier
 from bot.slack.retry import Sleep, retry_handlers
@@ -73,9 +80,13 @@ class Runtime:
 @asynccontextmanager
 async def start(settings: Settings, *, clock: Clock | None = None,
                 sim_config: SimConfig | None = None, scheduler: bool = True,
-                sleep: Sleep = asyncio.sleep) -> AsyncIterator[Runtime]:
+                sleep: Sleep = asyncio.sleep, policy: Policy | None = None,
+                ) -> AsyncIterator[Runtime]:
     """`sleep` is what retries wait with (Slack 429s, AI Reserve backoff): tests pass a fake."""
     clock = clock or SystemClock()
+    # The spend policy is read (and checked: PolicyError names the line) before anything starts.
+    policy = policy or load_policy_or_default(settings.policy_file, approvers=settings.approvers,
+                                              approvals_channel=settings.approvals_channel)
     async with AsyncExitStack() as stack:
         db = Database(settings.database_url)
         stack.push_async_callback(db.dispose)
@@ -100,30 +111,39 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
         slack = AsyncWebClient(token=token, base_url=settings.slack_api_url,
                                retry_handlers=retry_handlers(sleep))
-        notifier = SlackNotifier(client=slack, db=db, clock=clock,
-                                 approvals_channel=settings.approvals_channel or "",
-                                 approvers=settings.approvers)
+        approvals_channel = policy.approvals_channel or settings.approvals_channel or ""
+        people = People(policy=policy, directory=SlackDirectory(slack), clock=clock)
+        home = HomeService(db=db, people=people, clock=clock)
+        notifier = SlackNotifier(client=slack, db=db, clock=clock, people=people, home=home,
+                                 approvals_channel=approvals_channel)
+        audit = AuditLog(db=db, clock=clock)
         quoting = QuotingService(provider=provider, db=db, clock=clock)
-        launching = LaunchService(db=db, provider=provider, quoting=quoting,
-                                  notifier=notifier, clock=clock)
-        watching = WatchService(db=db, provider=provider, notifier=notifier, clock=clock)
+        launching = LaunchService(provider=provider, quoting=quoting, notifier=notifier,
+                                  audit=audit, db=db, clock=clock)
+        watching = WatchService(provider=provider, notifier=notifier, db=db, clock=clock)
+        approvals = ApprovalService(quoting=quoting, notifier=notifier, launcher=launching,
+                                    people=people, audit=audit, db=db, clock=clock)
+        launching.judge = approvals.judge
+        termination = TerminationService(watching=watching, provider=provider, people=people,
+                                         audit=audit, db=db, clock=clock)
         services = Services(
-            clock=clock, quoting=quoting, launching=launching, watching=watching,
-            approvals=ApprovalService(db=db, quoting=quoting, notifier=notifier,
-                                      launcher=launching, approvers=settings.approvers,
+            clock=clock, people=people, audit=audit, home=home, quoting=quoting,
+            launching=launching, watching=watching, approvals=approvals,
+            termination=termination,
+            clusters=ClusterQueries(provider=provider, watching=watching, people=people,
+                                    audit=audit, db=db, clock=clock),
+            recovery=RecoveryService(watching=watching, provider=provider, people=people,
+                                     audit=audit, db=db, clock=clock),
+            stewardship=StewardshipService(notifier=notifier, provider=provider, people=people,
+                                           audit=audit, db=db, clock=clock),
+            reconciling=ReconcileService(provider=provider, quoting=quoting, watching=watching,
+                                         notifier=notifier, audit=audit, db=db, clock=clock,
+                                         approvals_channel=approvals_channel),
+            volumes=VolumeService(notifier=notifier, provider=provider, people=people,
+                                  audit=audit, db=db, clock=clock),
+            envelopes=EnvelopeService(notifier=notifier, termination=termination,
+                                      provider=provider, people=people, audit=audit, db=db,
                                       clock=clock),
-            termination=TerminationService(db=db, provider=provider, watching=watching,
-                                           approvers=settings.approvers, clock=clock),
-            clusters=ClusterQueries(db=db, provider=provider, watching=watching),
-            recovery=RecoveryService(db=db, provider=provider, watching=watching,
-                                     approvers=settings.approvers, clock=clock),
-            stewardship=StewardshipService(db=db, provider=provider, notifier=notifier,
-                                           approvers=settings.approvers, clock=clock),
-            reconciling=ReconcileService(db=db, provider=provider, quoting=quoting,
-                                         watching=watching, notifier=notifier, clock=clock,
-                                         approvals_channel=settings.approvals_channel or ""),
-            volumes=VolumeService(db=db, provider=provider, notifier=notifier,
-                                  approvers=settings.approvers, clock=clock),
         )
         stack.push_async_callback(launching.drain)
         secret = (settings.slack_signing_secret.get_secret_value()

@@ -4,16 +4,19 @@ Every repository works inside the one `AsyncSession` (one transaction) it was gi
 `Database.transaction()`; none of them commits. They take and return the frozen domain models of
 `bot.domain.models`, never rows. Statements are SQLAlchemy Core against the tables, so there is no
 identity map to go stale between a compare-and-set and the read that follows it.
+
+This module holds the quote, request, approval, cluster and message repositories and `Repos`,
+which bundles every repository; the watcher's (notices, volumes) are in `storage.watching`, the
+audit trail's in `storage.audit`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.domain.errors import UnknownResource
@@ -21,28 +24,26 @@ from bot.domain.models import (
     Approval,
     ClusterRecord,
     ClusterState,
+    Decision,
     LaunchRequest,
     MessageRef,
     QuoteInfo,
     RequestStatus,
-    VolumeRecord,
 )
-from bot.domain.watch import Notice
+from storage.audit import AuditRepo
+from storage.statements import MANAGED, insert, rowcount
 from storage.tables import (
     APPROVALS,
     CLUSTERS,
     MESSAGES,
-    NOTICES,
     QUOTES,
     REQUESTS,
-    VOLUMES,
     field_values,
     row_values,
     to_domain,
 )
+from storage.watching import NoticeRepo, VolumeRepo
 
-# Set by the repository itself in transition()/update(), never through **fields.
-_MANAGED = frozenset({"id", "updated_at"})
 _LIVE = tuple(s.value for s in ClusterState if s.is_live)
 # Bound parameters per IN (…): well under SQLite's limit (32766; 999 before 3.32).
 _IN_CHUNK = 500
@@ -73,9 +74,13 @@ class RequestRepo:
     async def add(self, r: LaunchRequest) -> None:
         await self._session.execute(sa.insert(REQUESTS).values(row_values(r)))
 
-    async def get(self, id: str) -> LaunchRequest | None:
+    async def get(self, id: str, *, for_update: bool = False) -> LaunchRequest | None:
+        """`for_update`: lock the row for the rest of the transaction (PostgreSQL's SELECT …
+        FOR UPDATE), so decisions on one request are serialised across replicas; SQLite's
+        transactions are serialised already (BEGIN IMMEDIATE)."""
+        query = sa.select(REQUESTS).where(REQUESTS.c.id == id)
         row = (await self._session.execute(
-            sa.select(REQUESTS).where(REQUESTS.c.id == id)
+            query.with_for_update() if for_update else query
         )).mappings().one_or_none()
         return None if row is None else to_domain(LaunchRequest, row)
 
@@ -104,7 +109,7 @@ class RequestRepo:
         LaunchRequest fields to set in the same statement. Exactly one of several concurrent
         callers wins: the database serializes the UPDATEs and the losers' WHERE no longer matches.
         """
-        values = field_values(LaunchRequest, fields, forbidden=_MANAGED | {"status", "quote_id"})
+        values = field_values(LaunchRequest, fields, forbidden=MANAGED | {"status", "quote_id"})
         if new_quote_id is not None:
             values["quote_id"] = new_quote_id
         expected = [RequestStatus(s).value for s in from_]
@@ -117,15 +122,15 @@ class RequestRepo:
         )
         if quote_id is not None:
             stmt = stmt.where(REQUESTS.c.quote_id == quote_id)
-        if await _rowcount(self._session, stmt) == 0:
+        if await rowcount(self._session, stmt) == 0:
             return None
         return await self.get(id)
 
     async def update(self, id: str, *, now: datetime, **fields: Any) -> LaunchRequest:
         """Set `fields` and `updated_at=now` whatever the status; UnknownResource if no such id."""
-        values = field_values(LaunchRequest, fields, forbidden=_MANAGED)
+        values = field_values(LaunchRequest, fields, forbidden=MANAGED)
         stmt = sa.update(REQUESTS).where(REQUESTS.c.id == id).values({**values, "updated_at": now})
-        if await _rowcount(self._session, stmt) == 0:
+        if await rowcount(self._session, stmt) == 0:
             raise UnknownResource("launch request", id)
         updated = await self.get(id)
         assert updated is not None  # we just updated it inside this transaction
@@ -143,6 +148,15 @@ class RequestRepo:
         if updated_before is not None:
             stmt = stmt.where(REQUESTS.c.updated_at < updated_before)
         rows = (await self._session.execute(stmt)).mappings()
+        return [to_domain(LaunchRequest, row) for row in rows]
+
+    async def list_pending(self) -> list[LaunchRequest]:
+        """Requests waiting for an approver, oldest (first created) first."""
+        rows = (await self._session.execute(
+            sa.select(REQUESTS)
+            .where(REQUESTS.c.status == RequestStatus.PENDING.value)
+            .order_by(REQUESTS.c.created_at, REQUESTS.c.id)
+        )).mappings()
         return [to_domain(LaunchRequest, row) for row in rows]
 
 
@@ -164,6 +178,20 @@ class ApprovalRepo:
         )).mappings()
         return [to_domain(Approval, row, skip=("id",)) for row in rows]
 
+    async def distinct_approvers(self, request_id: str, quote_id: str) -> set[str]:
+        """Who approved `request_id` on `quote_id` (each approver once, however often they did).
+
+        An approval of an earlier quote of the request does not count: it approved another price.
+        """
+        found = await self._session.execute(
+            sa.select(APPROVALS.c.approver_id).distinct().where(
+                APPROVALS.c.request_id == request_id,
+                APPROVALS.c.quote_id == quote_id,
+                APPROVALS.c.decision == Decision.APPROVE.value,
+            )
+        )
+        return set(found.scalars())
+
 
 class ClusterRepo:
     """Clusters the bot keeps track of until they stop billing."""
@@ -173,7 +201,7 @@ class ClusterRepo:
 
     async def add(self, c: ClusterRecord) -> ClusterRecord:
         """Insert `c`; if its id is already stored, return the stored record unchanged."""
-        stmt = _insert(self._session, CLUSTERS).values(row_values(c))
+        stmt = insert(self._session, CLUSTERS).values(row_values(c))
         await self._session.execute(stmt.on_conflict_do_nothing(index_elements=["id"]))
         stored = await self.get(c.id)
         assert stored is not None  # inserted now or earlier, and visible to this transaction
@@ -187,9 +215,9 @@ class ClusterRepo:
 
     async def update(self, id: str, *, now: datetime, **fields: Any) -> ClusterRecord:
         """Set `fields` (and `updated_at=now`); UnknownResource if no such cluster."""
-        values = field_values(ClusterRecord, fields, forbidden=_MANAGED)
+        values = field_values(ClusterRecord, fields, forbidden=MANAGED)
         stmt = sa.update(CLUSTERS).where(CLUSTERS.c.id == id).values({**values, "updated_at": now})
-        if await _rowcount(self._session, stmt) == 0:
+        if await rowcount(self._session, stmt) == 0:
             raise UnknownResource("cluster", id)
         updated = await self.get(id)
         assert updated is not None  # we just updated it inside this transaction
@@ -227,6 +255,34 @@ class ClusterRepo:
             known.update(found.scalars())
         return known
 
+    async def list_for_owner(self, owner_id: str) -> list[ClusterRecord]:
+        """Every cluster `owner_id` owns, live or not, oldest first."""
+        return await self._list(
+            sa.select(CLUSTERS)
+            .where(CLUSTERS.c.owner_id == owner_id)
+            .order_by(CLUSTERS.c.created_at, CLUSTERS.c.id)
+        )
+
+    async def list_in_period(self, start: datetime, end: datetime) -> list[ClusterRecord]:
+        """Clusters that were up at some time in [start, end), first ready first.
+
+        A cluster is up over [ready_at, terminated_at), or from ready_at on while it has no
+        terminated_at; one that never became ready never billed and is left out. Both intervals
+        are half-open: a cluster ready exactly at `end`, or terminated exactly at `start`, shares
+        no time with the period.
+        """
+        if end <= start:
+            raise ValueError(f"empty period: end {end.isoformat()} is not after start")
+        return await self._list(
+            sa.select(CLUSTERS)
+            .where(
+                CLUSTERS.c.ready_at.is_not(None),
+                CLUSTERS.c.ready_at < end,
+                sa.or_(CLUSTERS.c.terminated_at.is_(None), CLUSTERS.c.terminated_at > start),
+            )
+            .order_by(CLUSTERS.c.ready_at, CLUSTERS.c.id)
+        )
+
     async def by_request(self, request_id: str) -> ClusterRecord | None:
         """The cluster launched for `request_id` (the newest, should there ever be several)."""
         found = await self._list(
@@ -257,7 +313,7 @@ class MessageRepo:
 
     async def put(self, kind: str, subject_id: str, ref: MessageRef, *, now: datetime) -> None:
         """Record where the message is, replacing any earlier ref (one atomic upsert)."""
-        stmt = _insert(self._session, MESSAGES).values(
+        stmt = insert(self._session, MESSAGES).values(
             kind=kind, subject_id=subject_id, channel_id=ref.channel_id, ts=ref.ts,
             created_at=now, updated_at=now,
         )
@@ -265,115 +321,6 @@ class MessageRepo:
             index_elements=["kind", "subject_id"],
             set_={"channel_id": ref.channel_id, "ts": ref.ts, "updated_at": now},
         ))
-
-
-class NoticeRepo:
-    """The watcher's outbox: each (cluster_id, key) is stored, and so announced, at most once."""
-
-    def __init__(self, session: AsyncSession) -> None:
-        self._session = session
-
-    async def add_new(self, notices: Sequence[Notice]) -> list[Notice]:
-        """Store the notices whose (cluster_id, key) is new; return exactly those, in order.
-
-        One INSERT … ON CONFLICT DO NOTHING each: a key stored earlier — or by a concurrent
-        transaction, which the database makes this one wait for — inserts nothing and raises
-        nothing, so of several racing watchers exactly one gets to announce the notice.
-        """
-        added: list[Notice] = []
-        for notice in notices:
-            # RETURNING, not rowcount: a row comes back exactly when this statement inserted,
-            # the same on every driver (rowcount next to RETURNING is not).
-            stmt = (
-                _insert(self._session, NOTICES).values(row_values(notice))
-                .on_conflict_do_nothing(index_elements=["cluster_id", "key"])
-                .returning(NOTICES.c.id)
-            )
-            if (await self._session.execute(stmt)).first() is not None:
-                added.append(notice)
-        return added
-
-    async def pending(self, limit: int = 100) -> list[Notice]:
-        """Notices not delivered yet, oldest first (in the order they were stored)."""
-        return await self._list(
-            sa.select(NOTICES).where(NOTICES.c.delivered_at.is_(None))
-            .order_by(NOTICES.c.id).limit(limit)
-        )
-
-    async def mark_delivered(self, cluster_id: str, key: str, *, now: datetime) -> None:
-        """Record the delivery; a notice delivered before keeps its first delivery time.
-
-        UnknownResource if there is no such notice.
-        """
-        match = (NOTICES.c.cluster_id == cluster_id, NOTICES.c.key == key)
-        stmt = (
-            sa.update(NOTICES).where(*match, NOTICES.c.delivered_at.is_(None))
-            .values(delivered_at=now)
-        )
-        if await _rowcount(self._session, stmt) == 0:
-            exists = await self._session.execute(sa.select(NOTICES.c.id).where(*match))
-            if exists.first() is None:
-                raise UnknownResource("notice", f"{cluster_id}/{key}")
-
-    async def for_cluster(self, cluster_id: str) -> list[Notice]:
-        """Every notice about `cluster_id`, delivered or not, oldest first."""
-        return await self._list(
-            sa.select(NOTICES).where(NOTICES.c.cluster_id == cluster_id).order_by(NOTICES.c.id)
-        )
-
-    async def _list(self, stmt: sa.Select[Any]) -> list[Notice]:
-        rows = (await self._session.execute(stmt)).mappings()
-        return [to_domain(Notice, row, skip=("id",)) for row in rows]
-
-
-class VolumeRepo:
-    """Persistent volumes the bot knows of, and when to remind about the orphaned ones."""
-
-    def __init__(self, session: AsyncSession) -> None:
-        self._session = session
-
-    async def upsert(self, v: VolumeRecord) -> VolumeRecord:
-        """Insert `v`, or replace every field of the stored volume with `v`'s (one statement)."""
-        stmt = _insert(self._session, VOLUMES).values(row_values(v))
-        await self._session.execute(stmt.on_conflict_do_update(
-            index_elements=["id"],
-            set_={c.name: stmt.excluded[c.name] for c in VOLUMES.columns if c.name != "id"},
-        ))
-        stored = await self.get(v.id)
-        assert stored is not None  # written just now, inside this transaction
-        return stored
-
-    async def get(self, id: str) -> VolumeRecord | None:
-        row = (await self._session.execute(
-            sa.select(VOLUMES).where(VOLUMES.c.id == id)
-        )).mappings().one_or_none()
-        return None if row is None else to_domain(VolumeRecord, row)
-
-    async def update(self, id: str, *, now: datetime, **fields: Any) -> VolumeRecord:
-        """Set `fields` (and `updated_at=now`); UnknownResource if no such volume."""
-        values = field_values(VolumeRecord, fields, forbidden=_MANAGED)
-        stmt = sa.update(VOLUMES).where(VOLUMES.c.id == id).values({**values, "updated_at": now})
-        if await _rowcount(self._session, stmt) == 0:
-            raise UnknownResource("volume", id)
-        updated = await self.get(id)
-        assert updated is not None  # we just updated it inside this transaction
-        return updated
-
-    async def due(self, now: datetime) -> list[VolumeRecord]:
-        """Available (orphaned) volumes whose reminder is due at `now`, longest overdue first."""
-        return await self._list(
-            sa.select(VOLUMES)
-            .where(VOLUMES.c.status == "available", VOLUMES.c.next_reminder_at <= now)
-            .order_by(VOLUMES.c.next_reminder_at, VOLUMES.c.id)
-        )
-
-    async def list_all(self) -> list[VolumeRecord]:
-        """Every volume, by id."""
-        return await self._list(sa.select(VOLUMES).order_by(VOLUMES.c.id))
-
-    async def _list(self, stmt: sa.Select[Any]) -> list[VolumeRecord]:
-        rows = (await self._session.execute(stmt)).mappings()
-        return [to_domain(VolumeRecord, row) for row in rows]
 
 
 class Repos:
@@ -388,23 +335,4 @@ class Repos:
         self.messages = MessageRepo(session)
         self.notices = NoticeRepo(session)
         self.volumes = VolumeRepo(session)
-
-
-def _insert(session: AsyncSession, table: sa.Table) -> sqlite.Insert | postgresql.Insert:
-    """An INSERT that knows ON CONFLICT, in the dialect of the session's database.
-
-    Both supported backends have the same ON CONFLICT clause; an upsert there is one atomic
-    statement, unlike select-then-insert, which races between replicas.
-    """
-    dialect = session.get_bind().dialect.name
-    if dialect == "sqlite":
-        return sqlite.insert(table)
-    if dialect == "postgresql":
-        return postgresql.insert(table)
-    raise NotImplementedError(f"no upsert for the {dialect} dialect")  # pragma: no cover
-
-
-async def _rowcount(session: AsyncSession, stmt: sa.Update) -> int:
-    result = await session.execute(stmt)
-    count: int = result.rowcount  # type: ignore[attr-defined]  # CursorResult for DML
-    return count
+        self.audit = AuditRepo(session)

@@ -95,6 +95,10 @@ class RequestRow(Base, table=True):
     previous_hourly_cents: int | None = Field(default=None, sa_type=sa.BigInteger)
     created_at: datetime = Field(sa_type=UtcDateTime)
     updated_at: datetime = Field(sa_type=UtcDateTime)
+    # Spend policy (added by 0003): a request stored before the policy needed one approver.
+    approvals_needed: int = Field(sa_type=sa.Integer, sa_column_kwargs=_default(sa.text("1")))
+    override_rule: str | None = Field(default=None, sa_type=sa.Text)
+    lifetime_hours: int | None = Field(default=None, sa_type=sa.Integer)
 
 
 class ApprovalRow(Base, table=True):
@@ -153,6 +157,11 @@ class ClusterRow(Base, table=True):
     notify_channels: list[str] = Field(sa_type=sa.JSON, sa_column_kwargs=_default(_EMPTY_LIST))
     auto_recovery: bool = Field(sa_type=sa.Boolean, sa_column_kwargs=_default(sa.false()))
     adopted: bool = Field(sa_type=sa.Boolean, sa_column_kwargs=_default(sa.false()))
+    # The spend envelope (added by 0003). A cluster stored before it has no lifetime, so its
+    # stage is 'none' — nothing to warn about.
+    lifetime_hours: int | None = Field(default=None, sa_type=sa.Integer)
+    envelope_stage: str = Field(sa_type=sa.String, sa_column_kwargs=_default(sa.text("'none'")))
+    extended_by: str | None = Field(default=None, sa_type=sa.String)
 
 
 class NoticeRow(Base, table=True):
@@ -194,6 +203,28 @@ class VolumeRow(Base, table=True):
     updated_at: datetime = Field(sa_type=UtcDateTime)
 
 
+class AuditRow(Base, table=True):
+    """One line of the audit trail (`AuditEntry`): inserted, never updated or deleted.
+
+    The integer id is the order of the trail (and the paging cursor); no foreign keys and no
+    unique constraints, so recording a refusal about anything can never fail on a constraint.
+    """
+
+    __tablename__ = "audit"
+
+    id: int | None = Field(default=None, primary_key=True, sa_type=sa.Integer)
+    at: datetime = Field(index=True, sa_type=UtcDateTime)
+    actor_id: str | None = Field(default=None, sa_type=sa.String)  # None: the bot itself
+    team_id: str | None = Field(default=None, sa_type=sa.String)
+    action: str = Field(sa_type=sa.String)
+    subject_id: str = Field(index=True, sa_type=sa.String)
+    amount_cents: int | None = Field(default=None, sa_type=sa.BigInteger)
+    outcome: str = Field(sa_type=sa.String)
+    detail: str = Field(sa_type=sa.Text)
+    # Not unique: a retried launch is audited once per attempt under the same key.
+    idempotency_key: str | None = Field(default=None, sa_type=sa.String)
+
+
 class MessageRow(Base, table=True):
     """Where the Slack message for (kind, subject) lives, so the bot can edit it later."""
 
@@ -217,6 +248,7 @@ CLUSTERS = metadata.tables["clusters"]
 MESSAGES = metadata.tables["messages"]
 NOTICES = metadata.tables["notices"]
 VOLUMES = metadata.tables["volumes"]
+AUDIT = metadata.tables["audit"]
 
 
 # -- rows <-> domain models ------------------------------------------------------------------

@@ -240,6 +240,13 @@ def api_test(store: MethodStore, args: Args) -> dict[str, Any]:
     return {"args": dict(args)}
 
 
+def usergroups_users_list(store: MethodStore, args: Args) -> dict[str, Any]:
+    group = required(args, "usergroup")
+    if group not in store.usergroups:
+        raise SlackError("no_such_subteam", group)
+    return {"users": list(store.usergroups[group])}
+
+
 # -- views.* --------------------------------------------------------------------------------
 
 
@@ -282,6 +289,7 @@ METHODS: Mapping[str, Method] = {
     "conversations.info": conversations_info,
     "users.info": users_info,
     "users.lookupByEmail": users_lookup_by_email,
+    "usergroups.users.list": usergroups_users_list,
     "views.open": views_open,
     "views.push": views_push,
     "views.update": views_update,

@@ -52,6 +52,7 @@ class SlackStore:
         self.bot_id = bot_id
         self.app_id = app_id
         self.users: dict[str, SlackUser] = {u.id: u for u in users}
+        self.usergroups: dict[str, list[str]] = {}  # S… id → member user ids
         self.channels: dict[str, str] = dict(channels)  # id → name
         self._messages: dict[str, list[Message]] = {}
         self._views: dict[str, dict[str, Any]] = {}

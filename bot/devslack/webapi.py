@@ -17,7 +17,7 @@ import contextlib
 import json
 import math
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from types import TracebackType
@@ -83,6 +83,7 @@ class FakeSlack(MethodStore):
         bot_name: str = "devslack-bot",
         users: Iterable[SlackUser] = DEFAULT_USERS,
         channels: Mapping[str, str] = DEFAULT_CHANNELS,
+        usergroups: Mapping[str, Sequence[str]] | None = None,
         clock: Clock | None = None,
     ) -> None:
         super().__init__(
@@ -97,6 +98,7 @@ class FakeSlack(MethodStore):
             channels=channels,
         )
         self.bot_token = bot_token
+        self.usergroups = {group: list(members) for group, members in (usergroups or {}).items()}
         self.calls: list[ApiCall] = []
         self._subscribers: list[Subscriber] = []
         self._faults: dict[str, list[_Fault]] = {}

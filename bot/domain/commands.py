@@ -15,6 +15,8 @@ USAGE = {
                    "clu_9xQe1 on",
     "notify": "/cluster notify <cluster-id> #channel   e.g. /cluster notify clu_9xQe1 #ml-infra",
     "logs": "/cluster logs <cluster-id> [node=<rank>]   e.g. /cluster logs clu_9xQe1 node=1",
+    "audit": "/cluster audit [<cluster-or-request-id>]   e.g. /cluster audit clu_9xQe1",
+    "spend": "/cluster spend [YYYY-MM]   e.g. /cluster spend 2026-11",
     "help": "/cluster help",
 }
 SHORT_ACCELERATORS = ("h100", "h200", "b200", "a100", "l40s", "mi300x")
@@ -70,11 +72,22 @@ class LogsCommand:
 
 
 @dataclass(frozen=True)
+class AuditCommand:
+    subject_id: str | None = None
+
+
+@dataclass(frozen=True)
+class SpendCommand:
+    month: str | None = None
+
+
+@dataclass(frozen=True)
 class HelpCommand:
     unknown: str | None = None  # the word we didn't understand, if that's why help is shown
 
 
 Command = (QuoteCommand | ListCommand | StatusCommand | TerminateCommand | RecoverCommand
-           | AutoRecoverCommand | NotifyCommand | LogsCommand | HelpCommand)
+           | AutoRecoverCommand | NotifyCommand | LogsCommand | AuditCommand | SpendCommand
+           | HelpCommand)
 
 

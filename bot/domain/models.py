@@ -127,6 +127,11 @@ class LaunchRequest(Frozen):
     previous_hourly_cents: int | None = None
     created_at: datetime
     updated_at: datetime
+    # Spend policy (bot/domain/policy.py): how many distinct approvers this rate needs, whether
+    # a rule was broken that only an admin may override (and which), the approved lifetime.
+    approvals_needed: int = 1
+    override_rule: str | None = None
+    lifetime_hours: int | None = None
 
 
 class Decision(enum.StrEnum):
@@ -223,6 +228,24 @@ class ClusterRecord(Frozen):
     notify_channels: tuple[str, ...] = ()
     auto_recovery: bool = False
     adopted: bool = False
+    # The approved spend envelope: warned at 80 %, due at 100 %, optionally enforced.
+    lifetime_hours: int | None = None
+    envelope_stage: str = "none"  # none | warned | due | final | extended
+    extended_by: str | None = None
+
+
+class AuditEntry(Frozen):
+    """One line of the append-only audit trail: every state change and every refusal."""
+
+    at: datetime
+    actor_id: str | None  # None: the bot itself (a sweep, a timer)
+    team_id: str | None = None
+    action: str  # quote, request, approve, reject, launch, terminate, recover, extend, …
+    subject_id: str  # the request, cluster, quote or volume it is about
+    amount_cents: int | None = None  # the hourly rate or the sum concerned
+    outcome: str  # ok | refused | failed
+    detail: str = ""
+    idempotency_key: str | None = None
 
 
 class VolumeRecord(Frozen):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Protocol
 
 from bot.domain.models import ClusterRecord, ConnectionDetails, VolumeRecord
@@ -35,6 +36,27 @@ class Notifier(Protocol):
         """DM what an orphaned volume costs, with Delete / Keep."""
         ...
 
+    async def envelope_notice(self, cluster: ClusterRecord, *, stage: str, ends_at: datetime,
+                              terminate_at: datetime | None,
+                              recipients: Sequence[str]) -> None:
+        """DM an envelope stage (warned, due, final) to these people."""
+        ...
+
+    async def envelope_extended(self, cluster: ClusterRecord, *, by: str, hours: int) -> None:
+        """Note the extension in the cluster's thread."""
+        ...
+
+    async def refresh_home(self, user_id: str) -> None:
+        """Re-publish one person's App Home tab."""
+        ...
+
     async def tell(self, user_id: str, text: str) -> None:
         """A short direct message to one person."""
+        ...
+
+
+class Directory(Protocol):
+    """Who is in a Slack user group (the approvers' group of the spend policy)."""
+
+    async def group_members(self, group_id: str) -> frozenset[str]:
         ...

@@ -27,6 +27,7 @@ class NoticeKind(enum.StrEnum):
     GRACE_TERMINATED = "grace_terminated"
     TERMINATED_OUTSIDE = "terminated_outside"
     REMINDER = "reminder"  # a DM to the owner (the approvers while nobody owns it)
+    RECEIPT = "receipt"  # what it cost, who asked, who approved — once it is terminated
 
     @property
     def broadcast(self) -> bool:
@@ -124,6 +125,8 @@ def notices_between(before: Observation | None, after: Observation, *, cluster_i
         elif not terminated_by_bot:
             add("terminated", NoticeKind.TERMINATED_OUTSIDE,
                 termination_reason=after.termination_reason)
+    if after.status is ClusterState.TERMINATED and prior.status is not ClusterState.TERMINATED:
+        add("receipt", NoticeKind.RECEIPT, termination_reason=after.termination_reason)
     return out
 
 

@@ -11,10 +11,12 @@ log = logging.getLogger(__name__)
 
 
 async def watch_clusters(services: Services) -> None:
-    """Adopt untracked clusters, poll every live one, deliver what changed (and reminders)."""
-    adopted = await services.reconciling.reconcile()
-    polled = await services.watching.sync_live()
-    log.debug("polled %d live clusters, adopted %d", polled, len(adopted))
+    """Adopt untracked clusters, bring every live one up to date from the provider's listing,
+    deliver what changed (and the hourly reminders), move spend envelopes on."""
+    listing = await services.reconciling.reconcile()
+    polled = await services.watching.sync_live(listing=listing)
+    await services.envelopes.sweep()
+    log.debug("polled %d live clusters (%d listed)", polled, len(listing))
 
 
 async def resume_launches(services: Services) -> None:

@@ -1,22 +1,28 @@
-"""Launch requests and their approval: submit, approve, reject, retry.
+"""Launch requests and their approval, under the spend policy.
+
+A request is judged when it is made (bot/domain/policy.py): refused with the rule and the
+numbers, routed to the admins for an explicit override, auto-approved below the policy's
+threshold, or put in front of one or two distinct approvers (never the requester).
 
 Every decision is a compare-and-set in the database (`pending → approved`), so any number of
 clicks, Slack retries or racing approvers produce one decision and one launch. What was
 approved — this quote at this hourly rate — travels in the button (`ApprovalRef`) and must
-still match the request, or the click is refused as stale.
+still match the request, or the click is refused as stale. An approval that races the quote's
+expiry resolves one way: expired stays expired (re-priced, asked again).
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from sqlalchemy.exc import IntegrityError
 
 from bot.clock import Clock
-from bot.domain import policies
-from bot.domain.errors import Conflict, UnknownResource
+from bot.domain import policy as rules
+from bot.domain import spend
+from bot.domain.errors import Conflict, NotAllowed, UnknownResource
 from bot.domain.models import (
     Actor,
     Approval,
@@ -26,10 +32,15 @@ from bot.domain.models import (
     RequestStatus,
     Workload,
 )
+from bot.domain.policy import Verdict
 from bot.domain.ports import Notifier
+from bot.services.audit import AuditLog, audited
+from bot.services.people import People
 from bot.services.quoting import QuotingService
 from storage.db import Database
 from storage.repositories import Repos
+
+Judge = Callable[[QuoteInfo, str], Awaitable[Verdict]]
 
 
 class LaunchScheduler(Protocol):
@@ -38,13 +49,28 @@ class LaunchScheduler(Protocol):
 
 class ApprovalService:
     def __init__(self, *, db: Database, quoting: QuotingService, notifier: Notifier,
-                 launcher: LaunchScheduler, approvers: Collection[str], clock: Clock) -> None:
+                 launcher: LaunchScheduler, people: People, audit: AuditLog,
+                 clock: Clock) -> None:
         self._db = db
         self._quoting = quoting
         self._notifier = notifier
         self._launcher = launcher
-        self._approvers = frozenset(approvers)
+        self._people = people
+        self._audit = audit
         self._clock = clock
+
+    async def judge(self, quote: QuoteInfo, requester: str) -> Verdict:
+        """What the spend policy says about `requester` launching `quote` now."""
+        now = self._clock.now()
+        start, end = spend.month_bounds(None, now)
+        async with self._db.transaction() as repos:
+            clusters = await repos.clusters.list_in_period(start, end)
+        policy = self._people.policy
+        month = spend.month_spend(clusters, user=requester, teams=policy.teams_of(requester),
+                                  now=now)
+        return rules.evaluate(policy, requester=requester, accelerator_id=quote.spec.shape.
+                              accelerator, nodes=quote.spec.shape.nodes,
+                              hourly_cents=quote.hourly_cents, month_spend=month, now=now)
 
     async def quote_for_request(self, *, quote_id: str, actor: Actor,
                                 any_state: bool = False) -> QuoteInfo:
@@ -55,82 +81,141 @@ class ApprovalService:
                 raise Conflict("A launch was already requested from this quote.")
         return quote
 
+    @audited("request", subject="quote_id")
     async def submit(self, *, quote_id: str, workload: Workload, actor: Actor) -> LaunchRequest:
         """The requester asks for a launch from a quote they were shown."""
-        now = self._clock.now()
+        quote = await self.quote_for_request(quote_id=quote_id, actor=actor)
+        verdict = await self.judge(quote, actor.user_id)
+        if verdict.is_refusal:
+            raise Conflict(f"The spend policy refuses this launch. {verdict.refused}")
         try:
-            request = await self._add_request(quote_id=quote_id, workload=workload, actor=actor)
+            request = await self._add_request(quote, workload=workload, actor=actor,
+                                              verdict=verdict)
         except IntegrityError:  # two submissions raced on one quote: the other one won
             raise Conflict("A launch was already requested from this quote.") from None
-        quote = await self.quote_for_request(quote_id=quote_id, actor=actor, any_state=True)
-        if quote.is_expired(now):
+        if quote.is_expired(self._clock.now()):
             # Approvers must see a price that can still launch: re-price before asking.
             return await self.requote(request, reason="expired")
+        if verdict.auto_approved:
+            return await self._auto_approve(request, quote)
         await self._notifier.refresh_request(request.id)
         return request
 
-    async def _add_request(self, *, quote_id: str, workload: Workload,
-                           actor: Actor) -> LaunchRequest:
+    async def _add_request(self, quote: QuoteInfo, *, workload: Workload, actor: Actor,
+                           verdict: Verdict) -> LaunchRequest:
         now = self._clock.now()
+        request = LaunchRequest(
+            id=f"lr_{uuid.uuid4().hex[:12]}", quote_id=quote.id, requester_id=actor.user_id,
+            team_id=actor.team_id, channel_id=quote.channel_id, workload=workload,
+            status=RequestStatus.PENDING, hourly_cents=quote.hourly_cents,
+            approvals_needed=verdict.approvals_needed,
+            override_rule=verdict.refused if verdict.override else None,
+            lifetime_hours=verdict.lifetime_hours, created_at=now, updated_at=now,
+        )
         async with self._db.transaction() as repos:
-            quote = await _quote(repos, quote_id)
-            if await repos.requests.for_quote(quote_id) is not None:
-                raise Conflict("A launch was already requested from this quote.")
-            request = LaunchRequest(
-                id=f"lr_{uuid.uuid4().hex[:12]}", quote_id=quote.id, requester_id=actor.user_id,
-                team_id=actor.team_id, channel_id=quote.channel_id, workload=workload,
-                status=RequestStatus.PENDING, hourly_cents=quote.hourly_cents,
-                created_at=now, updated_at=now,
-            )
             await repos.requests.add(request)
         return request
 
-    async def decide(self, *, request_id: str, quote_id: str, hourly_cents: int,
-                     decision: Decision, actor: Actor) -> LaunchRequest:
-        """Approve or reject exactly what the card showed. Raises a `DomainError` if refused."""
+    async def _auto_approve(self, request: LaunchRequest, quote: QuoteInfo) -> LaunchRequest:
         now = self._clock.now()
         async with self._db.transaction() as repos:
-            request = await _request(repos, request_id)
-            policies.ensure_can_decide(request, actor, self._approvers)
+            approved = await repos.requests.transition(
+                request.id, from_=[RequestStatus.PENDING], to=RequestStatus.APPROVED, now=now,
+                quote_id=quote.id, decided_at=now, idempotency_key=str(uuid.uuid4()))
+        assert approved is not None
+        limit = self._people.policy.auto_approve_below_cents or 0
+        await self._audit.write(actor=None, action="approve", subject_id=request.id,
+                                outcome="ok", amount_cents=request.hourly_cents,
+                                idempotency_key=approved.idempotency_key,
+                                detail=f"auto-approved by the spend policy (under "
+                                       f"{rules.money(limit)}/h)")
+        await self._notifier.refresh_request(request.id)
+        self._launcher.launch_soon(request.id)
+        return approved
+
+    @audited("approve", subject="request_id")
+    async def approve(self, *, request_id: str, quote_id: str, hourly_cents: int,
+                      actor: Actor) -> LaunchRequest:
+        return await self._decide(request_id=request_id, quote_id=quote_id,
+                                  hourly_cents=hourly_cents, decision=Decision.APPROVE,
+                                  actor=actor)
+
+    @audited("reject", subject="request_id")
+    async def reject(self, *, request_id: str, quote_id: str, hourly_cents: int,
+                     actor: Actor) -> LaunchRequest:
+        return await self._decide(request_id=request_id, quote_id=quote_id,
+                                  hourly_cents=hourly_cents, decision=Decision.REJECT,
+                                  actor=actor)
+
+    async def _decide(self, *, request_id: str, quote_id: str, hourly_cents: int,
+                      decision: Decision, actor: Actor) -> LaunchRequest:
+        """Approve or reject exactly what the card showed. Raises a `DomainError` if refused.
+
+        One transaction, the request row locked: record the approval, count the distinct
+        approvers of this quote, and move the request once they suffice — so two approvers
+        deciding at the same instant can neither both miss the threshold nor both launch.
+        """
+        now = self._clock.now()
+        policy = self._people.policy
+        group = await self._people.group_members()
+        async with self._db.transaction() as repos:
+            request = await repos.requests.get(request_id, for_update=True)
+            if request is None:
+                raise UnknownResource("launch request", request_id)
+            approved_by = await repos.approvals.distinct_approvers(request_id, request.quote_id)
+            admin_needed = rules.admin_still_needed(policy, override_rule=request.override_rule,
+                                                    approved_by=approved_by)
+            why_not = rules.may_approve(policy, actor.user_id, requester=request.requester_id,
+                                        group_members=group, override=admin_needed)
+            if why_not is not None:
+                raise NotAllowed(why_not)
             if request.status is not RequestStatus.PENDING:
                 raise Conflict(_already(request))
             if (request.quote_id, request.hourly_cents) != (quote_id, hourly_cents):
                 raise Conflict("This card is out of date: the quote or its price changed. "
                                "Use the newest approval card for this request.")
+            if decision is Decision.APPROVE and actor.user_id in approved_by:
+                raise Conflict("You already approved this request; it needs another approver.")
             quote = await _quote(repos, quote_id)
             expired = decision is Decision.APPROVE and quote.is_expired(now)
-            decided: LaunchRequest | None = None
+            decided = request
             if not expired:
-                decided = await repos.requests.transition(
-                    request_id, from_=[RequestStatus.PENDING], quote_id=quote_id, now=now,
-                    to=(RequestStatus.APPROVED if decision is Decision.APPROVE
-                        else RequestStatus.REJECTED),
-                    decided_by=actor.user_id, decided_at=now,
-                    idempotency_key=(str(uuid.uuid4()) if decision is Decision.APPROVE
-                                     else None),
-                )
-                if decided is None:  # another approver won the race
-                    raise Conflict(_already(await _request(repos, request_id)))
                 await repos.approvals.add(Approval(
                     request_id=request_id, approver_id=actor.user_id, decision=decision,
-                    quote_id=quote_id, hourly_cents=hourly_cents, at=now,
-                ))
+                    quote_id=quote_id, hourly_cents=hourly_cents, at=now))
+                approved_by = approved_by | {actor.user_id}
+                enough = (len(approved_by) >= request.approvals_needed
+                          and not rules.admin_still_needed(
+                              policy, override_rule=request.override_rule,
+                              approved_by=approved_by))
+                if decision is Decision.REJECT or enough:
+                    target = (RequestStatus.APPROVED if decision is Decision.APPROVE
+                              else RequestStatus.REJECTED)
+                    moved = await repos.requests.transition(
+                        request_id, from_=[RequestStatus.PENDING], to=target,
+                        quote_id=quote_id, now=now, decided_by=actor.user_id, decided_at=now,
+                        idempotency_key=(str(uuid.uuid4()) if target is RequestStatus.APPROVED
+                                         else None))
+                    assert moved is not None  # the row is locked and was pending
+                    decided = moved
         if expired:
             await self.requote(request, reason="expired")
             raise Conflict("That quote had expired, so nothing was launched. I priced it again "
                            "and posted a fresh approval card.")
-        assert decided is not None
         await self._notifier.refresh_request(request_id)
-        if decision is Decision.APPROVE:
+        if decided.status is RequestStatus.APPROVED:
             self._launcher.launch_soon(request_id)
         return decided
 
+    @audited("retry", subject="request_id")
     async def retry(self, *, request_id: str, actor: Actor) -> LaunchRequest:
         """Try a launch again after capacity or payment stopped it (same approved quote)."""
         now = self._clock.now()
         async with self._db.transaction() as repos:
             request = await _request(repos, request_id)
-            policies.ensure_can_retry(request, actor, self._approvers)
+            if actor.user_id != request.requester_id and \
+                    actor.user_id not in await self._people.approvers():
+                raise NotAllowed("Only the requester or an approver can retry this launch.")
             # A fresh key: the provider keeps the failed answer under the old one (contract §8).
             retried = await repos.requests.transition(
                 request_id, from_=[RequestStatus.LAUNCH_FAILED], to=RequestStatus.APPROVED,
@@ -144,16 +229,17 @@ class ApprovalService:
 
     async def requote(self, request: LaunchRequest, *, reason: str) -> LaunchRequest:
         return await reprice(request, reason=reason, db=self._db, quoting=self._quoting,
-                             notifier=self._notifier, clock=self._clock)
+                             notifier=self._notifier, clock=self._clock, judge=self.judge)
 
 
 async def reprice(request: LaunchRequest, *, reason: str, db: Database, quoting: QuotingService,
-                  notifier: Notifier, clock: Clock) -> LaunchRequest:
+                  notifier: Notifier, clock: Clock, judge: Judge) -> LaunchRequest:
     """Price the same spec again and put the request back in front of the approvers.
 
     The old card's buttons carry the old quote id and rate, so they can no longer approve
     anything (and the card is retired); the request keeps the old rate as
-    `previous_hourly_cents` so the new card shows the change.
+    `previous_hourly_cents` so the new card shows the change. The new price is judged again:
+    it may need more approvers, or break a rule the old one kept.
     """
     async with db.transaction() as repos:
         old = await _quote(repos, request.quote_id)
@@ -161,19 +247,24 @@ async def reprice(request: LaunchRequest, *, reason: str, db: Database, quoting:
         old.spec, accelerator_name=old.accelerator_name, requested_by=old.requested_by,
         channel_id=old.channel_id,
     )
+    verdict = await judge(fresh, request.requester_id)
     now = clock.now()
     async with db.transaction() as repos:
         updated = await repos.requests.transition(
-            request.id, to=RequestStatus.PENDING, now=now,
+            request.id, now=now,
+            to=RequestStatus.FAILED if verdict.is_refusal else RequestStatus.PENDING,
             from_=[RequestStatus.PENDING, RequestStatus.APPROVED, RequestStatus.LAUNCHING,
                    RequestStatus.LAUNCH_FAILED],
-            hourly_cents=fresh.hourly_cents, previous_hourly_cents=request.hourly_cents,
-            idempotency_key=None, decided_by=None, decided_at=None,
-            last_error=f"the quote {reason}",
+            new_quote_id=fresh.id, hourly_cents=fresh.hourly_cents,
+            previous_hourly_cents=request.hourly_cents, idempotency_key=None,
+            decided_by=None, decided_at=None, approvals_needed=verdict.approvals_needed,
+            override_rule=verdict.refused if verdict.override else None,
+            lifetime_hours=verdict.lifetime_hours,
+            last_error=(f"At the new price the spend policy refuses it: {verdict.refused}"
+                        if verdict.is_refusal else f"the quote {reason}"),
         )
         if updated is None:
             raise Conflict(_already(request))
-        updated = await repos.requests.update(request.id, now=now, quote_id=fresh.id)
     await notifier.refresh_request(request.id, superseded_quote_id=old.id)
     return updated
 

@@ -6,8 +6,12 @@ from dataclasses import dataclass
 
 from bot.clock import Clock
 from bot.services.approvals import ApprovalService
+from bot.services.audit import AuditLog
 from bot.services.clusters import ClusterQueries
+from bot.services.envelopes import EnvelopeService
+from bot.services.home import HomeService
 from bot.services.launching import LaunchService
+from bot.services.people import People
 from bot.services.quoting import QuotingService
 from bot.services.reconciling import ReconcileService
 from bot.services.recovery import RecoveryService
@@ -20,6 +24,9 @@ from bot.services.watching import WatchService
 @dataclass(frozen=True)
 class Services:
     clock: Clock
+    people: People
+    audit: AuditLog
+    home: HomeService
     quoting: QuotingService
     approvals: ApprovalService
     launching: LaunchService
@@ -30,3 +37,4 @@ class Services:
     stewardship: StewardshipService
     reconciling: ReconcileService
     volumes: VolumeService
+    envelopes: EnvelopeService

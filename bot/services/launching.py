@@ -24,7 +24,8 @@ from bot.domain.ports import Notifier
 from bot.reserve import errors as api
 from bot.reserve.port import ClusterProvider
 from bot.reserve.schemas import Cluster, Shape
-from bot.services.approvals import reprice
+from bot.services.approvals import Judge, reprice
+from bot.services.audit import AuditLog
 from bot.services.observing import record_from_wire
 from bot.services.quoting import QuotingService
 from storage.db import Database
@@ -37,8 +38,10 @@ LAUNCH_LEASE = timedelta(minutes=10)
 
 class LaunchService:
     def __init__(self, *, db: Database, provider: ClusterProvider, quoting: QuotingService,
-                 notifier: Notifier, clock: Clock) -> None:
+                 notifier: Notifier, audit: AuditLog, clock: Clock) -> None:
         self._db = db
+        self._audit = audit
+        self.judge: Judge | None = None  # the spend policy's verdict on a new price (runtime)
         self._provider = provider
         self._quoting = quoting
         self._notifier = notifier
@@ -148,11 +151,16 @@ class LaunchService:
         record = record_from_wire(cluster, owner_id=request.requester_id,
                                   channel_id=request.channel_id, request_id=request.id,
                                   accelerator_name=quote.accelerator_name, now=now)
+        record = record.model_copy(update={"lifetime_hours": request.lifetime_hours})
         async with self._db.transaction() as repos:
             await repos.clusters.add(record)
             await repos.requests.transition(
                 request.id, from_=[RequestStatus.LAUNCHING], to=RequestStatus.LAUNCHED, now=now,
                 cluster_id=cluster.id, last_error=None)
+        await self._audit.write(actor=None, action="launch", subject_id=cluster.id,
+                                outcome="ok", amount_cents=cluster.locked_rate.hourly_cents,
+                                idempotency_key=request.idempotency_key,
+                                detail=f"launched from quote {quote.id} for request {request.id}")
         if cluster.locked_rate.hourly_cents != request.hourly_cents:
             # Never expected (the quote-bound fields were repeated), but money comes first:
             # a cluster at a price nobody approved is terminated before it can bill.
@@ -165,8 +173,9 @@ class LaunchService:
 
     async def _requote(self, request: LaunchRequest, *, reason: str) -> None:
         try:
+            assert self.judge is not None
             await reprice(request, reason=reason, db=self._db, quoting=self._quoting,
-                          notifier=self._notifier, clock=self._clock)
+                          notifier=self._notifier, clock=self._clock, judge=self.judge)
         except DomainError as exc:
             await self._launch_failed(request, f"The quote {reason} and re-pricing failed: "
                                                f"{exc.user_message}")
@@ -185,6 +194,9 @@ class LaunchService:
         await self._notifier.refresh_request(request.id)
 
     async def _set(self, request: LaunchRequest, status: RequestStatus, why: str) -> None:
+        await self._audit.write(actor=None, action="launch", subject_id=request.id,
+                                outcome="failed", amount_cents=request.hourly_cents, detail=why,
+                                idempotency_key=request.idempotency_key)
         async with self._db.transaction() as repos:
             await repos.requests.transition(request.id, from_=[RequestStatus.LAUNCHING],
                                             to=status, now=self._clock.now(), last_error=why)

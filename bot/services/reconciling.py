@@ -13,6 +13,8 @@ import logging
 from bot.clock import Clock
 from bot.domain.ports import Notifier
 from bot.reserve.port import ClusterProvider
+from bot.reserve.schemas import Cluster
+from bot.services.audit import AuditLog
 from bot.services.observing import record_from_wire
 from bot.services.quoting import QuotingService
 from bot.services.watching import WatchService
@@ -23,8 +25,9 @@ log = logging.getLogger(__name__)
 
 class ReconcileService:
     def __init__(self, *, db: Database, provider: ClusterProvider, quoting: QuotingService,
-                 watching: WatchService, notifier: Notifier, approvals_channel: str,
-                 clock: Clock) -> None:
+                 watching: WatchService, notifier: Notifier, audit: AuditLog,
+                 approvals_channel: str, clock: Clock) -> None:
+        self._audit = audit
         self._db = db
         self._provider = provider
         self._quoting = quoting
@@ -33,17 +36,17 @@ class ReconcileService:
         self._approvals_channel = approvals_channel
         self._clock = clock
 
-    async def reconcile(self) -> list[str]:
-        """Adopt every live provider cluster the bot doesn't know; returns their ids."""
-        live = [c async for c in self._provider.iter_clusters()
-                if c.status.is_live]
+    async def reconcile(self) -> dict[str, Cluster]:
+        """Adopt every live provider cluster the bot doesn't know. Returns the provider's whole
+        listing by id, so the watcher polls from it instead of one GET per cluster."""
+        listing = {c.id: c async for c in self._provider.iter_clusters()}
+        live = [c for c in listing.values() if c.status.is_live]
         async with self._db.transaction() as repos:
             known = await repos.clusters.ids([c.id for c in live])
         unknown = [c for c in live if c.id not in known]
         if not unknown:
-            return []
+            return listing
         names = {a.id: a.name for a in await self._quoting.catalog()}
-        adopted = []
         for wire in unknown:
             record = record_from_wire(
                 wire, owner_id=None, channel_id=self._approvals_channel, request_id=None,
@@ -53,8 +56,10 @@ class ReconcileService:
                 await repos.clusters.add(record)
             log.warning("adopted untracked cluster %s (%s¢/h)", wire.id,
                         wire.locked_rate.hourly_cents)
+            await self._audit.write(actor=None, action="adopt", subject_id=wire.id,
+                                    outcome="ok", amount_cents=wire.locked_rate.hourly_cents,
+                                    detail="found at AI Reserve, not launched through the bot")
             await self._notifier.refresh_cluster(wire.id)  # the untracked card
             await self._watching.sync(wire.id, wire=wire, deliver=False)
-            adopted.append(wire.id)
         await self._notifier.deliver_notices()
-        return adopted
+        return listing

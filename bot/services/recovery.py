@@ -7,7 +7,6 @@ that is running again answers `not_degraded`), and the person is told in plain w
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection
 
 from bot.clock import Clock
 from bot.domain import policies
@@ -15,6 +14,8 @@ from bot.domain.errors import Conflict, UnknownResource
 from bot.domain.models import Actor, ClusterRecord
 from bot.reserve import errors as api
 from bot.reserve.port import ClusterProvider
+from bot.services.audit import AuditLog, audited
+from bot.services.people import People
 from bot.services.provider_errors import explain
 from bot.services.watching import WatchService
 from storage.db import Database
@@ -22,11 +23,13 @@ from storage.db import Database
 
 class RecoveryService:
     def __init__(self, *, db: Database, provider: ClusterProvider, watching: WatchService,
-                 approvers: Collection[str], clock: Clock) -> None:
+                 people: People, audit: AuditLog,
+                 clock: Clock) -> None:
         self._db = db
         self._provider = provider
         self._watching = watching
-        self._approvers = frozenset(approvers)
+        self._people = people
+        self._audit = audit
         self._clock = clock
 
     async def _allowed(self, cluster_id: str, actor: Actor) -> ClusterRecord:
@@ -34,12 +37,13 @@ class RecoveryService:
             record = await repos.clusters.get(cluster_id)
         if record is None:
             raise UnknownResource("cluster", cluster_id)
-        policies.ensure_can_act_on_cluster(record, actor, self._approvers)
+        policies.ensure_can_act_on_cluster(record, actor, await self._people.approvers())
         if not record.status.is_live:
             raise Conflict(f"`{cluster_id}` is {record.status.value}; there is nothing to "
                            "recover.")
         return record
 
+    @audited("recover", subject="cluster_id")
     async def recover(self, *, cluster_id: str, actor: Actor) -> ClusterRecord:
         """Ask AI Reserve for one recovery attempt now (it uses the episode's budget)."""
         record = await self._allowed(cluster_id, actor)
@@ -69,6 +73,7 @@ class RecoveryService:
         assert synced is not None
         return synced
 
+    @audited("autorecover", subject="cluster_id")
     async def set_auto(self, *, cluster_id: str, actor: Actor, on: bool) -> ClusterRecord:
         await self._allowed(cluster_id, actor)
         try:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
-
 from bot.clock import Clock
 from bot.domain import policies
 from bot.domain.errors import Conflict, UnknownResource
@@ -12,6 +10,8 @@ from bot.domain.ports import Notifier
 from bot.reserve import errors as api
 from bot.reserve.port import ClusterProvider
 from bot.reserve.schemas import Logs
+from bot.services.audit import AuditLog, audited
+from bot.services.people import People
 from bot.services.provider_errors import explain
 from storage.db import Database
 
@@ -20,11 +20,13 @@ LOG_LINES = 50
 
 class StewardshipService:
     def __init__(self, *, db: Database, provider: ClusterProvider, notifier: Notifier,
-                 approvers: Collection[str], clock: Clock) -> None:
+                 people: People, audit: AuditLog,
+                 clock: Clock) -> None:
         self._db = db
         self._provider = provider
         self._notifier = notifier
-        self._approvers = frozenset(approvers)
+        self._people = people
+        self._audit = audit
         self._clock = clock
 
     async def _record(self, cluster_id: str) -> ClusterRecord:
@@ -34,6 +36,7 @@ class StewardshipService:
             raise UnknownResource("cluster", cluster_id)
         return record
 
+    @audited("claim", subject="cluster_id")
     async def claim(self, *, cluster_id: str, actor: Actor) -> ClusterRecord:
         """An adopted cluster becomes the actor's: reminders and its DMs go to them."""
         async with self._db.transaction() as repos:
@@ -47,10 +50,11 @@ class StewardshipService:
         await self._notifier.refresh_cluster(cluster_id)
         return record
 
+    @audited("notify", subject="cluster_id")
     async def notify(self, *, cluster_id: str, channel_id: str, actor: Actor) -> ClusterRecord:
         """Another channel gets this cluster's notices from now on."""
         record = await self._record(cluster_id)
-        policies.ensure_can_act_on_cluster(record, actor, self._approvers)
+        policies.ensure_can_act_on_cluster(record, actor, await self._people.approvers())
         if channel_id in record.notify_channels or channel_id == record.channel_id:
             raise Conflict(f"<#{channel_id}> already gets `{cluster_id}`'s notices.")
         async with self._db.transaction() as repos:
@@ -58,9 +62,10 @@ class StewardshipService:
                 cluster_id, now=self._clock.now(),
                 notify_channels=(*record.notify_channels, channel_id))
 
+    @audited("logs", subject="cluster_id")
     async def logs(self, *, cluster_id: str, node: int, actor: Actor) -> Logs:
         record = await self._record(cluster_id)
-        policies.ensure_can_act_on_cluster(record, actor, self._approvers)
+        policies.ensure_can_act_on_cluster(record, actor, await self._people.approvers())
         if node >= record.shape.nodes:
             raise Conflict(f"`{cluster_id}` has nodes 0–{record.shape.nodes - 1}; "
                            f"there is no node {node}.")
@@ -69,6 +74,7 @@ class StewardshipService:
         except api.ApiError as exc:
             raise explain(exc) from exc
 
+    @audited("keep_running", subject="cluster_id")
     async def keep_running(self, *, cluster_id: str, actor: Actor) -> ClusterRecord:
         """Only an acknowledgement: the hourly reminders go on until it is terminated."""
         return await self._record(cluster_id)

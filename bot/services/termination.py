@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
-
 from bot.clock import Clock
 from bot.domain import policies
 from bot.domain.errors import Conflict, UnknownResource
 from bot.domain.models import Actor, ClusterRecord
 from bot.reserve import errors as api
 from bot.reserve.port import ClusterProvider
+from bot.services.audit import AuditLog, audited
+from bot.services.people import People
 from bot.services.provider_errors import explain
 from bot.services.watching import WatchService
 from storage.db import Database
@@ -17,11 +17,13 @@ from storage.db import Database
 
 class TerminationService:
     def __init__(self, *, db: Database, provider: ClusterProvider, watching: WatchService,
-                 approvers: Collection[str], clock: Clock) -> None:
+                 people: People, audit: AuditLog,
+                 clock: Clock) -> None:
         self._db = db
         self._provider = provider
         self._watching = watching
-        self._approvers = frozenset(approvers)
+        self._people = people
+        self._audit = audit
         self._clock = clock
 
     async def check(self, *, cluster_id: str, actor: Actor) -> ClusterRecord:
@@ -30,17 +32,25 @@ class TerminationService:
             record = await repos.clusters.get(cluster_id)
         if record is None:
             raise UnknownResource("cluster", cluster_id)
-        policies.ensure_can_act_on_cluster(record, actor, self._approvers)
+        policies.ensure_can_act_on_cluster(record, actor, await self._people.approvers())
         if not record.status.is_live or record.status.value == "terminating":
             raise Conflict(f"`{cluster_id}` is already {record.status.value}.")
         return record
 
+    @audited("terminate", subject="cluster_id")
     async def terminate(self, *, cluster_id: str, actor: Actor) -> ClusterRecord:
         await self.check(cluster_id=cluster_id, actor=actor)
+        return await self._terminate(cluster_id, by=actor.user_id)
+
+    async def terminate_for_policy(self, *, cluster_id: str) -> ClusterRecord:
+        """The spend policy's enforced envelope ran out (audited by the caller)."""
+        return await self._terminate(cluster_id, by="spend-policy")
+
+    async def _terminate(self, cluster_id: str, *, by: str) -> ClusterRecord:
         # Intent first: the watcher must not call this "terminated outside the bot".
         async with self._db.transaction() as repos:
             await repos.clusters.update(cluster_id, now=self._clock.now(),
-                                        terminate_requested_by=actor.user_id)
+                                        terminate_requested_by=by)
         try:
             wire = await self._provider.terminate_cluster(cluster_id)
         except api.ApiError as exc:

@@ -9,7 +9,6 @@ attached.
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from datetime import timedelta
 
 from bot.clock import Clock
@@ -19,6 +18,8 @@ from bot.domain.ports import Notifier
 from bot.reserve import errors as api
 from bot.reserve.port import ClusterProvider
 from bot.reserve.schemas import Volume, VolumeStatus
+from bot.services.audit import AuditLog, audited
+from bot.services.people import People
 from bot.services.provider_errors import explain
 from storage.db import Database
 from storage.repositories import Repos
@@ -29,11 +30,13 @@ KEEP_SNOOZE = timedelta(days=7)
 
 class VolumeService:
     def __init__(self, *, db: Database, provider: ClusterProvider, notifier: Notifier,
-                 approvers: Collection[str], clock: Clock) -> None:
+                 people: People, audit: AuditLog,
+                 clock: Clock) -> None:
         self._db = db
         self._provider = provider
         self._notifier = notifier
-        self._approvers = frozenset(approvers)
+        self._people = people
+        self._audit = audit
         self._clock = clock
 
     async def sync(self) -> list[VolumeRecord]:
@@ -66,7 +69,8 @@ class VolumeService:
         """The sweep: refresh volumes, remind each due one's owner, schedule the next."""
         due = await self.sync()
         for volume in due:
-            recipients = [volume.owner_id] if volume.owner_id else sorted(self._approvers)
+            recipients = ([volume.owner_id] if volume.owner_id
+                          else sorted(await self._people.approvers()))
             await self._notifier.remind_volume(volume, recipients)
             now = self._clock.now()
             async with self._db.transaction() as repos:
@@ -79,16 +83,19 @@ class VolumeService:
             volume = await repos.volumes.get(volume_id)
         if volume is None:
             raise UnknownResource("volume", volume_id)
-        if actor.user_id != volume.owner_id and actor.user_id not in self._approvers:
+        if actor.user_id != volume.owner_id \
+                and actor.user_id not in await self._people.approvers():
             raise NotAllowed("Only the volume's owner or an approver can do that.")
         return volume
 
+    @audited("keep_volume", subject="volume_id")
     async def keep(self, *, volume_id: str, actor: Actor) -> VolumeRecord:
         await self._allowed(volume_id, actor)
         async with self._db.transaction() as repos:
             return await repos.volumes.update(volume_id, now=self._clock.now(),
                                               next_reminder_at=self._clock.now() + KEEP_SNOOZE)
 
+    @audited("delete_volume", subject="volume_id")
     async def delete(self, *, volume_id: str, actor: Actor) -> VolumeRecord:
         await self._allowed(volume_id, actor)
         try:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from bot.clock import Clock
@@ -43,8 +44,11 @@ class WatchService:
         self._notifier = notifier
         self._clock = clock
 
-    async def sync_live(self) -> int:
-        """Poll every cluster that may still bill (bounded concurrency); deliver notices."""
+    async def sync_live(self, *, listing: Mapping[str, Cluster] | None = None) -> int:
+        """Poll every cluster that may still bill (bounded concurrency); deliver notices.
+
+        With the provider's `listing` (one paged list call), a cluster found there needs no GET
+        of its own; one missing from it is read by id (which also tells a vanished one)."""
         async with self._db.transaction() as repos:
             live = await repos.clusters.list_live()
         gate = asyncio.Semaphore(MAX_CONCURRENT_POLLS)
@@ -52,7 +56,8 @@ class WatchService:
         async def one(record: ClusterRecord) -> None:
             async with gate:
                 try:
-                    await self.sync(record.id, deliver=False)
+                    wire = listing.get(record.id) if listing is not None else None
+                    await self.sync(record.id, wire=wire, deliver=False)
                 except api.ApiError as exc:
                     # Nothing is lost: the next poll sees whatever happened meanwhile.
                     log.warning("polling %s failed: %s", record.id, exc.code)
@@ -80,7 +85,9 @@ class WatchService:
             for notice in queued:
                 if notice.kind is NoticeKind.REMINDER and notice.facts.hour is not None:
                     changes["last_reminded_hours"] = notice.facts.hour
-            after = await repos.clusters.update(cluster_id, now=now, **changes)
+            # A quiet poll (nothing changed at the provider) writes nothing.
+            after = await repos.clusters.update(cluster_id, now=now, **changes) if changes \
+                else before
         if any(getattr(before, k) != getattr(after, k) for k in _VISIBLE):
             await self._notifier.refresh_cluster(cluster_id)
         if after.status is ClusterState.RUNNING and after.connection_sent_at is None:
@@ -95,7 +102,8 @@ class WatchService:
         state = state_of(wire.status)
         if state is not None and state is not before.status:
             changes["status"] = state
-        changes["observed"] = observation
+        if observation != before.observed:
+            changes["observed"] = observation
         previous = before.observed
         if observation.episode and (previous is None or observation.episode > previous.episode):
             changes["accrued_at_degrade"] = observation.accrued_cents  # the episode's start

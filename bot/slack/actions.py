@@ -62,12 +62,15 @@ def register(app: AsyncApp, services: Services) -> None:
     async def decide(body: dict[str, Any], action: dict[str, Any], decision: Decision,
                      respond: AsyncRespond) -> None:
         ref = _ref(ApprovalRef, action)
-        await services.approvals.decide(request_id=ref.request_id, quote_id=ref.quote_id,
-                                        hourly_cents=ref.hourly_cents, decision=decision,
-                                        actor=_actor(body))
+        decide = (services.approvals.approve if decision is Decision.APPROVE
+                  else services.approvals.reject)
+        request = await decide(request_id=ref.request_id, quote_id=ref.quote_id,
+                               hourly_cents=ref.hourly_cents, actor=_actor(body))
         verb = "Approved" if decision is Decision.APPROVE else "Rejected"
-        await respond(**common.notice(f"{verb}. The card shows the outcome.").as_kwargs(),
-                      **EPHEMERAL)
+        waiting = request.status.value == "pending"
+        await respond(**common.notice(
+            "Approved; it needs one more approver." if waiting
+            else f"{verb}. The card shows the outcome.").as_kwargs(), **EPHEMERAL)
 
     @app.action(Action.APPROVE)
     @answering
@@ -165,3 +168,14 @@ def register(app: AsyncApp, services: Services) -> None:
         await services.volumes.keep(volume_id=ref.volume_id, actor=_actor(body))
         await respond(**common.notice(f"Keeping `{ref.volume_id}`; I'll remind you again in a "
                                       "week.").as_kwargs(), **EPHEMERAL)
+
+    @app.action(Action.EXTEND)
+    @answering
+    async def extend(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any],
+                     respond: AsyncRespond) -> None:
+        await ack()
+        ref = _ref(ClusterRef, action)
+        record = await services.envelopes.extend(cluster_id=ref.cluster_id, actor=_actor(body))
+        await respond(**common.notice(f"Extended `{record.id}`: it may now run "
+                                      f"{record.lifetime_hours} hours in all.").as_kwargs(),
+                      **EPHEMERAL)

@@ -7,6 +7,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 
 from bot.domain.commands import (
+    AuditCommand,
     AutoRecoverCommand,
     HelpCommand,
     ListCommand,
@@ -14,6 +15,7 @@ from bot.domain.commands import (
     NotifyCommand,
     QuoteCommand,
     RecoverCommand,
+    SpendCommand,
     StatusCommand,
     TerminateCommand,
 )
@@ -21,10 +23,12 @@ from bot.domain.errors import InvalidCommand
 from bot.domain.models import Actor
 from bot.services.container import Services
 from bot.slack import parsing
+from bot.slack.blocks import audit as audit_blocks
 from bot.slack.blocks import cluster as cluster_blocks
 from bot.slack.blocks import common
 from bot.slack.blocks import notices as notice_blocks
 from bot.slack.blocks import quote as quote_blocks
+from bot.slack.blocks import spend as spend_blocks
 from bot.slack.blocks.message import Message
 from bot.slack.errors import answering
 
@@ -80,6 +84,14 @@ def register(app: AsyncApp, services: Services) -> None:
             await services.stewardship.notify(cluster_id=cmd.cluster_id,
                                               channel_id=cmd.channel_id, actor=actor)
             reply = common.notice(f"<#{cmd.channel_id}> will get `{cmd.cluster_id}`'s notices.")
+        elif isinstance(cmd, AuditCommand):
+            await ack()
+            entries = await services.clusters.audit(subject_id=cmd.subject_id, actor=actor)
+            reply = audit_blocks.audit_list(entries, subject_id=cmd.subject_id, now=now())
+        elif isinstance(cmd, SpendCommand):
+            await ack()
+            report = await services.clusters.spend(month=cmd.month)
+            reply = spend_blocks.spend_report(report, now=now())
         else:
             assert isinstance(cmd, LogsCommand)
             await ack(text=f"Fetching node {cmd.node}'s log…", **EPHEMERAL)

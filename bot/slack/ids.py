@@ -29,9 +29,10 @@ class Action:
     CLAIM = "cluster_claim"
     DELETE_VOLUME = "volume_delete"
     KEEP_VOLUME = "volume_keep"
+    EXTEND = "cluster_extend"
     ALL: ClassVar[tuple[str, ...]] = (
         QUOTE_REQUEST_LAUNCH, QUOTE_DISCARD, APPROVE, REJECT, RETRY_LAUNCH, TERMINATE,
-        RECOVER, AUTORECOVER_ON, KEEP_RUNNING, CLAIM, DELETE_VOLUME, KEEP_VOLUME,
+        RECOVER, AUTORECOVER_ON, KEEP_RUNNING, CLAIM, DELETE_VOLUME, KEEP_VOLUME, EXTEND,
     )
 
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from datetime import datetime
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
@@ -21,16 +22,22 @@ from bot.domain.models import (
     ClusterRecord,
     ClusterState,
     ConnectionDetails,
+    Decision,
     MessageRef,
     RequestStatus,
     VolumeRecord,
 )
 from bot.domain.watch import Notice, NoticeKind
+from bot.services.home import HomeService
+from bot.services.people import People
 from bot.slack.blocks import approval as approval_blocks
+from bot.slack.blocks import audit as audit_blocks
 from bot.slack.blocks import cluster as cluster_blocks
+from bot.slack.blocks import common as common_blocks
+from bot.slack.blocks import envelope as envelope_blocks
+from bot.slack.blocks import home as home_blocks
 from bot.slack.blocks import notices as notice_blocks
 from bot.slack.blocks import volumes as volume_blocks
-from bot.slack.blocks.common import notice
 from bot.slack.blocks.message import Message
 from storage.db import Database
 
@@ -44,12 +51,13 @@ _UNREACHABLE = {"channel_not_found", "not_in_channel", "is_archived", "restricte
 
 class SlackNotifier:
     def __init__(self, *, client: AsyncWebClient, db: Database, approvals_channel: str,
-                 approvers: Sequence[str], clock: Clock) -> None:
+                 people: People, home: HomeService, clock: Clock) -> None:
         self._client = client
         self._db = db
         self._approvals_channel = approvals_channel
         self._clock = clock
-        self._approvers = tuple(approvers)
+        self._people = people
+        self._home = home
         self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._delivering = asyncio.Lock()
 
@@ -74,14 +82,23 @@ class SlackNotifier:
                 retired = approval_blocks.approval_outcome(stale, old_quote, approvals, now=now)
                 await self._upsert(APPROVAL, f"{request_id}/{old_quote.id}",
                                    self._approvals_channel, retired, create=False)
-            card = (approval_blocks.approval_card(request, quote, now=now)
+            policy = self._people.policy
+            current = [a for a in approvals if a.quote_id == quote.id]
+            card = (approval_blocks.approval_card(request, quote, now=now, approvals=current,
+                                                  policy=policy)
                     if request.status is RequestStatus.PENDING
-                    else approval_blocks.approval_outcome(request, quote, approvals, now=now))
+                    else approval_blocks.approval_outcome(request, quote, approvals, now=now,
+                                                          policy=policy))
             await self._upsert(APPROVAL, f"{request_id}/{quote.id}", self._approvals_channel, card)
             progress = cluster_blocks.request_progress(request, quote, record, now=now,
                                                 approvals=approvals)
             await self._upsert(PROGRESS, request_id, request.channel_id, progress,
                                fallback_user=request.requester_id)
+        # Approvers' homes list what waits for them: only a submission or a decision changes it.
+        deciding = request.status in (RequestStatus.PENDING, RequestStatus.APPROVED,
+                                      RequestStatus.REJECTED)
+        await self._refresh_homes([request.requester_id,
+                                   *(await self._people.approvers() if deciding else ())])
 
     async def refresh_cluster(self, cluster_id: str) -> None:
         async with self._db.transaction() as repos:
@@ -95,27 +112,39 @@ class SlackNotifier:
         async with self._locks[cluster_id]:
             await self._upsert(PROGRESS, _top_subject(record), self._approvals_channel,
                                notice_blocks.untracked_cluster(record, now=self._clock.now()))
+        await self._refresh_homes([record.owner_id])
 
     async def deliver_notices(self) -> None:
         async with self._delivering:  # one delivery pass at a time: each notice posted once
+            stuck: set[tuple[str, str]] = set()  # refused by Slack this pass: next sweep
+            while True:
+                async with self._db.transaction() as repos:
+                    pending = [n for n in await repos.notices.pending(limit=100 + len(stuck))
+                               if (n.cluster_id, n.key) not in stuck]
+                if not pending:
+                    return
+                stuck |= await self._deliver_batch(pending)
+
+    async def _deliver_batch(self, pending: Sequence[Notice]) -> set[tuple[str, str]]:
+        """Post each notice, then mark it delivered; returns those Slack refused."""
+        stuck: set[tuple[str, str]] = set()
+        for notice in pending:
             async with self._db.transaction() as repos:
-                pending = await repos.notices.pending()
-            for notice in pending:
-                async with self._db.transaction() as repos:
-                    record = await repos.clusters.get(notice.cluster_id)
-                    top = (await repos.messages.get(PROGRESS, _top_subject(record))
-                           if record else None)
-                if record is not None:
-                    try:
-                        await self._deliver(notice, record, top)
-                    except SlackApiError as exc:
-                        # Left pending: the next sweep tries again; later notices still go.
-                        log.warning("could not deliver %s notice for %s: %s", notice.kind,
-                                    notice.cluster_id, exc.response.get("error"))
-                        continue
-                async with self._db.transaction() as repos:
-                    await repos.notices.mark_delivered(notice.cluster_id, notice.key,
-                                                       now=self._clock.now())
+                record = await repos.clusters.get(notice.cluster_id)
+                top = await repos.messages.get(PROGRESS, _top_subject(record)) if record else None
+            if record is not None:
+                try:
+                    await self._deliver(notice, record, top)
+                except SlackApiError as exc:
+                    # Left pending: the next sweep tries again; later notices still go.
+                    log.warning("could not deliver %s notice for %s: %s", notice.kind,
+                                notice.cluster_id, exc.response.get("error"))
+                    stuck.add((notice.cluster_id, notice.key))
+                    continue
+            async with self._db.transaction() as repos:
+                await repos.notices.mark_delivered(notice.cluster_id, notice.key,
+                                                   now=self._clock.now())
+        return stuck
 
     async def _deliver(self, notice: Notice, record: ClusterRecord,
                        top: MessageRef | None) -> None:
@@ -123,10 +152,13 @@ class SlackNotifier:
         if notice.kind is NoticeKind.REMINDER:
             if record.status not in (ClusterState.RUNNING, ClusterState.DEGRADED):
                 return  # terminated since it was queued: reminders stop at once
-            for person in ([record.owner_id] if record.owner_id else self._approvers):
+            owners = ([record.owner_id] if record.owner_id
+                      else sorted(await self._people.approvers()))
+            for person in owners:
                 await self._dm(person, notice_blocks.reminder_dm(notice, record, now=now))
             return
-        message = notice_blocks.thread_notice(notice, record, now=now)
+        message = (await self._receipt(record) if notice.kind is NoticeKind.RECEIPT
+                   else notice_blocks.thread_notice(notice, record, now=now))
         if top is not None:
             await self._client.chat_postMessage(
                 channel=top.channel_id, thread_ts=top.ts,
@@ -145,8 +177,65 @@ class SlackNotifier:
         for person in recipients:
             await self._dm(person, volume_blocks.volume_reminder(volume, now=self._clock.now()))
 
+    async def _receipt(self, record: ClusterRecord) -> Message:
+        requester, approvers, auto = None, [], False
+        if record.request_id is not None:
+            async with self._db.transaction() as repos:
+                request = await repos.requests.get(record.request_id)
+                approvals = await repos.approvals.for_request(record.request_id)
+            if request is not None:
+                requester = request.requester_id
+                approvers = [a.approver_id for a in approvals
+                             if a.decision is Decision.APPROVE and a.quote_id == request.quote_id]
+                auto = not approvers
+        return audit_blocks.receipt(record, requester=requester, approvers=approvers,
+                                    auto_approved=auto, now=self._clock.now())
+
+    async def envelope_notice(self, cluster: ClusterRecord, *, stage: str, ends_at: datetime,
+                              terminate_at: datetime | None,
+                              recipients: Sequence[str]) -> None:
+        now = self._clock.now()
+        if stage == "warned":
+            message = envelope_blocks.envelope_warning(cluster, now=now, ends_at=ends_at)
+        elif stage == "due":
+            message = envelope_blocks.envelope_due(cluster, now=now, ends_at=ends_at,
+                                                   enforced=terminate_at is not None,
+                                                   terminate_at=terminate_at)
+        else:
+            assert terminate_at is not None
+            message = envelope_blocks.envelope_final_warning(cluster, now=now,
+                                                             terminate_at=terminate_at)
+        for person in recipients:
+            await self._dm(person, message)
+
+    async def envelope_extended(self, cluster: ClusterRecord, *, by: str, hours: int) -> None:
+        message = envelope_blocks.envelope_extended(cluster, by=by, hours=hours)
+        async with self._db.transaction() as repos:
+            top = await repos.messages.get(PROGRESS, _top_subject(cluster))
+        if top is not None:
+            await self._client.chat_postMessage(channel=top.channel_id, thread_ts=top.ts,
+                                                **message.as_kwargs())
+        await self.refresh_cluster(cluster.id)
+
+    async def refresh_home(self, user_id: str) -> None:
+        facts = await self._home.facts(user_id)
+        view = home_blocks.home_view(
+            user_id=user_id, clusters=facts.clusters, pending=facts.pending,
+            is_approver=facts.is_approver, month_spent_cents=facts.month_spent_cents,
+            budget_cents=facts.budget_cents, month=facts.month, now=self._clock.now())
+        await self._client.views_publish(user_id=user_id, view=view)
+
+    async def _refresh_homes(self, user_ids: Iterable[str | None]) -> None:
+        """The App Home of everyone a change concerns (best effort: a home is not a record)."""
+        for user_id in sorted({u for u in user_ids if u}):
+            try:
+                await self.refresh_home(user_id)
+            except SlackApiError as exc:
+                log.warning("could not publish the home of %s: %s", user_id,
+                            exc.response.get("error"))
+
     async def tell(self, user_id: str, text: str) -> None:
-        await self._dm(user_id, notice(text))
+        await self._dm(user_id, common_blocks.notice(text))
 
     # --- plumbing -------------------------------------------------------------------------
 

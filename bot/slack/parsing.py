@@ -14,6 +14,7 @@ from bot.domain import policies
 from bot.domain.commands import (
     SHORT_ACCELERATORS,
     USAGE,
+    AuditCommand,
     AutoRecoverCommand,
     Command,
     HelpCommand,
@@ -22,6 +23,7 @@ from bot.domain.commands import (
     NotifyCommand,
     QuoteCommand,
     RecoverCommand,
+    SpendCommand,
     StatusCommand,
     TerminateCommand,
 )
@@ -33,6 +35,7 @@ _SHAPE = re.compile(r"^(?P<accel>[a-z0-9][a-z0-9-]*?)x(?P<gpus>[^x]*)$")
 _ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _CHANNEL = re.compile(
     r"^(?:<#(?P<linked>[CG][A-Z0-9]+)(?:\|[^>]*)?>|(?P<bare>[CG][A-Z0-9]{2,}))$")
+_MONTH = re.compile(r"^20\d\d-(0[1-9]|1[0-2])$")
 _OPTION = re.compile(r"^(?P<key>[A-Za-z]+)=(?P<value>.*)$")
 
 
@@ -82,6 +85,15 @@ def parse(text: str) -> Command:
             node = _whole(option["value"], "node", "a node rank (0 is the primary)", verb)
         _no_more(args[2:], verb)
         return LogsCommand(cluster_id, node)
+    if verb == "audit":
+        _no_more(args[1:], verb)
+        return AuditCommand(_one_id(args, verb) if args else None)
+    if verb == "spend":
+        _no_more(args[1:], verb)
+        if args and not _MONTH.match(args[0]):
+            raise _fail(f"`{args[0][:20]}` is not a month: write `YYYY-MM`, e.g. `2026-11`.",
+                        args[0], verb)
+        return SpendCommand(args[0] if args else None)
     if verb == "help":
         return HelpCommand()
     return HelpCommand(unknown=verb[:40])

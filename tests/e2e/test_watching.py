@@ -12,7 +12,7 @@ from tests.e2e.harness import ALICE, BOB, DAVE, START, bot, fake_slack
 async def kinds(h, cluster_id):
     async with h.rt.db.transaction() as repos:
         return [n.kind for n in await repos.notices.for_cluster(cluster_id)
-                if n.kind is not NoticeKind.REMINDER]
+                if n.kind not in (NoticeKind.REMINDER, NoticeKind.RECEIPT)]
 
 
 async def test_degraded_recover_running_each_announced_once(tmp_path):
@@ -144,6 +144,8 @@ async def test_terminated_outside_the_bot_is_announced(tmp_path):
         await h.advance(30)
         assert await kinds(h, cluster_id) == [NoticeKind.TERMINATED_OUTSIDE]
         assert "terminated" in h.text_of(await h.top(cluster_id)).lower()
+        [receipt] = await h.notices(cluster_id, "Receipt")
+        assert "AI Reserve's figure" in h.text_of(receipt)
 
 
 async def test_payment_grace_termination_is_broadcast_and_keeps_the_volume(tmp_path):

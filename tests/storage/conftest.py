@@ -4,7 +4,7 @@
 builders make domain models with sensible defaults; since a quote takes at most one request,
 `make_request("r-x")` sits on quote "q-x" unless told otherwise, and `seed` stores one quote for
 each distinct `quote_id` of the requests it is given. `make_observation`, `make_notice` and
-`make_volume` build the watcher's models.
+`make_volume` build the watcher's models, `make_audit` an audit entry.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 import pytest_asyncio
 
 from bot.domain.models import (
+    AuditEntry,
     ClusterRecord,
     ClusterState,
     LaunchRequest,
@@ -144,6 +145,21 @@ def make_volume(id: str = "vol-1", **changes) -> VolumeRecord:
         "hourly_cents": 28,
         "status": "attached",
         "updated_at": T0,
+        **changes,
+    })
+
+
+def make_audit(subject_id: str = "r-1", **changes) -> AuditEntry:
+    return AuditEntry(**{
+        "at": T0,
+        "actor_id": "U2",
+        "team_id": "T1",
+        "action": "approve",
+        "subject_id": subject_id,
+        "amount_cents": 6_412,
+        "outcome": "ok",
+        "detail": "approved at $64.12/h (1 of 2)",
+        "idempotency_key": None,
         **changes,
     })
 

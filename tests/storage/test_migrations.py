@@ -12,13 +12,15 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy.schema import CreateTable
 
-from bot.domain.models import ClusterState, RequestStatus
+from bot.domain.models import Approval, ClusterState, Decision, RequestStatus
 from storage.db import Database
 from storage.migrations import MIGRATIONS_DIR, alembic_config
 from storage.tables import metadata, row_values
 
-TABLES = {"quotes", "requests", "approvals", "clusters", "messages", "notices", "volumes"}
-HEAD = "0002"
+TABLES = {
+    "quotes", "requests", "approvals", "clusters", "messages", "notices", "volumes", "audit",
+}
+HEAD = "0003"
 
 
 def _sqlite_tables(path) -> set[str]:
@@ -45,7 +47,7 @@ async def test_migrate_creates_the_schema_on_an_empty_file(tmp_path):
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
         indexes = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
     assert {"ix_requests_status", "ix_clusters_status", "ix_notices_delivered_at",
-            "ix_volumes_next_reminder_at"} <= indexes
+            "ix_volumes_next_reminder_at", "ix_audit_at", "ix_audit_subject_id"} <= indexes
 
 
 async def test_migrate_twice_is_a_no_op(tmp_path):
@@ -145,6 +147,12 @@ def test_offline_sql_for_postgresql(monkeypatch, capsys):
     assert "ADD COLUMN adopted BOOLEAN DEFAULT false NOT NULL" in sql
     assert "ADD COLUMN notify_channels JSON DEFAULT '[]' NOT NULL" in sql
     assert "CONSTRAINT uq_notices_cluster_id_key UNIQUE (cluster_id, key)" in sql
+    # 0003: added columns with defaults existing rows take, the audit table and its indexes.
+    assert "ALTER TABLE requests ADD COLUMN approvals_needed INTEGER DEFAULT 1 NOT NULL" in sql
+    assert "ALTER TABLE clusters ADD COLUMN envelope_stage VARCHAR DEFAULT 'none' NOT NULL" in sql
+    assert "CREATE TABLE audit" in sql
+    assert "amount_cents BIGINT" in sql
+    assert "CREATE INDEX ix_audit_subject_id ON audit (subject_id)" in sql
 
 
 def test_tables_compile_for_postgresql():
@@ -160,8 +168,8 @@ BATCH_MIGRATION = '''
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0003"
-down_revision = "0002"
+revision = "0099"
+down_revision = "0003"
 branch_labels = None
 depends_on = None
 
@@ -184,7 +192,7 @@ async def test_a_later_batch_migration_can_rebuild_a_referenced_table(tmp_path, 
 
     scripts = tmp_path / "migrations"
     shutil.copytree(MIGRATIONS_DIR, scripts, ignore=shutil.ignore_patterns("__pycache__"))
-    (scripts / "versions" / "0003_note.py").write_text(BATCH_MIGRATION)
+    (scripts / "versions" / "0099_note.py").write_text(BATCH_MIGRATION)
     db = Database(f"sqlite:///{tmp_path / 'bot.db'}")
     try:
         await db.migrate()
@@ -199,7 +207,7 @@ async def test_a_later_batch_migration_can_rebuild_a_referenced_table(tmp_path, 
                 await repos.requests.add(make_request("r-2", quote_id="q-nowhere"))
     finally:
         await db.dispose()
-    assert _version(tmp_path / "bot.db") == ["0003"]
+    assert _version(tmp_path / "bot.db") == ["0099"]
 
 
 def _alembic(conn, action: str, target: str) -> None:
@@ -208,14 +216,15 @@ def _alembic(conn, action: str, target: str) -> None:
     getattr(command, action)(config, target)
 
 
-def _insert_as_at_0001(conn, *models) -> None:
-    # Through the tables as 0001 made them (reflected): today's tables name columns 0001 lacks.
+def _insert_as_at_that_revision(conn, *models) -> None:
+    # Through the tables as the older revision made them (reflected): today's tables name
+    # columns it lacks.
     old = sa.MetaData()
     old.reflect(conn)
     for table_name, model in models:
         table = old.tables[table_name]
         values = {k: v for k, v in row_values(model).items() if k in table.c}
-        assert set(table.c.keys()) - {"id"} <= set(values)  # the row is complete for 0001
+        assert set(table.c.keys()) - {"id"} <= set(values)  # the row is complete for it
         conn.execute(table.insert().values(values))
 
 
@@ -231,8 +240,8 @@ async def test_upgrade_from_0001_keeps_existing_rows(tmp_path):
     try:
         async with db.engine.begin() as conn:
             await conn.run_sync(_alembic, "upgrade", "0001")
-            await conn.run_sync(_insert_as_at_0001, ("quotes", quote), ("requests", request),
-                                ("clusters", cluster))
+            await conn.run_sync(_insert_as_at_that_revision, ("quotes", quote),
+                                ("requests", request), ("clusters", cluster))
         assert _version(path) == ["0001"]
         await db.migrate()
         assert _version(path) == [HEAD]
@@ -271,7 +280,8 @@ async def test_downgrade_to_0001_with_watching_rows(tmp_path):
         async with db.engine.begin() as conn:
             await conn.run_sync(_alembic, "downgrade", "0001")
         assert _version(path) == ["0001"]
-        assert _sqlite_tables(path) == TABLES - {"notices", "volumes"} | {"alembic_version"}
+        assert _sqlite_tables(path) == (
+            TABLES - {"notices", "volumes", "audit"} | {"alembic_version"})
         with sqlite3.connect(path) as conn:
             # 0001 requires an owner: the unclaimed cluster is kept with an empty one.
             assert conn.execute("SELECT id, owner_id FROM clusters").fetchall() == [("c-1", "")]
@@ -281,5 +291,88 @@ async def test_downgrade_to_0001_with_watching_rows(tmp_path):
         async with db.transaction() as repos:
             back = await repos.clusters.get("c-1")
         assert (back.owner_id, back.observed, back.adopted) == ("", None, False)
+    finally:
+        await db.dispose()
+
+
+async def test_upgrade_from_0002_keeps_existing_rows(tmp_path):
+    from tests.storage.conftest import T0, make_cluster, make_observation, make_quote, make_request
+
+    path = tmp_path / "bot.db"
+    request = make_request(status=RequestStatus.LAUNCHED, cluster_id="c-1")
+    cluster = make_cluster(status=ClusterState.RUNNING, nodes_ready=2, ready_at=T0,
+                           observed=make_observation(), notify_channels=("C1", "C9"), adopted=True)
+    db = Database(f"sqlite:///{path}")
+    try:
+        async with db.engine.begin() as conn:
+            await conn.run_sync(_alembic, "upgrade", "0002")
+            await conn.run_sync(_insert_as_at_that_revision, ("quotes", make_quote()),
+                                ("requests", request), ("clusters", cluster))
+        await db.migrate()
+        assert _version(path) == [HEAD]
+        async with db.transaction() as repos:
+            # Every new column at the model's default: one approver, no envelope.
+            migrated_request = await repos.requests.get("r-1")
+            assert migrated_request == request
+            assert migrated_request.approvals_needed == 1
+            migrated_cluster = await repos.clusters.get("c-1")
+            assert migrated_cluster == cluster
+            assert migrated_cluster.envelope_stage == "none"
+            assert await repos.audit.count() == 0
+            # The migrated rows take the new values.
+            await repos.requests.update("r-1", now=T0, approvals_needed=2, lifetime_hours=8)
+            await repos.clusters.update("c-1", now=T0, lifetime_hours=8, envelope_stage="due")
+        async with db.transaction() as repos:
+            assert (await repos.requests.get("r-1")).approvals_needed == 2
+            assert (await repos.clusters.get("c-1")).envelope_stage == "due"
+    finally:
+        await db.dispose()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+
+
+async def test_downgrade_to_0002_with_policy_rows(tmp_path):
+    from tests.storage.conftest import (
+        T0,
+        make_audit,
+        make_cluster,
+        make_notice,
+        make_quote,
+        make_request,
+    )
+
+    path = tmp_path / "bot.db"
+    db = Database(f"sqlite:///{path}")
+    try:
+        await db.migrate()
+        async with db.transaction() as repos:
+            await repos.quotes.add(make_quote())
+            await repos.requests.add(make_request(approvals_needed=3, lifetime_hours=24,
+                                                  override_rule="max_hourly_cents"))
+            await repos.approvals.add(Approval(
+                request_id="r-1", approver_id="U2", decision=Decision.APPROVE, quote_id="q-1",
+                hourly_cents=6_412, at=T0))
+            # Rows pointing at both changed tables: the downgrade must not rebuild them.
+            await repos.clusters.add(make_cluster(lifetime_hours=24, envelope_stage="extended",
+                                                  extended_by="U9"))
+            await repos.notices.add_new([make_notice()])
+            await repos.audit.add(make_audit())
+        async with db.engine.begin() as conn:  # foreign keys enforced, as the engine has them
+            await conn.run_sync(_alembic, "downgrade", "0002")
+        assert _version(path) == ["0002"]
+        assert _sqlite_tables(path) == TABLES - {"audit"} | {"alembic_version"}
+        with sqlite3.connect(path) as conn:
+            requests = {row[1] for row in conn.execute("PRAGMA table_info(requests)")}
+            clusters = {row[1] for row in conn.execute("PRAGMA table_info(clusters)")}
+            counts = [conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                      for t in ("requests", "approvals", "clusters", "notices")]
+        assert not requests & {"approvals_needed", "override_rule", "lifetime_hours"}
+        assert not clusters & {"lifetime_hours", "envelope_stage", "extended_by"}
+        assert counts == [1, 1, 1, 1]
+        await db.migrate()  # and up again: the dropped values come back as defaults
+        async with db.transaction() as repos:
+            assert await repos.requests.get("r-1") == make_request()
+            assert await repos.clusters.get("c-1") == make_cluster()
+            assert await repos.audit.count() == 0
     finally:
         await db.dispose()

@@ -1,15 +1,19 @@
 """The approval card an approver acts on, and the same card once the request was decided.
 
 The card shows the rate the Approve button is bound to (`req.hourly_cents`, packed into the
-`ApprovalRef`), never env values (keys only): the card lives in a channel.
+`ApprovalRef`), never env values (keys only): the card lives in a channel. What the spend policy
+decided (bot/domain/policy.py) is rendered, never re-decided: how many approvers the rate needs
+(`req.approvals_needed`), the rule an admin would override (`req.override_rule`) and the
+approved envelope (`req.lifetime_hours`). `policy` only supplies the thresholds to quote.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Protocol
 
-from slack_sdk.models.blocks import Block
+from slack_sdk.models.blocks import Block, ButtonElement
 
 from bot.domain.models import Approval, Decision, LaunchRequest, QuoteInfo, RequestStatus
 from bot.slack.blocks.format import (
@@ -24,6 +28,7 @@ from bot.slack.blocks.format import (
     mrkdwn,
     percent_change,
     shape_label,
+    truncate,
     user,
     when,
 )
@@ -43,18 +48,63 @@ MAX_LISTED = 20  # env keys / ports listed by name before "…and N more"
 _APPROVED = (RequestStatus.APPROVED, RequestStatus.LAUNCHING, RequestStatus.LAUNCHED)
 
 
-def approval_card(req: LaunchRequest, q: QuoteInfo, *, now: datetime) -> Message:
-    """The pending request with Approve / Reject, each behind a confirm that states the rate."""
+class SpendThresholds(Protocol):
+    """The two rates of the spend policy the cards quote (`bot.domain.policy.Policy` fits)."""
+
+    @property
+    def auto_approve_below_cents(self) -> int | None: ...
+
+    @property
+    def one_approver_up_to_cents(self) -> int | None: ...
+
+
+def approval_card(
+    req: LaunchRequest,
+    q: QuoteInfo,
+    *,
+    now: datetime,
+    approvals: Sequence[Approval] = (),
+    policy: SpendThresholds | None = None,
+) -> Message:
+    """The pending request with Approve / Reject, each behind a confirm that states the rate.
+
+    `approvals` (those already given) show how far a two-approver request has come.
+    """
+    blocks: list[Block] = list(request_facts(req, q, now=now))
+    lines = [*override_lines(req, decided=False), *_two_approver_lines(req, approvals, policy)]
+    if lines:
+        blocks.append(section("\n".join(lines)))
+    blocks.append(actions(*approval_buttons(req, q, approvals=approvals)))
+    return compose(f"{_fallback(req, q)} — waiting for approval", blocks, key="approval")
+
+
+def approval_buttons(
+    req: LaunchRequest, q: QuoteInfo, *, approvals: Sequence[Approval] = ()
+) -> tuple[ButtonElement, ButtonElement]:
+    """Approve and Reject, both bound (`ApprovalRef`) to this quote at the card's rate.
+
+    The Approve confirm states the rate, the envelope when there is one, and — for a request
+    that breaks the spend policy — that approving is an explicit override.
+    """
     value = ApprovalRef(request_id=req.id, quote_id=q.id, hourly_cents=req.hourly_cents).pack()
     rate, per_day = money(req.hourly_cents), money(req.hourly_cents * 24)
+    # The rate comes first: plain() cuts the dialog at 300 characters from the end.
+    said = [f"The whole cluster bills {rate} per hour ({per_day} per day) from the moment it is "
+            "ready until someone terminates it."]
+    if req.lifetime_hours:
+        said.append(f"You approve up to {_hours(req.lifetime_hours)} "
+                    f"(≈ {money(req.hourly_cents * req.lifetime_hours)}).")
+    if req.approvals_needed >= 2:
+        given = len(approvers(req, approvals))
+        said.append(f"It needs {req.approvals_needed} approvers: {given} so far.")
+    if req.override_rule:
+        said.append(f"You override the spend policy: {_rule(req.override_rule, plain=True)}.")
+        title, ok = f"Override and approve {rate}/h?", "Override and approve"
+    else:
+        title, ok = f"Approve {rate}/h?", f"Approve {rate}/h"
     approve = button(
         "Approve", action_id=Action.APPROVE, value=value, style="primary",
-        confirm=confirm(
-            f"Approve {rate}/h?",
-            f"The whole cluster bills {rate} per hour ({per_day} per day) from the moment it is "
-            "ready until someone terminates it.",
-            ok=f"Approve {rate}/h",
-        ),
+        confirm=confirm(title, " ".join(said), ok=ok, danger=bool(req.override_rule)),
     )
     reject = button(
         "Reject", action_id=Action.REJECT, value=value, style="danger",
@@ -65,8 +115,7 @@ def approval_card(req: LaunchRequest, q: QuoteInfo, *, now: datetime) -> Message
             ok="Reject", danger=True,
         ),
     )
-    blocks = [*request_facts(req, q, now=now), actions(approve, reject)]
-    return compose(f"{_fallback(req, q)} — waiting for approval", blocks, key="approval")
+    return approve, reject
 
 
 def approval_outcome(
@@ -76,13 +125,16 @@ def approval_outcome(
     *,
     now: datetime,
     note: str | None = None,
+    policy: SpendThresholds | None = None,
 ) -> Message:
     """The decided card: the same facts, no Approve/Reject, and what happened.
 
     `note` is bot-written mrkdwn; our own mentions/dates survive, anything else is escaped.
     """
-    outcome = outcome_line(req, approvals)
-    blocks: list[Block] = [*request_facts(req, q, now=now), context(outcome)]
+    outcome = outcome_line(req, approvals, policy=policy)
+    blocks: list[Block] = [*request_facts(req, q, now=now)]
+    blocks.extend(context(line) for line in override_lines(req, decided=True))
+    blocks.append(context(outcome))
     if note:
         blocks.append(context(mrkdwn(note)))
     if req.status is RequestStatus.LAUNCH_FAILED:
@@ -110,6 +162,9 @@ def request_facts(req: LaunchRequest, q: QuoteInfo, *, now: datetime) -> list[Bl
              f"*{money(req.hourly_cents * 24)}* per day · "
              f"{hourly(q.per_gpu_hourly_cents)} per GPU ({q.spec.shape.total_gpus} GPUs)\n"
              f"Storage: {storage_summary(q)}")
+    if req.lifetime_hours:
+        rates += (f"\n:hourglass: Approves up to *{_hours(req.lifetime_hours)}* "
+                  f"(≈ {money(req.hourly_cents * req.lifetime_hours)})")
     blocks: list[Block] = [section(asks), section(rates)]
     change = price_change_line(req)
     if change:
@@ -156,16 +211,65 @@ def workload_fields(req: LaunchRequest) -> list[str]:
     ]
 
 
-def outcome_line(req: LaunchRequest, approvals: Sequence[Approval]) -> str:
+def override_lines(req: LaunchRequest, *, decided: bool) -> list[str]:
+    """The spend-policy rule this request breaks, if any (mrkdwn; empty when none)."""
+    if not req.override_rule:
+        return []
+    rule = _rule(req.override_rule)
+    if decided:
+        return [f":warning: Broke the spend policy: {rule}."]
+    return [f":warning: *Breaks the spend policy: {rule}.* Only an admin can approve it, as an "
+            "explicit override."]
+
+
+def _two_approver_lines(
+    req: LaunchRequest, approvals: Sequence[Approval], policy: SpendThresholds | None
+) -> list[str]:
+    if req.approvals_needed < 2:
+        return []
+    return [f":busts_in_silhouette: {approvals_progress(req, approvals, policy)}"]
+
+
+def approvals_progress(
+    req: LaunchRequest, approvals: Sequence[Approval], policy: SpendThresholds | None = None
+) -> str:
+    """`"Needs two approvers (over $200.00/h): 1 of 2 so far — <@U0BOB>"` (mrkdwn)."""
+    needed = req.approvals_needed
+    limit = policy.one_approver_up_to_cents if policy is not None else None
+    over = f" (over {hourly(limit)})" if limit is not None else ""
+    given = approvers(req, approvals)
+    who = f" — {_joined([user(a) for a in given])}" if given else ""
+    count = "two" if needed == 2 else str(needed)
+    return f"Needs {count} approvers{over}: {len(given)} of {needed} so far{who}"
+
+
+def approvers(req: LaunchRequest, approvals: Sequence[Approval]) -> list[str]:
+    """The distinct users who approved this request, in the order they did."""
+    found: list[str] = []
+    for a in approvals:
+        if (a.request_id == req.id and a.decision is Decision.APPROVE
+                and a.approver_id not in found):
+            found.append(a.approver_id)
+    return found
+
+
+def outcome_line(
+    req: LaunchRequest, approvals: Sequence[Approval], *, policy: SpendThresholds | None = None
+) -> str:
     """One context line saying how the request ended up (mrkdwn)."""
     status = req.status
     if status in _APPROVED:
-        who = deciders(req, approvals, Decision.APPROVE)
         tail = {RequestStatus.LAUNCHING: " — launching",
                 RequestStatus.LAUNCHED: " — launched"}.get(status, "")
         if status is RequestStatus.LAUNCHED and req.cluster_id:
             tail = f" — launched as {code(escaped(req.cluster_id, ID_MAX))}"
-        return f":white_check_mark: Approved by {who}{tail}"
+        if req.decided_by is None and not approvers(req, approvals):
+            limit = policy.auto_approve_below_cents if policy is not None else None
+            under = f" (under {hourly(limit)})" if limit is not None else ""
+            return f":white_check_mark: Auto-approved by the spend policy{under}{tail}"
+        who = deciders(req, approvals, Decision.APPROVE)
+        how = " as an explicit override of the spend policy" if req.override_rule else ""
+        return f":white_check_mark: Approved by {who}{how}{tail}"
     if status is RequestStatus.REJECTED:
         return f":no_entry: Rejected by {deciders(req, approvals, Decision.REJECT)}"
     if status is RequestStatus.SUPERSEDED:
@@ -178,18 +282,43 @@ def outcome_line(req: LaunchRequest, approvals: Sequence[Approval]) -> str:
         return f":x: Failed: {_reason(req)}"
     if status is RequestStatus.CANCELLED:
         return ":heavy_multiplication_x: Cancelled"
+    if req.approvals_needed >= 2:
+        progress = approvals_progress(req, approvals, policy)
+        return f":hourglass_flowing_sand: Waiting for approval — {progress}"
     return ":hourglass_flowing_sand: Waiting for approval"
 
 
 def deciders(req: LaunchRequest, approvals: Sequence[Approval], decision: Decision) -> str:
-    """`"<@U1> at <date>, <@U2> at <date>"`, from the approvals or else the request itself."""
-    picked = [a for a in approvals if a.decision is decision and a.request_id == req.id]
+    """`"<@U1> at <date> and <@U2> at <date>"`, from the approvals or else the request itself."""
+    picked: list[Approval] = []
+    for a in approvals:
+        if (a.decision is decision and a.request_id == req.id
+                and all(p.approver_id != a.approver_id for p in picked)):
+            picked.append(a)
     if picked:
-        return ", ".join(f"{user(a.approver_id)} at {when(a.at)}" for a in picked[:5])
+        return _joined([f"{user(a.approver_id)} at {when(a.at)}" for a in picked[:5]])
     if req.decided_by:
         at = f" at {when(req.decided_at)}" if req.decided_at else ""
         return f"{user(req.decided_by)}{at}"
     return "an approver"
+
+
+def _joined(items: Sequence[str]) -> str:
+    """`"a"`, `"a and b"`, `"a, b and c"`."""
+    if len(items) <= 1:
+        return "".join(items)
+    return f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def _rule(text: str, *, plain: bool = False) -> str:
+    """The policy's refusal text without its final full stop (we add our own); escaped for
+    mrkdwn unless it goes into a plain-text confirm."""
+    rule = " ".join(text.split()).rstrip(". ")
+    return truncate(rule, ERROR_MAX) if plain else escaped(rule, ERROR_MAX)
+
+
+def _hours(n: int) -> str:
+    return f"{n} hour{'s' if n != 1 else ''}"
 
 
 def _reason(req: LaunchRequest) -> str:

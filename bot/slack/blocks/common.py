@@ -33,6 +33,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
      "/cluster notify clu_9xQe1 #ml-infra"),
     ("/cluster logs <cluster-id> [node=<rank>]", "The last lines of one node's log, shown only "
      "to you (rank 0, the primary, by default).", "/cluster logs clu_9xQe1 node=1"),
+    ("/cluster audit [id]", "The audit trail, newest first: who quoted, asked, approved, "
+     "launched, extended or terminated what, for how much — and every refusal. With an id, "
+     "only that request, cluster or volume.", "/cluster audit clu_9xQe1"),
+    ("/cluster spend [YYYY-MM]", "One month's spend from AI Reserve's billed hours: the total, "
+     "by owner and by cluster (this month by default).", "/cluster spend 2026-11"),
     ("/cluster help", "This list.", "/cluster help"),
 )
 
@@ -53,7 +58,7 @@ def help_message(*, unknown: str | None = None) -> Message:
     ))
     return compose(
         "/cluster commands: quote, list, status, terminate, recover, autorecover, notify, logs, "
-        "help", blocks, key="help")
+        "audit, spend, help", blocks, key="help")
 
 
 def error_message(text: str, *, usage: str = "") -> Message:

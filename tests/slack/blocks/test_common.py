@@ -53,3 +53,16 @@ def test_help_lists_the_watch_commands_in_order():
     assert "one recovery attempt now" in text.lower()
     assert "Another channel gets this cluster's notices" in text
     assert "rank 0, the primary, by default" in text and "only to you" in text
+
+
+def test_help_lists_audit_and_spend_before_help():
+    msg = help_message()
+    check_message(msg)
+    text = all_text(msg)
+    order = ["/cluster logs", "/cluster audit [id]", "/cluster spend [YYYY-MM]", "/cluster help"]
+    positions = [text.index(f"`{usage}") for usage in order]
+    assert positions == sorted(positions)
+    assert "Example: `/cluster audit clu_9xQe1`" in text
+    assert "Example: `/cluster spend 2026-11`" in text
+    assert "every refusal" in text and "AI Reserve's billed hours" in text
+    assert "audit, spend, help" in msg.text

@@ -1,0 +1,190 @@
+"""The spend policy: who approves what, the budgets and the limits, and the pure evaluator.
+
+`evaluate` turns one launch request into a `Verdict`: how many distinct approvers its hourly rate
+needs (0, 1 or 2), or the rule it breaks — with the numbers, in plain words — and whether that
+goes to an admin for an explicit override or is refused outright. `may_approve` says whether a
+given person may approve it. Both are pure: the caller supplies the month's spend, the resolved
+user-group members and `now`. The file format lives in bot/policy_file.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+
+from pydantic import Field
+
+from bot.domain.models import Frozen
+from bot.domain.spend import MonthSpend, accruals_before, month_bounds
+
+
+class Team(Frozen):
+    """A group of people sharing one monthly budget (a person may be in several)."""
+
+    name: str
+    members: frozenset[str]
+    monthly_cents: int
+
+
+class Policy(Frozen):
+    """The rules, in integer cents. Every limit is optional: None means "no such limit"."""
+
+    approvals_channel: str | None = None
+    approver_ids: frozenset[str] = frozenset()
+    approver_group: str | None = None  # a Slack user group id; the bot resolves its members
+    admin_ids: frozenset[str] = frozenset()
+    auto_approve_below_cents: int | None = None  # $/h of the whole cluster
+    one_approver_up_to_cents: int | None = None  # above it: two distinct approvers
+    default_user_budget_cents: int | None = None  # monthly
+    user_budget_cents: Mapping[str, int] = Field(default_factory=dict)
+    teams: tuple[Team, ...] = ()
+    allowed_accelerators: frozenset[str] | None = None  # lower-case short names or catalog ids
+    max_nodes: int | None = None
+    max_lifetime_hours: int | None = None  # the approved spend envelope of each cluster
+    enforce_lifetime: bool = False  # an unanswered envelope ends in termination
+    overrides_by_admins: bool = False  # a broken rule goes to the admins instead of a refusal
+
+    @classmethod
+    def simple(cls, *, approvers: Iterable[str], approvals_channel: str | None) -> Policy:
+        """Today's behaviour without a policy file: one approver for everything, no limits."""
+        return cls(approvals_channel=approvals_channel, approver_ids=frozenset(approvers))
+
+    def budget_of(self, user: str) -> int | None:
+        """The monthly budget of one person: their own line, else the default, else none."""
+        return self.user_budget_cents.get(user, self.default_user_budget_cents)
+
+    def teams_of(self, user: str) -> tuple[Team, ...]:
+        return tuple(team for team in self.teams if user in team.members)
+
+
+class Verdict(Frozen):
+    """What the policy says about one launch request."""
+
+    approvals_needed: int  # 0 = auto-approve, 1, or 2 distinct approvers (never the requester)
+    refused: str | None = None  # the rule(s) broken, with the numbers, in plain words
+    override: bool = False  # True: route to the admins for an explicit override, do not refuse
+    lifetime_hours: int | None = None  # the envelope to approve
+
+    @property
+    def is_refusal(self) -> bool:
+        """Broken rule and nobody may override it: tell the requester `refused` and stop."""
+        return self.refused is not None and not self.override
+
+    @property
+    def auto_approved(self) -> bool:
+        return self.refused is None and self.approvals_needed == 0
+
+
+def money(cents: int) -> str:
+    """`4120000` → `"$41,200.00"` (refusal texts; Slack rendering has its own helper)."""
+    sign = "-" if cents < 0 else ""
+    dollars, rest = divmod(abs(cents), 100)
+    return f"{sign}${dollars:,}.{rest:02d}"
+
+
+def accelerator_allowed(allowed: frozenset[str] | None, accelerator_id: str) -> bool:
+    """A short name allows every catalog id it prefixes: "h100" → "h100-sxm-80gb"."""
+    if allowed is None:
+        return True
+    wanted = accelerator_id.lower()
+    return any(wanted == name or wanted.startswith(name + "-") for name in allowed)
+
+
+def _either(names: Iterable[str]) -> str:
+    ordered = sorted(names)
+    return ordered[0] if len(ordered) == 1 else ", ".join(ordered[:-1]) + " or " + ordered[-1]
+
+
+def approvals_for_rate(policy: Policy, hourly_cents: int) -> int:
+    """0 below the auto-approve threshold, 2 above the one-approver ceiling, else 1."""
+    auto, one = policy.auto_approve_below_cents, policy.one_approver_up_to_cents
+    if auto is not None and hourly_cents < auto:
+        return 0
+    if one is not None and hourly_cents > one:
+        return 2
+    return 1
+
+
+def request_month_cents(policy: Policy, *, hourly_cents: int, now: datetime) -> int:
+    """What a cluster launched now adds to this month: an accrual every hour from now until the
+    month ends, at most the approved lifetime's worth."""
+    _, end = month_bounds(None, now)
+    hours = accruals_before(now, end)
+    if policy.max_lifetime_hours is not None:
+        hours = min(hours, policy.max_lifetime_hours)
+    return hourly_cents * hours
+
+
+def _broken_rules(policy: Policy, *, requester: str, accelerator_id: str, nodes: int,
+                  hourly_cents: int, month_spend: MonthSpend, now: datetime) -> list[str]:
+    broken = []
+    if not accelerator_allowed(policy.allowed_accelerators, accelerator_id):
+        assert policy.allowed_accelerators is not None
+        broken.append(f"{_either(policy.allowed_accelerators)} only: {accelerator_id} is not "
+                      "allowed by the spend policy.")
+    if policy.max_nodes is not None and nodes > policy.max_nodes:
+        broken.append(f"The spend policy allows at most {policy.max_nodes} nodes per cluster; "
+                      f"this asks for {nodes}.")
+    adds = request_month_cents(policy, hourly_cents=hourly_cents, now=now)
+    budget = policy.budget_of(requester)
+    if budget is not None and month_spend.user_cents + adds > budget:
+        broken.append(f"This would bring your month to {money(month_spend.user_cents + adds)} "
+                      f"of your {money(budget)} budget.")
+    for team in policy.teams_of(requester):
+        total = month_spend.team_cents.get(team.name, 0) + adds
+        if total > team.monthly_cents:
+            broken.append(f"Team {team.name}: {money(total)} of {money(team.monthly_cents)}.")
+    return broken
+
+
+def evaluate(policy: Policy, *, requester: str, accelerator_id: str, nodes: int,
+             hourly_cents: int, month_spend: MonthSpend, now: datetime) -> Verdict:
+    """Check, in order: the accelerator, the node count, the requester's budget and each of their
+    teams' budgets (this month's spend + this cluster until the month's end, capped at the
+    lifetime); then the rate thresholds decide 0, 1 or 2 approvers.
+
+    Every broken rule is named (in that order) so the requester can fix them all at once. With
+    overrides by admins a broken rule becomes an override: at least one approval, by an admin.
+    A refusal also keeps approvals_needed ≥ 1, so no caller can mistake it for an auto-approval.
+    """
+    needed = approvals_for_rate(policy, hourly_cents)
+    broken = _broken_rules(policy, requester=requester, accelerator_id=accelerator_id,
+                           nodes=nodes, hourly_cents=hourly_cents, month_spend=month_spend,
+                           now=now)
+    if not broken:
+        return Verdict(approvals_needed=needed, lifetime_hours=policy.max_lifetime_hours)
+    return Verdict(approvals_needed=max(1, needed), refused=" ".join(broken),
+                   override=policy.overrides_by_admins, lifetime_hours=policy.max_lifetime_hours)
+
+
+def is_approver(policy: Policy, user: str, group_members: frozenset[str]) -> bool:
+    """Listed by id, or a member of the approvers' user group (resolved by the caller)."""
+    return user in policy.approver_ids or (policy.approver_group is not None
+                                           and user in group_members)
+
+
+def may_approve(policy: Policy, approver: str, *, requester: str, group_members: frozenset[str],
+                override: bool) -> str | None:
+    """None if `approver` may approve this request, else why not, in plain words.
+
+    `override`: this approval must be an admin's — the request broke a rule (its verdict had
+    `override=True`) and no admin has approved it yet; `admin_still_needed` says when. An admin
+    need not be an approver to approve an override: overriding is what admins are for.
+    """
+    if approver == requester:
+        return "You can't approve your own launch request; another approver has to decide."
+    if override:
+        if approver in policy.admin_ids:
+            return None
+        return ("This request breaks the spend policy, so only a policy admin can approve it "
+                "(as an explicit override).")
+    if not is_approver(policy, approver, group_members):
+        return "Only the configured approvers can approve launch requests."
+    return None
+
+
+def admin_still_needed(policy: Policy, *, override_rule: str | None,
+                       approved_by: Iterable[str]) -> bool:
+    """For `may_approve(override=...)`: an override request needs one admin among its approvers;
+    until one has approved, only admins may approve."""
+    return override_rule is not None and not any(a in policy.admin_ids for a in approved_by)

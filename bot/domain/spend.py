@@ -1,0 +1,173 @@
+"""Month maths for budgets and `/cluster spend`, from the provider's own billing figures.
+
+In `hour` mode (contract §5.3) a cluster accrues one full hour at `ready_at + k·1 h` for
+k = 0, 1, 2, … while it runs; `ClusterRecord.accrued_hours` counts the accruals so far and
+`accrued_cents` is what the provider says they cost. So "what was spent in March" is the
+accruals whose instant falls in March, priced from the provider's figure (never recomputed from
+the rate), and "what will still be spent" is the accruals still to come before the month ends
+(or the cluster's approved lifetime runs out), at the locked rate.
+
+Where the record cannot be exact we overestimate: for a bot that guards spend, that is the safe
+error (the contract makes the same choice for the billing increment).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+from pydantic import Field
+
+from bot.domain.models import ClusterRecord, ClusterState, Frozen
+
+if TYPE_CHECKING:
+    from bot.domain.policy import Team
+
+HOUR = timedelta(hours=1)
+_MONTH = re.compile(r"^(\d{4})-(\d{2})$")
+# States in which a cluster will still accrue: provisioning becomes ready (and billable) in
+# minutes, so a cluster launched a moment ago already counts against the month.
+_WILL_ACCRUE = (ClusterState.PROVISIONING, ClusterState.RUNNING, ClusterState.DEGRADED)
+
+
+def month_bounds(month: str | None, now: datetime) -> tuple[datetime, datetime]:
+    """`"2026-11"` (or the month of `now` when None) → [first instant, first of the next month).
+
+    Raises ValueError for anything that is not a month like `2026-11`.
+    """
+    if month is None:
+        year, number = now.astimezone(UTC).year, now.astimezone(UTC).month
+    else:
+        match = _MONTH.match(month.strip())
+        if match is None or not 1 <= int(match.group(2)) <= 12:
+            raise ValueError(f"{month!r} is not a month like 2026-11")
+        year, number = int(match.group(1)), int(match.group(2))
+    start = datetime(year, number, 1, tzinfo=UTC)
+    end = datetime(year + number // 12, number % 12 + 1, 1, tzinfo=UTC)
+    return start, end
+
+
+def accruals_before(anchor: datetime, when: datetime) -> int:
+    """How many hourly accruals anchored at `anchor` (at anchor + k h) happen before `when`."""
+    if when <= anchor:
+        return 0
+    whole, rest = divmod(when - anchor, HOUR)
+    return int(whole) + (1 if rest else 0)
+
+
+def accrued_in(c: ClusterRecord, start: datetime, end: datetime) -> int:
+    """Cents the cluster has accrued (per its last billing figures) with an instant in [start, end).
+
+    Each accrual is priced from the provider's `accrued_cents`, spread over `accrued_hours` so the
+    months of one cluster always add up to exactly what the provider charged.
+    """
+    if c.ready_at is None or c.accrued_cents <= 0:
+        return 0
+    if c.accrued_hours <= 0:
+        # Cents without an hour count (a per-second provider): all of it at ready_at.
+        return c.accrued_cents if start <= c.ready_at < end else 0
+    first = min(accruals_before(c.ready_at, start), c.accrued_hours)
+    stop = min(accruals_before(c.ready_at, end), c.accrued_hours)
+    if stop <= first:
+        return 0
+    return _cumulative(c, stop) - _cumulative(c, first)
+
+
+def _cumulative(c: ClusterRecord, hours: int) -> int:
+    """Cents of the first `hours` accruals (integer shares that sum to `accrued_cents`)."""
+    return c.accrued_cents * hours // c.accrued_hours
+
+
+def projected_in(c: ClusterRecord, *, now: datetime, end: datetime,
+                 lifetime_hours: int | None) -> int:
+    """Cents a live cluster will still accrue before `end`, at its locked rate.
+
+    Counts every accrual not yet in the record, including one that fell due after the record was
+    last refreshed, up to `end` and at most `lifetime_hours` accruals in all (the approved
+    envelope). A cluster still provisioning is assumed ready now. Terminating, terminated and
+    failed clusters accrue nothing more.
+    """
+    if c.status not in _WILL_ACCRUE:
+        return 0
+    if c.ready_at is None:
+        anchor, done = now, 0
+    else:
+        anchor, done = c.ready_at, c.accrued_hours
+    stop = accruals_before(anchor, end)
+    if lifetime_hours is not None:
+        stop = min(stop, lifetime_hours)
+    return max(0, stop - done) * c.hourly_cents
+
+
+class MonthSpend(Frozen):
+    """What a requester (and each of their teams) has spent this month plus what their live
+    clusters will still spend before it ends."""
+
+    user_cents: int = 0
+    team_cents: Mapping[str, int] = Field(default_factory=dict)
+
+
+def _month_cents(c: ClusterRecord, *, start: datetime, end: datetime, now: datetime) -> int:
+    return accrued_in(c, start, end) + projected_in(c, now=now, end=end,
+                                                    lifetime_hours=c.lifetime_hours)
+
+
+def month_spend(clusters: Iterable[ClusterRecord], *, user: str, teams: Sequence[Team],
+                now: datetime) -> MonthSpend:
+    """Spent + projected this month, for `user` and for each team in `teams` (by name).
+
+    Clusters nobody owns yet (adopted, unclaimed) count against no budget.
+    """
+    start, end = month_bounds(None, now)
+    user_cents = 0
+    team_cents = {team.name: 0 for team in teams}
+    for c in clusters:
+        if c.owner_id is None:
+            continue
+        cents = _month_cents(c, start=start, end=end, now=now)
+        if not cents:
+            continue
+        if c.owner_id == user:
+            user_cents += cents
+        for team in teams:
+            if c.owner_id in team.members:
+                team_cents[team.name] += cents
+    return MonthSpend(user_cents=user_cents, team_cents=team_cents)
+
+
+class SpendReport(Frozen):
+    """One month's accrued spend, largest first; `projected_cents` is what the live clusters will
+    still add before the month ends (0 for a month that is over)."""
+
+    month: str  # "YYYY-MM"
+    by_owner: list[tuple[str | None, int]]  # None: clusters nobody has claimed
+    by_cluster: list[tuple[ClusterRecord, int]]
+    total_cents: int
+    projected_cents: int = 0
+
+
+def spend_report(clusters: Iterable[ClusterRecord], month: str | None,
+                 now: datetime) -> SpendReport:
+    """What each cluster and each owner accrued in `month` (None: this month).
+
+    Raises ValueError for a malformed month (see `month_bounds`).
+    """
+    start, end = month_bounds(month, now)
+    by_cluster: list[tuple[ClusterRecord, int]] = []
+    owners: dict[str | None, int] = {}
+    projected = 0
+    for c in clusters:
+        cents = accrued_in(c, start, end)
+        if start <= now < end:
+            projected += projected_in(c, now=now, end=end, lifetime_hours=c.lifetime_hours)
+        if cents:
+            by_cluster.append((c, cents))
+            owners[c.owner_id] = owners.get(c.owner_id, 0) + cents
+    by_cluster.sort(key=lambda item: (-item[1], item[0].id))
+    # Unclaimed spend last among equals: it is the line someone has to act on, but not a person.
+    by_owner = sorted(owners.items(), key=lambda item: (-item[1], item[0] is None, item[0] or ""))
+    return SpendReport(month=f"{start:%Y-%m}", by_owner=by_owner, by_cluster=by_cluster,
+                       total_cents=sum(cents for _, cents in by_cluster),
+                       projected_cents=projected)

@@ -1,0 +1,345 @@
+"""The spend policy file (YAML): read it, check every line, build a `Policy`.
+
+People edit this file by hand, so every mistake is reported with its line — a typo'd key, a
+wrong type, a third decimal, an id that is not a Slack id — all at once, before the bot starts.
+The YAML is composed (not loaded) so each value keeps the node it came from, and the node its
+line. A key that is absent and a key left empty (`group:`) both mean "not set".
+policy.example.yaml at the repository root documents every key.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable
+from decimal import Decimal
+from pathlib import Path
+
+import yaml
+from yaml.constructor import SafeConstructor
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from bot.domain.policy import Policy, Team, money
+
+_USER = (re.compile(r"^[UW][A-Z0-9]{2,}$"), "user id (like U012ABCDEF)")
+_CHANNEL = (re.compile(r"^[CG][A-Z0-9]{2,}$"), "channel id (like C012ABCDEF)")
+_GROUP = (re.compile(r"^S[A-Z0-9]{2,}$"), "user group id (like S012ABCDEF)")
+# The provider's self-serve range [docs]: a policy can narrow it, not widen it.
+MIN_NODES, MAX_NODES = 2, 8
+
+_TOP = frozenset({"approvals_channel", "approvers", "admins", "approval", "budgets", "limits",
+                  "overrides"})
+_APPROVERS = frozenset({"users", "group"})
+_APPROVAL = frozenset({"auto_approve_below", "one_approver_up_to"})
+_BUDGETS = frozenset({"default_user", "users", "teams"})
+_TEAM = frozenset({"members", "monthly"})
+_LIMITS = frozenset({"accelerators", "max_nodes", "max_lifetime_hours", "enforce_lifetime"})
+
+Entries = dict[str, tuple[Node, Node]]  # key → (key node, value node), nulls left out
+
+
+class PolicyError(Exception):
+    """The policy file cannot be used; `problems` has one "file:line: what is wrong" per mistake."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+def load_policy(path: Path) -> Policy:
+    """Read and check the policy file at `path`; raises PolicyError listing every problem."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise PolicyError([f"{path}:1: the policy file is not UTF-8 text"]) from None
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise PolicyError([f"{path}: cannot read the policy file ({reason})"]) from None
+    return parse_policy(text, name=str(path))
+
+
+def load_policy_or_default(path: Path | None, *, approvers: Iterable[str],
+                           approvals_channel: str | None) -> Policy:
+    """The file if one is configured, else today's behaviour (APPROVERS / APPROVALS_CHANNEL)."""
+    if path is None:
+        return Policy.simple(approvers=approvers, approvals_channel=approvals_channel)
+    return load_policy(path)
+
+
+def parse_policy(text: str, *, name: str = "policy.yaml") -> Policy:
+    """Check the text of a policy file; `name` starts every problem line."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else 1
+        raise PolicyError([f"{name}:{line}: not valid YAML: {exc.problem or exc.context}"]
+                          ) from None
+    except yaml.YAMLError as exc:
+        raise PolicyError([f"{name}:1: not valid YAML: {exc}"]) from None
+    reader = _Reader()
+    policy = reader.policy(root)
+    if reader.problems or policy is None:
+        # In file order, whatever order the sections were checked in.
+        raise PolicyError([f"{name}:{line}: {text}" for line, text in sorted(reader.problems,
+                                                                            key=lambda p: p[0])])
+    return policy
+
+
+class _Reader:
+    """Walks the composed YAML, collecting every problem instead of stopping at the first."""
+
+    def __init__(self) -> None:
+        self.problems: list[tuple[int, str]] = []  # (line, what is wrong)
+        self._constructor = SafeConstructor()
+
+    def problem(self, node: Node, text: str) -> None:
+        self.problems.append((node.start_mark.line + 1, text))
+
+    def value(self, node: Node) -> object:
+        """A scalar's Python value, typed by YAML (8 int, 8.5 float, yes bool, ~ None); a list
+        or mapping stays a node."""
+        if not isinstance(node, ScalarNode):
+            return node
+        try:
+            return self._constructor.construct_object(node, deep=True)
+        except yaml.YAMLError:
+            return node  # an unsupported tag (!!python/…): reported as a wrong type
+
+    def mapping(self, node: Node | None, path: str, allowed: frozenset[str] | None) -> Entries:
+        """A mapping's keys, with unknown (typos: the closest key is suggested) and duplicate
+        keys reported. Absent (None) reads as empty."""
+        if node is None:
+            return {}
+        if not isinstance(node, MappingNode):
+            self.problem(node, f"{path} must be a mapping of keys, not {self.describe(node)}")
+            return {}
+        found: Entries = {}
+        seen: set[str] = set()
+        for key_node, value_node in node.value:
+            key = self.value(key_node)
+            if not isinstance(key, str) or not key:
+                self.problem(key_node, f"{path} has a key that is not a name: "
+                                       f"{self.describe(key_node)}")
+                continue
+            full = f"{path}.{key}" if path != "the policy" else key
+            if key in seen:
+                self.problem(key_node, f"duplicate key {full}")
+            elif allowed is not None and key not in allowed:
+                close = difflib.get_close_matches(key, sorted(allowed), n=1)
+                hint = f"did you mean {close[0]}?" if close else "known: " + ", ".join(
+                    sorted(allowed))
+                self.problem(key_node, f"unknown key {full} ({hint})")
+            elif self.value(value_node) is not None:
+                found[key] = (key_node, value_node)
+            seen.add(key)
+        return found
+
+    def describe(self, node: Node) -> str:
+        value = self.value(node)
+        if isinstance(value, bool):
+            return str(value).lower()
+        if isinstance(value, str):
+            return repr(value)
+        if isinstance(value, int | float):
+            return f"the number {value}"
+        if isinstance(value, SequenceNode):
+            return "a list"
+        if isinstance(value, MappingNode):
+            return "a mapping"
+        return f"a value tagged {node.tag}"
+
+    def cents(self, node: Node, path: str) -> int | None:
+        """Dollars with at most 2 decimals → integer cents."""
+        value = self.value(node)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            self.problem(node, f"{path} must be an amount in dollars like 20 or 20.50, "
+                               f"not {self.describe(node)}")
+            return None
+        # repr() is the shortest text that round-trips: 20.005 stays 20.005, not a binary tail.
+        amount = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+        if not amount.is_finite():
+            self.problem(node, f"{path} must be an amount in dollars, not {value}")
+        elif amount < 0:
+            self.problem(node, f"{path} must not be negative ({value})")
+        elif (amount * 100) != (amount * 100).to_integral_value():
+            self.problem(node, f"{path} has more than 2 decimals ({value}): money is in cents")
+        else:
+            return int(amount * 100)
+        return None
+
+    def whole(self, node: Node, path: str, low: int, high: int | None) -> int | None:
+        value = self.value(node)
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.problem(node, f"{path} must be a whole number, not {self.describe(node)}")
+        elif high is not None and not low <= value <= high:
+            self.problem(node, f"{path} must be between {low} and {high} (the provider's "
+                               f"self-serve range), not {value}")
+        elif value < low:
+            self.problem(node, f"{path} must be at least {low}, not {value}")
+        else:
+            return value
+        return None
+
+    def slack_id(self, node: Node, path: str, kind: tuple[re.Pattern[str], str]) -> str | None:
+        value = self.value(node)
+        if isinstance(value, str) and kind[0].match(value):
+            return value
+        self.problem(node, f"{path}: {self.describe(node)} is not a Slack {kind[1]}")
+        return None
+
+    def items(self, node: Node, path: str, example: str) -> list[Node]:
+        if isinstance(node, SequenceNode):
+            return list(node.value)
+        self.problem(node, f"{path} must be a list like {example}, not {self.describe(node)}")
+        return []
+
+    def user_ids(self, node: Node, path: str) -> frozenset[str]:
+        ids = (self.slack_id(item, path, _USER) for item in self.items(node, path, "[U012ABCDEF]"))
+        return frozenset(i for i in ids if i is not None)
+
+    # --- the sections -------------------------------------------------------------------------
+
+    def policy(self, root: Node | None) -> Policy | None:
+        if root is None or self.value(root) is None:
+            self.problems.append((1, "the policy file is empty; it needs at least approvers"))
+            return None
+        if not isinstance(root, MappingNode):
+            self.problem(root, f"the policy must be a mapping of keys, not {self.describe(root)}")
+            return None
+        top = self.mapping(root, "the policy", _TOP)
+        channel = None
+        if "approvals_channel" in top:
+            channel = self.slack_id(top["approvals_channel"][1], "approvals_channel", _CHANNEL)
+        users, group = self.approvers(root, top)
+        admins = self.user_ids(top["admins"][1], "admins") if "admins" in top else frozenset()
+        auto, one = self.approval(self.mapping(_node(top, "approval"), "approval", _APPROVAL))
+        default, per_user, teams = self.budgets(
+            self.mapping(_node(top, "budgets"), "budgets", _BUDGETS))
+        limits = self.mapping(_node(top, "limits"), "limits", _LIMITS)
+        lifetime = self.limit(limits, "max_lifetime_hours", 1, None)
+        return Policy(
+            approvals_channel=channel, approver_ids=users, approver_group=group, admin_ids=admins,
+            auto_approve_below_cents=auto, one_approver_up_to_cents=one,
+            default_user_budget_cents=default, user_budget_cents=per_user, teams=teams,
+            allowed_accelerators=self.accelerators(limits),
+            max_nodes=self.limit(limits, "max_nodes", MIN_NODES, MAX_NODES),
+            max_lifetime_hours=lifetime, enforce_lifetime=self.enforce(limits, lifetime),
+            overrides_by_admins=self.overrides(top, admins),
+        )
+
+    def approvers(self, root: Node, top: Entries) -> tuple[frozenset[str], str | None]:
+        before = len(self.problems)
+        section = self.mapping(_node(top, "approvers"), "approvers", _APPROVERS)
+        users = self.user_ids(section["users"][1], "approvers.users") \
+            if "users" in section else frozenset()
+        group = self.slack_id(section["group"][1], "approvers.group", _GROUP) \
+            if "group" in section else None
+        if not users and group is None and len(self.problems) == before:
+            self.problem(_node(top, "approvers") or root,
+                         "approvers must list users or a group: someone has to approve")
+        return users, group
+
+    def approval(self, section: Entries) -> tuple[int | None, int | None]:
+        auto = one = None
+        if "auto_approve_below" in section:
+            auto = self.cents(section["auto_approve_below"][1], "approval.auto_approve_below")
+        if "one_approver_up_to" in section:
+            node = section["one_approver_up_to"][1]
+            one = self.cents(node, "approval.one_approver_up_to")
+            if one is not None and auto is not None and one <= auto:
+                self.problem(node, "approval.one_approver_up_to must be above auto_approve_below "
+                                   f"({money(one)} is not above {money(auto)})")
+        return auto, one
+
+    def budgets(self, section: Entries) -> tuple[int | None, dict[str, int], tuple[Team, ...]]:
+        default = None
+        if "default_user" in section:
+            default = self.cents(section["default_user"][1], "budgets.default_user")
+        per_user: dict[str, int] = {}
+        for user, (key, node) in self.mapping(_node(section, "users"), "budgets.users",
+                                              None).items():
+            cents = self.cents(node, f"budgets.users.{user}")
+            if self.slack_id(key, "budgets.users", _USER) and cents is not None:
+                per_user[user] = cents
+        teams = []
+        for name, (key, node) in self.mapping(_node(section, "teams"), "budgets.teams",
+                                              None).items():
+            team = self.team(name, key, node)
+            if team is not None:
+                teams.append(team)
+        return default, per_user, tuple(teams)
+
+    def team(self, name: str, key: Node, node: Node) -> Team | None:
+        path = f"budgets.teams.{name}"
+        fields = self.mapping(node, path, _TEAM)
+        if not isinstance(node, MappingNode):
+            return None
+        members: frozenset[str] = frozenset()
+        if "members" not in fields:
+            self.problem(key, f"team {name} has no members: list them in {path}.members")
+        else:
+            members = self.user_ids(fields["members"][1], f"{path}.members")
+            if isinstance(fields["members"][1], SequenceNode) and not fields["members"][1].value:
+                self.problem(fields["members"][1], f"team {name} has no members: list them in "
+                                                   f"{path}.members")
+        monthly = self.cents(fields["monthly"][1], f"{path}.monthly") \
+            if "monthly" in fields else None
+        if "monthly" not in fields:
+            self.problem(key, f"team {name} has no budget: set {path}.monthly (dollars)")
+        if not members or monthly is None:
+            return None
+        return Team(name=name, members=members, monthly_cents=monthly)
+
+    def limit(self, limits: Entries, key: str, low: int, high: int | None) -> int | None:
+        return self.whole(limits[key][1], f"limits.{key}", low, high) if key in limits else None
+
+    def accelerators(self, limits: Entries) -> frozenset[str] | None:
+        if "accelerators" not in limits:
+            return None
+        node, found = limits["accelerators"][1], set()
+        for item in self.items(node, "limits.accelerators", "[h100, h200]"):
+            value = self.value(item)
+            if isinstance(value, str) and value.strip():
+                found.add(value.strip().lower())
+            else:
+                self.problem(item, f"limits.accelerators: {self.describe(item)} is not an "
+                                   "accelerator name")
+        if isinstance(node, SequenceNode) and not node.value:
+            self.problem(node, "limits.accelerators is empty: remove it to allow every "
+                               "accelerator")
+        return frozenset(found) or None
+
+    def enforce(self, limits: Entries, lifetime: int | None) -> bool:
+        if "enforce_lifetime" not in limits:
+            return False
+        node = limits["enforce_lifetime"][1]
+        value = self.value(node)
+        if not isinstance(value, bool):
+            self.problem(node, f"limits.enforce_lifetime must be true or false, not "
+                               f"{self.describe(node)}")
+            return False
+        if value and lifetime is None and "max_lifetime_hours" not in limits:
+            self.problem(node, "limits.enforce_lifetime needs limits.max_lifetime_hours")
+        return value
+
+    def overrides(self, top: Entries, admins: frozenset[str]) -> bool:
+        if "overrides" not in top:
+            return False  # the safe default: a broken rule is refused
+        node = top["overrides"][1]
+        value = self.value(node)
+        if value not in ("admins", "none"):
+            self.problem(node, f"overrides must be admins or none, not {self.describe(node)}")
+            return False
+        if value == "admins" and "admins" not in top:
+            self.problem(node, "overrides is admins but no admins are listed: add admins, or "
+                               "set overrides: none")
+        elif value == "admins" and isinstance(top["admins"][1], SequenceNode) \
+                and not top["admins"][1].value:
+            self.problem(top["admins"][1], "admins is empty but overrides is admins: list at "
+                                           "least one admin, or set overrides: none")
+        return value == "admins"
+
+
+def _node(entries: Entries, key: str) -> Node | None:
+    return entries[key][1] if key in entries else None

@@ -1,0 +1,92 @@
+"""The audit trail: every state-changing action and every refused attempt, appended once.
+
+Services decorate their public actions with `@audited(action, subject=...)`: a success is
+written with the amount concerned, a `DomainError` (a refusal) with its reason, a provider
+failure as failed — and the error goes on to the person unchanged. Actions with no actor (a
+sweep, a timer, the spend policy) call `AuditLog.write` themselves with `actor=None`.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable, Coroutine
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
+
+from bot.clock import Clock
+from bot.domain.errors import DomainError
+from bot.domain.models import Actor, AuditEntry
+from bot.reserve import errors as api
+from storage.db import Database
+
+log = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class AuditLog:
+    def __init__(self, *, db: Database, clock: Clock) -> None:
+        self._db = db
+        self._clock = clock
+
+    async def write(self, *, actor: Actor | None, action: str, subject_id: str, outcome: str,
+                    amount_cents: int | None = None, detail: str = "",
+                    idempotency_key: str | None = None) -> None:
+        entry = AuditEntry(
+            at=self._clock.now(), actor_id=actor.user_id if actor else None,
+            team_id=actor.team_id if actor else None, action=action, subject_id=subject_id,
+            amount_cents=amount_cents, outcome=outcome, detail=detail[:2000],
+            idempotency_key=idempotency_key)
+        async with self._db.transaction() as repos:
+            await repos.audit.add(entry)
+
+
+class Audited(Protocol):
+    _audit: AuditLog
+
+
+S = TypeVar("S", bound=Audited)
+
+
+Method = Callable[Concatenate[S, P], Coroutine[Any, Any, R]]
+
+
+def audited(action: str, *, subject: str) -> Callable[[Method[S, P, R]], Method[S, P, R]]:
+    """Record the call's outcome; `subject` names the keyword argument holding the subject id."""
+
+    def wrap(method: Method[S, P, R]) -> Method[S, P, R]:
+        @functools.wraps(method)
+        async def run(service: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
+            actor = kwargs.get("actor")
+            who = actor if isinstance(actor, Actor) else None
+            subject_id = str(kwargs.get(subject, "?"))
+            try:
+                result = await method(service, *args, **kwargs)
+            except DomainError as exc:
+                await service._audit.write(actor=who, action=action, subject_id=subject_id,
+                                        outcome="refused", detail=exc.user_message)
+                raise
+            except api.ApiError as exc:
+                await service._audit.write(actor=who, action=action, subject_id=subject_id,
+                                        outcome="failed", detail=f"{exc.code}: {exc.message}")
+                raise
+            await service._audit.write(
+                actor=who, action=action, subject_id=_subject(result, subject_id),
+                outcome="ok", amount_cents=_amount(result),
+                idempotency_key=getattr(result, "idempotency_key", None))
+            return result
+
+        return run
+
+    return wrap
+
+
+def _amount(result: Any) -> int | None:
+    value = getattr(result, "hourly_cents", None)
+    return value if isinstance(value, int) else None
+
+
+def _subject(result: Any, fallback: str) -> str:
+    value = getattr(result, "id", None)
+    return value if isinstance(value, str) else fallback

@@ -1,0 +1,50 @@
+"""What one person's App Home shows: their live clusters, what waits for their approval, and
+their spend this month against their budget."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.clock import Clock
+from bot.domain import spend
+from bot.domain.models import ClusterRecord, LaunchRequest, QuoteInfo
+from bot.services.people import People
+from storage.db import Database
+
+
+@dataclass(frozen=True)
+class HomeFacts:
+    user_id: str
+    clusters: list[ClusterRecord]
+    pending: list[tuple[LaunchRequest, QuoteInfo]]
+    is_approver: bool
+    month_spent_cents: int
+    budget_cents: int | None
+    month: str
+
+
+class HomeService:
+    def __init__(self, *, db: Database, people: People, clock: Clock) -> None:
+        self._db = db
+        self._people = people
+        self._clock = clock
+
+    async def facts(self, user_id: str) -> HomeFacts:
+        now = self._clock.now()
+        start, end = spend.month_bounds(None, now)
+        is_approver = user_id in await self._people.approvers()
+        async with self._db.transaction() as repos:
+            month_clusters = await repos.clusters.list_in_period(start, end)
+            mine = [c for c in await repos.clusters.list_for_owner(user_id) if c.status.is_live]
+            pending: list[tuple[LaunchRequest, QuoteInfo]] = []
+            if is_approver:
+                for request in await repos.requests.list_pending():
+                    quote = await repos.quotes.get(request.quote_id)
+                    if quote is not None and request.requester_id != user_id:
+                        pending.append((request, quote))
+        policy = self._people.policy
+        month = spend.month_spend(month_clusters, user=user_id, teams=policy.teams_of(user_id),
+                                  now=now)
+        return HomeFacts(user_id=user_id, clusters=mine, pending=pending,
+                         is_approver=is_approver, month_spent_cents=month.user_cents,
+                         budget_cents=policy.budget_of(user_id), month=f"{start:%Y-%m}")

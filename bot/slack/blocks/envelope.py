@@ -1,0 +1,150 @@
+"""The approved spend envelope of a cluster: the hours an approver said yes to.
+
+The spend policy approves a cluster for `lifetime_hours` (bot/domain/policy.py). The envelope
+sweep decides when to speak — 80 %, 100 %, an hour before an enforced termination — and these
+builders only render what it decided. Money is AI Reserve's figure (`accrued_cents`) or the
+locked rate times hours, never an estimate of our own. The owner cannot extend their own
+envelope: the Extend button goes only on messages approvers see, and the service checks again.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from slack_sdk.models.blocks import Block, ButtonElement
+
+from bot.domain.models import ClusterRecord
+from bot.slack.blocks.cluster import TERMINABLE, cluster_ref, owner_mention, terminate_button
+from bot.slack.blocks.format import (
+    ID_MAX,
+    duration,
+    escaped,
+    hourly,
+    money,
+    truncate,
+    user,
+    when,
+)
+from bot.slack.blocks.message import Message, actions, button, compose, confirm, context, section
+from bot.slack.ids import Action, ClusterRef
+
+NO_SELF_EXTEND = ("Only an approver can extend the envelope — an owner cannot extend their own "
+                  "cluster. Ask in the approvals channel.")
+
+
+def envelope_warning(c: ClusterRecord, *, now: datetime, ends_at: datetime) -> Message:
+    """The owner's DM at 80 %: how much of the envelope is used, when it ends, what it cost."""
+    hours = envelope_hours(c, ends_at=ends_at)
+    used = _percent_used(hours, now=now, ends_at=ends_at)
+    body = (f":hourglass_flowing_sand: {cluster_ref(c)} has used *{used} %* of its approved "
+            f"{_hours(hours)}; it reaches the end of its envelope at *{when(ends_at)}*, in "
+            f"{duration((ends_at - now).total_seconds())} (≈ {money(c.accrued_cents)} so far / "
+            f"{money(c.hourly_cents * hours)} envelope at {hourly(c.hourly_cents)}).")
+    blocks: list[Block] = [section(body), context(NO_SELF_EXTEND)]
+    if c.status in TERMINABLE:
+        blocks.append(context("Done with it? Terminating stops the billing now."))
+        blocks.append(actions(terminate_button(c)))
+    text = (f"Cluster {escaped(c.id, ID_MAX)} has used {used} % of its approved {_hours(hours)} "
+            f"({money(c.accrued_cents)} so far)")
+    return compose(text, blocks, key="envelope.warning")
+
+
+def envelope_due(
+    c: ClusterRecord,
+    *,
+    now: datetime,
+    ends_at: datetime,
+    enforced: bool,
+    terminate_at: datetime | None,
+    extend_hours: int | None = None,
+) -> Message:
+    """To the owner and the approvers at 100 %: the envelope is spent, the cluster bills on.
+
+    `extend_hours` is what the Extend button adds (default: the envelope once more).
+    """
+    hours = envelope_hours(c, ends_at=ends_at)
+    rate = hourly(c.hourly_cents)
+    body = (f":alarm_clock: {cluster_ref(c)} *reached its approved {_hours(hours)}* at "
+            f"{when(ends_at)} ({money(c.accrued_cents)} so far, AI Reserve's figure). It keeps "
+            f"billing *{rate}* ({money(c.hourly_cents * 24)} per day).")
+    blocks: list[Block] = [section(body), context(f"Owner: {owner_mention(c.owner_id)}")]
+    if enforced and terminate_at is not None:
+        blocks.append(section(f":warning: *Unless an approver extends it, it will be terminated "
+                              f"at {when(terminate_at)}* (in "
+                              f"{duration((terminate_at - now).total_seconds())})."))
+    else:
+        blocks.append(context("It is not terminated automatically: it bills until someone "
+                              "terminates it or an approver extends its envelope."))
+    blocks.extend(_extend_and_terminate(c, extend_hours or hours))
+    tail = "; it will be terminated unless an approver extends it" if (
+        enforced and terminate_at is not None) else ""
+    return compose(f"Cluster {escaped(c.id, ID_MAX)} reached its approved {_hours(hours)} and "
+                   f"keeps billing {rate}{tail}", blocks, key="envelope.due")
+
+
+def envelope_final_warning(
+    c: ClusterRecord, *, now: datetime, terminate_at: datetime, extend_hours: int | None = None
+) -> Message:
+    """Enforced envelopes only: the last call before the bot terminates the cluster."""
+    left = duration((terminate_at - now).total_seconds())
+    body = (f":rotating_light: {cluster_ref(c)} *terminates in {left}* (at {when(terminate_at)}): "
+            f"its approved envelope is spent. It bills {hourly(c.hourly_cents)} until then "
+            f"({money(c.accrued_cents)} so far).")
+    blocks: list[Block] = [section(body), context(f"Owner: {owner_mention(c.owner_id)}")]
+    blocks.extend(_extend_and_terminate(c, extend_hours or envelope_hours(c)))
+    return compose(f"Cluster {escaped(c.id, ID_MAX)} terminates in {left} unless an approver "
+                   "extends it", blocks, key="envelope.final")
+
+
+def envelope_extended(c: ClusterRecord, *, by: str, hours: int) -> Message:
+    """The thread note once an approver extended the envelope (`c` is the record after it)."""
+    total = f" It may now run {_hours(c.lifetime_hours)} in all." if c.lifetime_hours else ""
+    body = (f":heavy_plus_sign: {user(by)} extended the envelope of {cluster_ref(c)} by "
+            f"*{_hours(hours)}* (≈ {money(c.hourly_cents * hours)} at "
+            f"{hourly(c.hourly_cents)}).{total}")
+    return compose(f"Cluster {escaped(c.id, ID_MAX)}: envelope extended by {_hours(hours)}",
+                   [section(body)], key="envelope.extended")
+
+
+def envelope_hours(c: ClusterRecord, *, ends_at: datetime | None = None) -> int:
+    """The approved hours: the record's, else read off the envelope's end (never below 1)."""
+    if c.lifetime_hours:
+        return c.lifetime_hours
+    if ends_at is not None:
+        start = c.ready_at or c.created_at
+        return max(1, round((ends_at - start).total_seconds() / 3600))
+    return 1
+
+
+def extend_button(c: ClusterRecord, hours: int) -> ButtonElement:
+    """Extend (approvers only), behind a confirm stating the hours added and what they cost."""
+    rate, cost = money(c.hourly_cents), money(c.hourly_cents * hours)
+    return button(
+        f"Extend +{hours} h (approver)", action_id=Action.EXTEND,
+        value=ClusterRef(cluster_id=c.id).pack(), style="primary",
+        confirm=confirm(
+            f"Extend by {_hours(hours)}?",
+            f"+{_hours(hours)} ≈ {cost}: cluster {truncate(c.id, ID_MAX)} keeps billing {rate} "
+            "per hour. Only an approver can extend it — not its owner.",
+            ok=f"Extend +{hours} h",
+        ),
+    )
+
+
+def _extend_and_terminate(c: ClusterRecord, hours: int) -> list[Block]:
+    if c.status not in TERMINABLE:
+        return [context(f"It is {c.status.value} now.")]
+    return [context(f"*Extend* needs an approver (not the owner): +{_hours(hours)} ≈ "
+                    f"{money(c.hourly_cents * hours)}."),
+            actions(extend_button(c, hours), terminate_button(c))]
+
+
+def _percent_used(hours: int, *, now: datetime, ends_at: datetime) -> int:
+    """How much of the envelope's time has gone, from the time left (0–100, rounded down)."""
+    total = hours * 3600
+    left = max(0.0, (ends_at - now).total_seconds())
+    return max(0, min(100, int((total - left) * 100 // total)))
+
+
+def _hours(n: int) -> str:
+    return f"{n} hour{'s' if n != 1 else ''}"

@@ -1,0 +1,51 @@
+"""The audit trail's repository: append and read, nothing else."""
+
+from __future__ import annotations
+
+import builtins
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.domain.models import AuditEntry
+from storage.tables import AUDIT, row_values, to_domain
+
+
+class AuditRepo:
+    """The append-only audit trail: every state change and every refusal, in the order recorded.
+
+    Append-only by construction: this repository has no update and no delete, and nothing else
+    in the bot writes the `audit` table. Like every write, an entry added inside a transaction
+    that rolls back is gone with it.
+
+    "Newest" means most recently appended (highest id), which is also what `before_id` pages by;
+    `at` is the time the caller stated and is not used for ordering.
+    """
+
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def add(self, e: AuditEntry) -> None:
+        await self._session.execute(sa.insert(AUDIT).values(row_values(e)))
+
+    async def list(
+        self, *, subject_id: str | None = None, limit: int = 50, before_id: int | None = None
+    ) -> builtins.list[AuditEntry]:
+        """Up to `limit` entries, newest first: about `subject_id` if given, and appended before
+        the entry numbered `before_id` if given (the next page of an earlier listing)."""
+        # builtins.list: inside this class, a bare `list` in an annotation is this method.
+        if limit < 1:
+            # SQLite reads a negative LIMIT as "no limit": refuse rather than return everything.
+            raise ValueError(f"limit must be at least 1, not {limit}")
+        stmt = sa.select(AUDIT).order_by(AUDIT.c.id.desc()).limit(limit)
+        if subject_id is not None:
+            stmt = stmt.where(AUDIT.c.subject_id == subject_id)
+        if before_id is not None:
+            stmt = stmt.where(AUDIT.c.id < before_id)
+        rows = (await self._session.execute(stmt)).mappings()
+        return [to_domain(AuditEntry, row, skip=("id",)) for row in rows]
+
+    async def count(self) -> int:
+        """How many entries the trail holds."""
+        total = await self._session.scalar(sa.select(sa.func.count()).select_from(AUDIT))
+        return int(total or 0)

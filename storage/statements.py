@@ -1,0 +1,32 @@
+"""What the repository modules share: a dialect-aware upsert INSERT, rowcounts, managed fields."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncSession
+
+# Set by a repository itself (its update()/transition() stamps `updated_at`), never through
+# **fields: an id never changes and a caller's clock must not overrule the statement's `now`.
+MANAGED = frozenset({"id", "updated_at"})
+
+
+def insert(session: AsyncSession, table: sa.Table) -> sqlite.Insert | postgresql.Insert:
+    """An INSERT that knows ON CONFLICT, in the dialect of the session's database.
+
+    Both supported backends have the same ON CONFLICT clause; an upsert there is one atomic
+    statement, unlike select-then-insert, which races between replicas.
+    """
+    dialect = session.get_bind().dialect.name
+    if dialect == "sqlite":
+        return sqlite.insert(table)
+    if dialect == "postgresql":
+        return postgresql.insert(table)
+    raise NotImplementedError(f"no upsert for the {dialect} dialect")  # pragma: no cover
+
+
+async def rowcount(session: AsyncSession, stmt: sa.Update) -> int:
+    """How many rows an UPDATE matched."""
+    result = await session.execute(stmt)
+    count: int = result.rowcount  # type: ignore[attr-defined]  # CursorResult for DML
+    return count

@@ -1,0 +1,129 @@
+"""Repositories of the watcher: the notices outbox and the persistent volumes.
+
+Like every repository (see `storage.repositories`), they work inside the one session they were
+given, never commit, and take and return domain models.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.domain.errors import UnknownResource
+from bot.domain.models import VolumeRecord
+from bot.domain.watch import Notice
+from storage.statements import MANAGED, insert, rowcount
+from storage.tables import NOTICES, VOLUMES, field_values, row_values, to_domain
+
+
+class NoticeRepo:
+    """The watcher's outbox: each (cluster_id, key) is stored, and so announced, at most once."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def add_new(self, notices: Sequence[Notice]) -> list[Notice]:
+        """Store the notices whose (cluster_id, key) is new; return exactly those, in order.
+
+        One INSERT … ON CONFLICT DO NOTHING each: a key stored earlier — or by a concurrent
+        transaction, which the database makes this one wait for — inserts nothing and raises
+        nothing, so of several racing watchers exactly one gets to announce the notice.
+        """
+        added: list[Notice] = []
+        for notice in notices:
+            # RETURNING, not rowcount: a row comes back exactly when this statement inserted,
+            # the same on every driver (rowcount next to RETURNING is not).
+            stmt = (
+                insert(self._session, NOTICES).values(row_values(notice))
+                .on_conflict_do_nothing(index_elements=["cluster_id", "key"])
+                .returning(NOTICES.c.id)
+            )
+            if (await self._session.execute(stmt)).first() is not None:
+                added.append(notice)
+        return added
+
+    async def pending(self, limit: int = 100) -> list[Notice]:
+        """Notices not delivered yet, oldest first (in the order they were stored)."""
+        return await self._list(
+            sa.select(NOTICES).where(NOTICES.c.delivered_at.is_(None))
+            .order_by(NOTICES.c.id).limit(limit)
+        )
+
+    async def mark_delivered(self, cluster_id: str, key: str, *, now: datetime) -> None:
+        """Record the delivery; a notice delivered before keeps its first delivery time.
+
+        UnknownResource if there is no such notice.
+        """
+        match = (NOTICES.c.cluster_id == cluster_id, NOTICES.c.key == key)
+        stmt = (
+            sa.update(NOTICES).where(*match, NOTICES.c.delivered_at.is_(None))
+            .values(delivered_at=now)
+        )
+        if await rowcount(self._session, stmt) == 0:
+            exists = await self._session.execute(sa.select(NOTICES.c.id).where(*match))
+            if exists.first() is None:
+                raise UnknownResource("notice", f"{cluster_id}/{key}")
+
+    async def for_cluster(self, cluster_id: str) -> list[Notice]:
+        """Every notice about `cluster_id`, delivered or not, oldest first."""
+        return await self._list(
+            sa.select(NOTICES).where(NOTICES.c.cluster_id == cluster_id).order_by(NOTICES.c.id)
+        )
+
+    async def _list(self, stmt: sa.Select[Any]) -> list[Notice]:
+        rows = (await self._session.execute(stmt)).mappings()
+        return [to_domain(Notice, row, skip=("id",)) for row in rows]
+
+
+class VolumeRepo:
+    """Persistent volumes the bot knows of, and when to remind about the orphaned ones."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def upsert(self, v: VolumeRecord) -> VolumeRecord:
+        """Insert `v`, or replace every field of the stored volume with `v`'s (one statement)."""
+        stmt = insert(self._session, VOLUMES).values(row_values(v))
+        await self._session.execute(stmt.on_conflict_do_update(
+            index_elements=["id"],
+            set_={c.name: stmt.excluded[c.name] for c in VOLUMES.columns if c.name != "id"},
+        ))
+        stored = await self.get(v.id)
+        assert stored is not None  # written just now, inside this transaction
+        return stored
+
+    async def get(self, id: str) -> VolumeRecord | None:
+        row = (await self._session.execute(
+            sa.select(VOLUMES).where(VOLUMES.c.id == id)
+        )).mappings().one_or_none()
+        return None if row is None else to_domain(VolumeRecord, row)
+
+    async def update(self, id: str, *, now: datetime, **fields: Any) -> VolumeRecord:
+        """Set `fields` (and `updated_at=now`); UnknownResource if no such volume."""
+        values = field_values(VolumeRecord, fields, forbidden=MANAGED)
+        stmt = sa.update(VOLUMES).where(VOLUMES.c.id == id).values({**values, "updated_at": now})
+        if await rowcount(self._session, stmt) == 0:
+            raise UnknownResource("volume", id)
+        updated = await self.get(id)
+        assert updated is not None  # we just updated it inside this transaction
+        return updated
+
+    async def due(self, now: datetime) -> list[VolumeRecord]:
+        """Available (orphaned) volumes whose reminder is due at `now`, longest overdue first."""
+        return await self._list(
+            sa.select(VOLUMES)
+            .where(VOLUMES.c.status == "available", VOLUMES.c.next_reminder_at <= now)
+            .order_by(VOLUMES.c.next_reminder_at, VOLUMES.c.id)
+        )
+
+    async def list_all(self) -> list[VolumeRecord]:
+        """Every volume, by id."""
+        return await self._list(sa.select(VOLUMES).order_by(VOLUMES.c.id))
+
+    async def _list(self, stmt: sa.Select[Any]) -> list[VolumeRecord]:
+        rows = (await self._session.execute(stmt)).mappings()
+        return [to_domain(VolumeRecord, row) for row in rows]

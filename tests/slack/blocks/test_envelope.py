@@ -1,0 +1,152 @@
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from bot.domain.models import ClusterRecord, ClusterState
+from bot.slack.blocks.envelope import (
+    envelope_due,
+    envelope_extended,
+    envelope_final_warning,
+    envelope_warning,
+)
+from bot.slack.blocks.message import Message
+from bot.slack.ids import Action, ClusterRef
+from tests.slack.blocks import (
+    EXTREME_CLUSTER,
+    NOW,
+    SECRET,
+    SSH_KEY,
+    all_text,
+    assert_confirms_state,
+    assert_escaped,
+    button,
+    buttons,
+    check_message,
+    make_cluster,
+)
+
+# 72 approved hours, ready 57 h 36 min ago: 80 % used, 14 h 24 min left.
+READY = NOW - timedelta(hours=57, minutes=36)
+ENDS = READY + timedelta(hours=72)
+
+
+def _cluster(**changes: Any) -> ClusterRecord:
+    fields: dict[str, Any] = {"lifetime_hours": 72, "ready_at": READY, "accrued_cents": 58 * 6253,
+              "accrued_hours": 58}
+    fields.update(changes)
+    return make_cluster(**fields)
+
+
+def _clean(msg: Message) -> None:
+    check_message(msg)
+    text = all_text(msg)
+    assert SECRET not in text and SSH_KEY not in text and "ssh " not in text
+
+
+def test_warning_at_80_percent():
+    msg = envelope_warning(_cluster(), now=NOW, ends_at=ENDS)
+    _clean(msg)
+    text = all_text(msg)
+    assert "`clu_9xQe1` *dsv3-serve* has used *80 %* of its approved 72 hours" in text
+    assert "it reaches the end of its envelope at *<!date^" in text
+    assert "in 14 h 24 min" in text
+    assert "(≈ $3,626.74 so far / $4,502.16 envelope at $62.53/h)" in text
+    assert [b["action_id"] for b in buttons(msg)] == [Action.TERMINATE]  # no Extend for owners
+    assert "Only an approver can extend" in text
+    assert_confirms_state(msg, "$62.53 per hour")
+    assert msg.text.startswith("Cluster clu_9xQe1 has used 80 % of its approved 72 hours")
+
+
+def test_warning_percent_follows_the_clock_and_is_capped():
+    late = envelope_warning(_cluster(), now=ENDS - timedelta(hours=7, minutes=12), ends_at=ENDS)
+    assert "has used *90 %*" in all_text(late)
+    over = envelope_warning(_cluster(), now=ENDS + timedelta(hours=1), ends_at=ENDS)
+    assert "has used *100 %*" in all_text(over)
+
+
+def test_warning_without_a_recorded_lifetime_reads_it_off_the_end():
+    msg = envelope_warning(_cluster(lifetime_hours=None), now=NOW, ends_at=ENDS)
+    assert "of its approved 72 hours" in all_text(msg)
+
+
+@pytest.mark.parametrize("enforced", [True, False])
+def test_due_offers_extend_and_terminate(enforced):
+    terminate_at = ENDS + timedelta(hours=2) if enforced else None
+    msg = envelope_due(_cluster(), now=ENDS, ends_at=ENDS, enforced=enforced,
+                       terminate_at=terminate_at)
+    _clean(msg)
+    text = all_text(msg)
+    assert "*reached its approved 72 hours* at <!date^" in text
+    assert "It keeps billing *$62.53/h* ($1,500.72 per day)" in text
+    assert "Owner: <@U0ALICE>" in text
+    extend = button(msg, Action.EXTEND)
+    assert ClusterRef.unpack(extend["value"]).cluster_id == "clu_9xQe1"
+    assert "approver" in extend["text"]["text"]
+    assert extend["confirm"]["title"]["text"] == "Extend by 72 hours?"
+    assert extend["confirm"]["text"]["text"].startswith("+72 hours ≈ $4,502.16")
+    assert ClusterRef.unpack(button(msg, Action.TERMINATE)["value"]).cluster_id == "clu_9xQe1"
+    assert_confirms_state(msg, "$62.53 per hour")
+    assert "Extend* needs an approver" in text
+    if enforced:
+        assert "Unless an approver extends it, it will be terminated at <!date^" in text
+        assert "(in 2 h)" in text
+    else:
+        assert "not terminated automatically" in text and "Unless" not in text
+
+
+def test_due_extend_hours_can_be_chosen():
+    msg = envelope_due(_cluster(), now=ENDS, ends_at=ENDS, enforced=False, terminate_at=None,
+                       extend_hours=24)
+    extend = button(msg, Action.EXTEND)
+    assert extend["text"]["text"].startswith("Extend +24 h")
+    assert "+24 hours ≈ $1,500.72" in extend["confirm"]["text"]["text"]
+
+
+@pytest.mark.parametrize("status", [ClusterState.TERMINATING, ClusterState.TERMINATED])
+def test_due_and_final_without_buttons_once_it_stops(status):
+    c = _cluster(status=status)
+    due = envelope_due(c, now=ENDS, ends_at=ENDS, enforced=True, terminate_at=ENDS)
+    final = envelope_final_warning(c, now=ENDS, terminate_at=ENDS + timedelta(hours=1))
+    for msg in (due, final):
+        _clean(msg)
+        assert buttons(msg) == []
+        assert f"It is {status.value} now." in all_text(msg)
+
+
+def test_final_warning_one_hour_before():
+    msg = envelope_final_warning(_cluster(), now=ENDS + timedelta(hours=1),
+                                 terminate_at=ENDS + timedelta(hours=2))
+    _clean(msg)
+    text = all_text(msg)
+    assert "*terminates in 1 h* (at <!date^" in text
+    assert {b["action_id"] for b in buttons(msg)} == {Action.EXTEND, Action.TERMINATE}
+    assert_confirms_state(msg, "$62.53 per hour")
+    assert msg.text == "Cluster clu_9xQe1 terminates in 1 h unless an approver extends it"
+
+
+def test_extended_thread_note():
+    msg = envelope_extended(_cluster(lifetime_hours=96, extended_by="U0BOB"), by="U0BOB",
+                            hours=24)
+    _clean(msg)
+    text = all_text(msg)
+    assert "<@U0BOB> extended the envelope of `clu_9xQe1` *dsv3-serve* by *24 hours*" in text
+    assert "(≈ $1,500.72 at $62.53/h). It may now run 96 hours in all." in text
+    assert buttons(msg) == []
+
+
+def test_extreme_and_hostile_clusters_stay_within_limits():
+    c = _cluster(**EXTREME_CLUSTER, owner_id=None, hourly_cents=99_999_999,
+                 accrued_cents=10**12, lifetime_hours=10**6)
+    ends = NOW + timedelta(hours=1)
+    for msg in (envelope_warning(c, now=NOW, ends_at=ends),
+                envelope_due(c, now=NOW, ends_at=ends, enforced=True, terminate_at=ends),
+                envelope_final_warning(c, now=NOW, terminate_at=ends),
+                envelope_extended(c, by="U0BOB", hours=10**6)):
+        _clean(msg)
+        assert_escaped(msg)
+        for b in buttons(msg):
+            assert ClusterRef.unpack(b["value"]).cluster_id == c.id
+        assert_confirms_state(msg, "$999,999.99 per hour")
+    assert "Owner: unclaimed" in all_text(envelope_due(c, now=NOW, ends_at=ends, enforced=False,
+                                                       terminate_at=None))

@@ -1,0 +1,89 @@
+import json
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from bot.domain.models import ClusterRecord, ShapeSpec
+from bot.domain.spend import spend_report as domain_spend_report
+from bot.slack.blocks.spend import spend_report
+from tests.slack.blocks import (
+    EXTREME_CLUSTER,
+    HOSTILE,
+    NOW,
+    SECRET,
+    all_text,
+    assert_escaped,
+    block_dicts,
+    buttons,
+    check_message,
+    make_cluster,
+)
+
+
+@dataclass(frozen=True)
+class Report:
+    """Shaped like bot.domain.spend.SpendReport."""
+
+    month: str
+    by_owner: list[tuple[str | None, int]] = field(default_factory=list)
+    by_cluster: list[tuple[ClusterRecord, int]] = field(default_factory=list)
+    total_cents: int = 0
+    projected_cents: int = 0
+
+
+def test_report_total_by_owner_and_by_cluster_largest_first():
+    small = make_cluster(id="clu_small", name=None, owner_id=None,
+                         shape=ShapeSpec(accelerator="h100-sxm-80gb", gpus_per_node=8, nodes=4))
+    big = make_cluster()
+    report = Report(month="2026-11", by_owner=[(None, 12_000), ("U0ALICE", 450_000)],
+                    by_cluster=[(small, 12_000), (big, 450_000)], total_cents=462_000)
+    msg = spend_report(report, now=NOW)
+    check_message(msg)
+    assert buttons(msg) == []
+    assert block_dicts(msg)[0]["text"]["text"] == "Spend for 2026-11 (AI Reserve's billed hours)"
+    text = all_text(msg)
+    assert "*Total: $4,620.00* in 2026-11 across 2 clusters" in text
+    assert "• <@U0ALICE> — *$4,500.00*\n• unclaimed — *$120.00*" in text
+    assert ("• `clu_9xQe1` *dsv3-serve* · 2 × 8 NVIDIA H100 80GB SXM · <@U0ALICE> — "
+            "*$4,500.00*\n• `clu_small` · 4 × 8 NVIDIA H100 80GB SXM · unclaimed — *$120.00*"
+            ) in text
+    assert msg.text == "Spend for 2026-11: $4,620.00 across 2 clusters"
+    assert "will add" not in text
+
+
+def test_projection_of_the_live_clusters():
+    report = Report(month="2026-11", by_owner=[("U0ALICE", 100)],
+                    by_cluster=[(make_cluster(), 100)], total_cents=100, projected_cents=150_072)
+    text = all_text(spend_report(report, now=NOW))
+    assert "The live clusters will add ≈ $1,500.72 more before the month ends" in text
+
+
+def test_the_domain_report_fits():
+    c = make_cluster(ready_at=NOW - timedelta(hours=3), accrued_hours=3)
+    report = domain_spend_report([c], "2026-11", NOW)
+    msg = spend_report(report, now=NOW)
+    check_message(msg)
+    assert "<@U0ALICE>" in all_text(msg)
+
+
+def test_empty_month():
+    msg = spend_report(Report(month="2026-10"), now=NOW)
+    check_message(msg)
+    text = all_text(msg)
+    assert "*Total: $0.00* in 2026-10 across 0 clusters" in text
+    assert "Nothing was billed in 2026-10." in text and "By owner" not in text
+
+
+def test_overflow_is_summarised_within_limits():
+    clusters = [(make_cluster(**{**EXTREME_CLUSTER, "id": f"clu_{i}_{'ü' * 200}"}), i)
+                for i in range(1000)]
+    owners: list[tuple[str | None, int]] = [(f"U{i:08d}", i) for i in range(1000)]
+    report = Report(month=HOSTILE, by_owner=[*owners, (None, 5)], by_cluster=clusters,
+                    total_cents=10**12)
+    msg = spend_report(report, now=NOW)
+    check_message(msg)
+    assert_escaped(msg)
+    text = all_text(msg)
+    assert "more owners" in text and "more clusters" in text
+    assert "<@U00000999>" in text  # the largest kept
+    assert SECRET not in text
+    assert len(json.dumps(msg.as_kwargs())) < 13_000
