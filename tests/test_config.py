@@ -80,3 +80,21 @@ def test_env_file_is_read(monkeypatch, tmp_path):
     monkeypatch.delenv("APPROVERS", raising=False)
     (tmp_path / ".env").write_text("APPROVERS=U0BOB,U0CAROL\n")
     assert load_settings().approvers == ("U0BOB", "U0CAROL")
+
+
+def test_a_malformed_policy_file_stops_the_bot_with_the_line(monkeypatch, tmp_path, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "policy.yaml").write_text(
+        "approvers:\n  users: [U0BOB]\napproval:\n  auto_approve_below: 20.00\n"
+        "  one_approver_up_to: 10.00\nlimits:\n  max_nodez: 4\n")
+    for name in ("SLACK_APP_TOKEN", "AIRESERVE_API_URL", "AIRESERVE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-test")
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", "s")
+    monkeypatch.setenv("APPROVALS_CHANNEL", "C0APPROVALS")
+    monkeypatch.setenv("POLICY_FILE", str(tmp_path / "policy.yaml"))
+    with pytest.raises(SystemExit) as caught:
+        main(["serve"])
+    assert caught.value.code == 2
+    err = capsys.readouterr().err
+    assert "policy.yaml:5:" in err and "policy.yaml:7:" in err and "max_nodez" in err

@@ -26,7 +26,7 @@ SCOPES = {
     "chat_postEphemeral": "chat:write", "chat_delete": "chat:write",
     "conversations_open": "im:write", "users_info": "users:read",
     "views_open": None, "views_update": None, "views_publish": None, "views_push": None,
-    "auth_test": None,
+    "auth_test": None, "usergroups_users_list": "usergroups:read",
 }
 
 
@@ -59,7 +59,8 @@ def test_scopes_are_exactly_what_the_code_calls(manifest):
     for path in (ROOT / "bot").rglob("*.py"):
         if "devslack" in path.parts or "reserve" in path.parts:
             continue
-        called |= set(re.findall(r"\.(chat_\w+|conversations_\w+|views_\w+|users_\w+)\(",
+        called |= set(re.findall(r"\.(chat_\w+|conversations_\w+|views_\w+|users_\w+"
+                                 r"|usergroups_\w+)\(",
                                  path.read_text()))
     assert called, "no Web API calls found"
     unknown = called - set(SCOPES)

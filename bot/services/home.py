@@ -42,9 +42,11 @@ class HomeService:
                     quote = await repos.quotes.get(request.quote_id)
                     if quote is not None and request.requester_id != user_id:
                         pending.append((request, quote))
-        policy = self._people.policy
-        month = spend.month_spend(month_clusters, user=user_id, teams=policy.teams_of(user_id),
-                                  now=now)
+        # What AI Reserve has billed so far this month (the budget check also counts what the
+        # live clusters will still cost; the home shows what is spent).
+        spent = sum(spend.accrued_in(c, start, end) for c in month_clusters
+                    if c.owner_id == user_id)
         return HomeFacts(user_id=user_id, clusters=mine, pending=pending,
-                         is_approver=is_approver, month_spent_cents=month.user_cents,
-                         budget_cents=policy.budget_of(user_id), month=f"{start:%Y-%m}")
+                         is_approver=is_approver, month_spent_cents=spent,
+                         budget_cents=self._people.policy.budget_of(user_id),
+                         month=f"{start:%Y-%m}")

@@ -28,6 +28,7 @@ from bot.reserve.simulator.embedded import EmbeddedSimulator
 from bot.slack.ids import Action
 
 ALICE, BOB, CAROL, DAVE = "U0ALICE", "U0BOB", "U0CAROL", "U0DAVE"  # bob, carol approve
+LEADS = "S0LEADS"  # a Slack user group (carol)
 GENERAL, APPROVALS = "C0GENERAL", "C0APPROVALS"
 SECRET = "test-signing-secret"
 START = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
@@ -162,7 +163,8 @@ async def fake_slack(clock: ManualClock) -> AsyncIterator[FakeSlack]:
     """Slack on the test's clock: its rate-limit windows pass when the test's time does."""
     users = (*DEFAULT_USERS, SlackUser(DAVE, "dave", "Dave Diaz"))
     async with FakeSlack(channels={GENERAL: "general", APPROVALS: "approvals",
-                                   "C0RANDOM": "random"}, clock=clock, users=users) as slack:
+                                   "C0RANDOM": "random"}, clock=clock, users=users,
+                         usergroups={LEADS: [CAROL]}) as slack:
         yield slack
         assert slack.violations == [], slack.violations
 
@@ -170,7 +172,8 @@ async def fake_slack(clock: ManualClock) -> AsyncIterator[FakeSlack]:
 @asynccontextmanager
 async def bot(tmp_path: Path, *, slack: FakeSlack | None = None,
               sim: EmbeddedSimulator | None = None, clock: ManualClock | None = None,
-              sim_config: SimConfig | None = None) -> AsyncIterator[Harness]:
+              sim_config: SimConfig | None = None,
+              policy: str | None = None) -> AsyncIterator[Harness]:
     """A running bot. Pass `slack`/`sim`/`clock` to keep them across a restart of the bot."""
     clock = clock or (sim.clock if isinstance(sim and sim.clock, ManualClock) else None) \
         or ManualClock(START)
@@ -185,6 +188,9 @@ async def bot(tmp_path: Path, *, slack: FakeSlack | None = None,
             "APPROVALS_CHANNEL": APPROVALS,
             "APPROVERS": f"{BOB},{CAROL}",
         }
+        if policy is not None:  # a spend policy file (YAML)
+            (tmp_path / "policy.yaml").write_text(policy)
+            env["POLICY_FILE"] = str(tmp_path / "policy.yaml")
         if sim is not None:  # an AI Reserve that outlives this bot process
             env |= {"AIRESERVE_API_URL": sim.base_url, "AIRESERVE_API_KEY": "test-key"}
         slept: list[float] = []

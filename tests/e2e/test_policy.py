@@ -1,0 +1,217 @@
+"""The spend policy at work over Slack: who may approve, how many, budgets, limits, overrides,
+expiry, the spend envelope, the audit trail, the App Home, `/cluster spend` and `audit`."""
+
+import json
+from datetime import timedelta
+
+import pytest
+import yaml
+
+from bot.domain.models import RequestStatus
+from bot.slack.ids import Action
+from tests.e2e.harness import ALICE, APPROVALS, BOB, CAROL, DAVE, LEADS, bot
+
+BASE = {
+    "approvals_channel": APPROVALS,
+    "approvers": {"users": [BOB], "group": LEADS},  # carol approves through the group
+    "admins": [DAVE],
+    "approval": {"auto_approve_below": 10.0, "one_approver_up_to": 100.0},
+    "budgets": {"default_user": 100000},
+    "limits": {"accelerators": ["h100", "l40s"], "max_nodes": 4},
+}
+
+
+def policy(**changes):
+    merged = json.loads(json.dumps(BASE))
+    for key, value in changes.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key].update(value)
+        else:
+            merged[key] = value
+    return yaml.safe_dump(merged)
+
+
+async def request_of(h):
+    return (await h.requests_in_db())[-1]
+
+
+def said(h, user, text):
+    return any(text in h.text_of(m) for m in h.slack.ephemerals(user))
+
+
+async def test_below_the_auto_threshold_launches_without_an_approver(tmp_path):
+    async with bot(tmp_path, policy=policy()) as h:
+        await h.request(quote_text="quote l40sx1 nodes=2")  # $3.03/h
+        request = await request_of(h)
+        assert request.status is RequestStatus.LAUNCHED and request.decided_by is None
+        assert "Auto-approved" in h.text_of(h.cards()[-1])
+
+
+async def test_one_approver_in_the_middle_band_and_a_group_member_counts(tmp_path):
+    async with bot(tmp_path, policy=policy()) as h:
+        card = await h.request(quote_text="quote h100x8 nodes=2")  # $62.43/h
+        await h.click(card, Action.APPROVE, user=CAROL)  # via the S0LEADS group
+        assert (await request_of(h)).status is RequestStatus.LAUNCHED
+
+
+async def test_two_distinct_approvers_above_the_upper_band(tmp_path):
+    async with bot(tmp_path, policy=policy()) as h:
+        card = await h.request(quote_text="quote h100x8 nodes=4")  # $124.85/h
+        assert (await request_of(h)).approvals_needed == 2
+        await h.click(card, Action.APPROVE, user=BOB)
+        assert (await request_of(h)).status is RequestStatus.PENDING
+        assert "1 of 2" in h.text_of(h.cards()[-1])
+        await h.click(h.cards()[-1], Action.APPROVE, user=BOB)  # the same approver again
+        assert said(h, BOB, "needs another approver")
+        assert h.sim.engine.list_clusters() == []
+        await h.click(h.cards()[-1], Action.APPROVE, user=CAROL)
+        request = await request_of(h)
+        assert request.status is RequestStatus.LAUNCHED
+        assert len(h.sim.engine.list_clusters()) == 1
+
+
+async def test_self_approval_and_non_approvers_are_refused(tmp_path):
+    async with bot(tmp_path, policy=policy()) as h:
+        card = await h.request(user=BOB, quote_text="quote h100x8 nodes=2")
+        await h.click(card, Action.APPROVE, user=BOB)
+        assert said(h, BOB, "own launch request")
+        await h.click(card, Action.APPROVE, user=ALICE)
+        assert said(h, ALICE, "Only the configured approvers")
+        assert (await request_of(h)).status is RequestStatus.PENDING
+
+
+@pytest.mark.parametrize(("text", "rule", "says"), [
+    ("quote h100x8 nodes=2", {"budgets": {"users": {ALICE: 500}}},
+     "of your $500.00 budget"),
+    ("quote h100x8 nodes=2", {"budgets": {"teams": {"research": {
+        "members": [ALICE, DAVE], "monthly": 300}}}}, "research"),
+    ("quote b200x8 nodes=2", {}, "not allowed by the spend policy"),
+    ("quote h100x8 nodes=6", {}, "nodes"),
+])
+async def test_a_broken_rule_is_refused_with_the_numbers_and_changes_nothing(
+        tmp_path, text, rule, says):
+    async with bot(tmp_path, policy=policy(**rule)) as h:
+        card = await h.quote(text)
+        await h.click(card, Action.QUOTE_REQUEST_LAUNCH, user=ALICE)
+        await h.submit(h.slack.last_view(ALICE))
+        assert any(says in h.text_of(m) for m in h.slack.dms(ALICE)), says
+        assert await h.requests_in_db() == [] and h.cards() == []
+
+
+async def test_with_overrides_a_broken_rule_goes_to_an_admin(tmp_path):
+    async with bot(tmp_path, policy=policy(budgets={"users": {ALICE: 500}},
+                                           overrides="admins")) as h:
+        card = await h.request(quote_text="quote h100x8 nodes=2")
+        request = await request_of(h)
+        assert request.override_rule and "budget" in request.override_rule
+        assert "override" in h.text_of(card).lower()
+        await h.click(card, Action.APPROVE, user=BOB)  # an approver, but not an admin
+        assert said(h, BOB, "only a policy admin")
+        await h.click(h.cards()[-1], Action.APPROVE, user=DAVE)
+        assert (await request_of(h)).status is RequestStatus.LAUNCHED
+
+
+async def test_envelope_warned_due_extended_by_an_approver_never_by_the_owner(tmp_path):
+    limits = {"accelerators": ["h100"], "max_nodes": 4, "max_lifetime_hours": 10}
+    async with bot(tmp_path, policy=policy(limits=limits)) as h:
+        cluster_id = await h.running_cluster()
+        ready = h.sim.engine.get_cluster(cluster_id).ready_at
+
+        async def at(hours):
+            h.clock.set(ready + timedelta(hours=hours))
+            await h.rt.services.watching.sync_live()
+            await h.rt.services.envelopes.sweep()
+            await h.rt.settle()
+
+        await at(7.9)
+        assert not [m for m in h.slack.dms(ALICE) if "80 %" in h.text_of(m)]
+        await at(8)
+        assert len([m for m in h.slack.dms(ALICE) if "80 %" in h.text_of(m)]) == 1
+        await at(9)
+        assert len([m for m in h.slack.dms(ALICE) if "80 %" in h.text_of(m)]) == 1
+        await at(10)
+        [due] = [m for m in h.slack.dms(BOB) if Action.EXTEND in h.text_of(m)]
+        assert any(Action.EXTEND in h.text_of(m) for m in h.slack.dms(ALICE))
+        await h.click(due, Action.EXTEND, user=ALICE)  # the owner
+        assert said(h, ALICE, "Owners can't extend")
+        await h.click(due, Action.EXTEND, user=BOB)
+        assert (await h.record(cluster_id)).lifetime_hours == 20
+        await at(11)
+        assert h.sim.engine.get_cluster(cluster_id).status.value == "running"  # not enforced
+        await at(16)
+        assert len([m for m in h.slack.dms(ALICE) if "80 %" in h.text_of(m)]) == 2
+
+
+async def test_an_enforced_envelope_ends_in_termination_after_warnings(tmp_path):
+    limits = {"accelerators": ["h100"], "max_nodes": 4, "max_lifetime_hours": 4,
+              "enforce_lifetime": True}
+    async with bot(tmp_path, policy=policy(limits=limits)) as h:
+        cluster_id = await h.running_cluster()
+        ready = h.sim.engine.get_cluster(cluster_id).ready_at
+        for hours in (3.2, 4, 5, 5.5, 6):
+            h.clock.set(ready + timedelta(hours=hours))
+            await h.rt.services.watching.sync_live()
+            await h.rt.services.envelopes.sweep()
+            await h.rt.settle()
+            if hours < 6:
+                assert h.sim.engine.get_cluster(cluster_id).status.value == "running"
+        dms = "\n".join(h.text_of(m) for m in h.slack.dms(ALICE))
+        assert "80 %" in dms and "will be terminated" in dms and "terminates in" in dms
+        assert h.sim.engine.get_cluster(cluster_id).status.value in ("terminating", "terminated")
+        async with h.rt.db.transaction() as repos:
+            entries = await repos.audit.list(subject_id=cluster_id)
+        assert any(e.action == "enforce_envelope" for e in entries)
+
+
+async def test_every_action_leaves_an_audit_row_refusals_included(tmp_path):
+    async with bot(tmp_path, policy=policy()) as h:
+        card = await h.request(quote_text="quote h100x8 nodes=2")
+        await h.click(card, Action.APPROVE, user=ALICE)  # refused: own request
+        await h.click(card, Action.APPROVE, user=BOB)
+        cluster_id = (await request_of(h)).cluster_id
+        await h.advance(60)
+        await h.slash("autorecover clu_nope on", user=ALICE)  # refused: no such cluster
+        await h.slash(f"autorecover {cluster_id} on", user=ALICE)
+        await h.slash(f"notify {cluster_id} <#C0RANDOM|random>", user=ALICE)
+        await h.click(await h.top(cluster_id), Action.TERMINATE, user=ALICE)
+        await h.slash("audit", user=ALICE)  # refused: not an approver
+        async with h.rt.db.transaction() as repos:
+            entries = await repos.audit.list(limit=200)
+        seen = {(e.action, e.outcome) for e in entries}
+        for expected in [("request", "ok"), ("approve", "refused"), ("approve", "ok"),
+                         ("launch", "ok"), ("autorecover", "refused"), ("autorecover", "ok"),
+                         ("notify", "ok"), ("terminate", "ok"), ("read_audit", "refused")]:
+            assert expected in seen, expected
+        approve = next(e for e in entries if e.action == "approve" and e.outcome == "ok")
+        assert approve.actor_id == BOB and approve.amount_cents == 6243
+        assert approve.idempotency_key
+        await h.slash(f"audit {cluster_id}", user=BOB)
+        assert said(h, BOB, "terminate")
+
+
+async def test_app_home_shows_clusters_pending_approvals_and_spend(tmp_path):
+    async with bot(tmp_path, policy=policy()) as h:
+        await h.requests.app_home_opened(ALICE)
+        await h.rt.settle()
+        assert "no live clusters" in json.dumps(h.slack.home(ALICE)).lower()
+        await h.request(quote_text="quote h100x8 nodes=2")
+        bob_home = json.dumps(h.slack.home(BOB))  # refreshed when the request arrived
+        assert Action.APPROVE in bob_home
+        await h.click(h.cards()[-1], Action.APPROVE, user=BOB)
+        await h.advance(3600)
+        await h.requests.app_home_opened(ALICE)
+        await h.rt.settle()
+        alice_home = json.dumps(h.slack.home(ALICE))
+        assert Action.TERMINATE in alice_home
+        assert "*$62.43* of your *$100,000.00* budget" in alice_home  # one billed hour
+
+
+async def test_spend_report_for_the_month(tmp_path):
+    async with bot(tmp_path, policy=policy()) as h:
+        cluster_id = await h.running_cluster()
+        await h.advance(2 * 3600)
+        await h.slash("spend", user=DAVE)
+        report = h.text_of(h.last_ephemeral(DAVE, containing=cluster_id))
+        assert "$187.29" in report  # three billed hours of $62.43
+        await h.slash("spend 2026-13", user=DAVE)
+        assert said(h, DAVE, "YYYY-MM")
