@@ -16,6 +16,7 @@ async def watch_clusters(services: Services) -> None:
     listing = await services.reconciling.reconcile()
     polled = await services.watching.sync_live(listing=listing)
     await services.envelopes.sweep()
+    await services.approvals.show_expired()
     log.debug("polled %d live clusters (%d listed)", polled, len(listing))
 
 

@@ -207,6 +207,24 @@ class ApprovalService:
             self._launcher.launch_soon(request_id)
         return decided
 
+    async def show_expired(self) -> int:
+        """Re-render each approval card whose quote expired since it was last shown, so the
+        card says it can no longer launch (approving it re-prices and asks again)."""
+        now = self._clock.now()
+        expired = []
+        async with self._db.transaction() as repos:
+            for request in await repos.requests.list_pending():
+                quote = await repos.quotes.get(request.quote_id)
+                if quote is not None and quote.is_expired(now) \
+                        and request.updated_at < quote.expires_at:
+                    expired.append(await repos.requests.update(request.id, now=now))
+        for request in expired:
+            await self._audit.write(actor=None, action="expire", subject_id=request.id,
+                                    outcome="ok", amount_cents=request.hourly_cents,
+                                    detail="the quote expired before enough approvals")
+            await self._notifier.refresh_request(request.id)
+        return len(expired)
+
     @audited("retry", subject="request_id")
     async def retry(self, *, request_id: str, actor: Actor) -> LaunchRequest:
         """Try a launch again after capacity or payment stopped it (same approved quote)."""

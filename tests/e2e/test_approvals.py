@@ -7,6 +7,7 @@ import json
 import sqlalchemy as sa
 
 from bot.domain.models import RequestStatus
+from bot.jobs import sweeps
 from bot.slack.ids import Action
 from storage.tables import QuoteRow
 from tests.e2e.harness import ALICE, APPROVALS, BOB, CAROL, GENERAL, bot
@@ -92,6 +93,20 @@ async def test_expired_quote_is_repriced_and_needs_a_fresh_approval(tmp_path):
         assert h.sim.engine.list_clusters() == []
         await h.click(cards[1], Action.APPROVE, user=BOB)
         assert len(h.sim.engine.list_clusters()) == 1
+
+
+async def test_an_expired_card_says_so_and_cannot_launch(tmp_path):
+    async with bot(tmp_path) as h:
+        card = copy.deepcopy(await h.request())
+        h.clock.advance(16 * 60)
+        await sweeps.watch_clusters(h.rt.services)
+        await sweeps.watch_clusters(h.rt.services)  # once is enough: no second edit
+        await h.rt.settle()
+        shown = h.cards()[-1]
+        assert "Quote expired" in h.text_of(shown) and len(shown.edits) == 1
+        await h.click(card, Action.APPROVE, user=BOB)
+        assert h.sim.engine.list_clusters() == []
+        assert "expired" in h.text_of(h.last_ephemeral(BOB, containing="expired"))
 
 
 async def test_price_changed_at_launch_asks_again_showing_old_and_new_price(tmp_path):
