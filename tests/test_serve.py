@@ -1,0 +1,42 @@
+"""`serve` picks Socket Mode when an app token is set, HTTP otherwise (no Slack needed)."""
+
+import slack_bolt.adapter.socket_mode.aiohttp as socket_mode
+
+from bot import runtime
+from bot.config import load_settings
+
+ENV = {"SLACK_BOT_TOKEN": "xoxb-test", "APPROVALS_CHANNEL": "C0APPROVALS",
+       "APPROVERS": "U0BOB", "SLACK_API_URL": "http://127.0.0.1:9/api/"}
+
+
+async def test_socket_mode_when_an_app_token_is_set(tmp_path, monkeypatch):
+    started = []
+
+    class Handler:
+        def __init__(self, app, app_token):
+            started.append((app, app_token))
+
+        async def start_async(self):
+            return None
+
+    monkeypatch.setattr(socket_mode, "AsyncSocketModeHandler", Handler)
+    settings = load_settings({**ENV, "SLACK_APP_TOKEN": "xapp-1-test",
+                              "DATABASE_URL": f"sqlite:///{tmp_path / 'b.db'}"})
+    settings.require_slack()  # no signing secret needed in Socket Mode
+    async with runtime.start(settings, scheduler=False) as rt:
+        await runtime.serve(rt)
+    assert started == [(rt.bolt, "xapp-1-test")]
+
+
+async def test_http_mode_serves_slack_events_and_health(tmp_path):
+    import aiohttp
+
+    settings = load_settings({**ENV, "SLACK_SIGNING_SECRET": "s",
+                              "DATABASE_URL": f"sqlite:///{tmp_path / 'b.db'}"})
+    async with runtime.start(settings, scheduler=False) as rt, \
+            runtime.http_site(rt, host="127.0.0.1", port=0) as url, \
+            aiohttp.ClientSession() as session:
+        async with session.get(f"{url}/healthz") as response:
+            assert response.status == 200
+        async with session.post(f"{url}/slack/events", data=b"command=/cluster") as response:
+            assert response.status == 401  # unsigned
