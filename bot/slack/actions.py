@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.domain.models import Actor, Decision
+from bot.domain.models import Actor, Decision, RequestStatus
 from bot.domain.workload import default_workload
 from bot.services.container import Services
 from bot.slack.blocks import common
@@ -40,6 +40,11 @@ def _ref(kind: type[R], action: dict[str, Any]) -> R:
         raise StaleReference(str(exc)) from exc
 
 
+async def _say(respond: AsyncRespond, text: str) -> None:
+    """A private one-line answer to the person who clicked."""
+    await respond(**common.notice(text).as_kwargs(), **EPHEMERAL)
+
+
 def register(app: AsyncApp, services: Services) -> None:
     @app.action(Action.QUOTE_REQUEST_LAUNCH)
     @answering
@@ -67,10 +72,9 @@ def register(app: AsyncApp, services: Services) -> None:
         request = await decide(request_id=ref.request_id, quote_id=ref.quote_id,
                                hourly_cents=ref.hourly_cents, actor=_actor(body))
         verb = "Approved" if decision is Decision.APPROVE else "Rejected"
-        waiting = request.status.value == "pending"
-        await respond(**common.notice(
-            "Approved; it needs one more approver." if waiting
-            else f"{verb}. The card shows the outcome.").as_kwargs(), **EPHEMERAL)
+        waiting = request.status is RequestStatus.PENDING
+        await _say(respond, "Approved; it needs one more approver." if waiting
+                   else f"{verb}. The card shows the outcome.")
 
     @app.action(Action.APPROVE)
     @answering
@@ -93,7 +97,7 @@ def register(app: AsyncApp, services: Services) -> None:
         await ack()
         ref = _ref(RequestRef, action)
         await services.approvals.retry(request_id=ref.request_id, actor=_actor(body))
-        await respond(**common.notice("Trying the launch again.").as_kwargs(), **EPHEMERAL)
+        await _say(respond, "Trying the launch again.")
 
     @app.action(Action.TERMINATE)
     @answering
@@ -103,8 +107,8 @@ def register(app: AsyncApp, services: Services) -> None:
         ref = _ref(ClusterRef, action)
         record = await services.termination.terminate(cluster_id=ref.cluster_id,
                                                       actor=_actor(body))
-        await respond(**common.notice(f"Terminating `{record.id}`. Its message will show the "
-                                      "final cost.").as_kwargs(), **EPHEMERAL)
+        await _say(respond, f"Terminating `{record.id}`. Its message will show the "
+                                      "final cost.")
 
     @app.action(Action.RECOVER)
     @answering
@@ -113,8 +117,8 @@ def register(app: AsyncApp, services: Services) -> None:
         await ack()
         ref = _ref(ClusterRef, action)
         await services.recovery.recover(cluster_id=ref.cluster_id, actor=_actor(body))
-        await respond(**common.notice(f"Recovery attempt started on `{ref.cluster_id}`."
-                                      ).as_kwargs(), **EPHEMERAL)
+        await _say(respond, f"Recovery attempt started on `{ref.cluster_id}`."
+                                      )
 
     @app.action(Action.AUTORECOVER_ON)
     @answering
@@ -123,9 +127,8 @@ def register(app: AsyncApp, services: Services) -> None:
         await ack()
         ref = _ref(ClusterRef, action)
         await services.recovery.set_auto(cluster_id=ref.cluster_id, actor=_actor(body), on=True)
-        await respond(**common.notice(f"Automatic recovery is on for `{ref.cluster_id}`: AI "
-                                      "Reserve tries on its next health pass.").as_kwargs(),
-                      **EPHEMERAL)
+        await _say(respond, f"Automatic recovery is on for `{ref.cluster_id}`: AI "
+                                      "Reserve tries on its next health pass.")
 
     @app.action(Action.KEEP_RUNNING)
     @answering
@@ -135,9 +138,8 @@ def register(app: AsyncApp, services: Services) -> None:
         ref = _ref(ClusterRef, action)
         record = await services.stewardship.keep_running(cluster_id=ref.cluster_id,
                                                          actor=_actor(body))
-        await respond(**common.notice(f"Noted: `{record.id}` keeps running. The hourly "
-                                      "reminders go on until it is terminated.").as_kwargs(),
-                      **EPHEMERAL)
+        await _say(respond, f"Noted: `{record.id}` keeps running. The hourly "
+                                      "reminders go on until it is terminated.")
 
     @app.action(Action.CLAIM)
     @answering
@@ -146,8 +148,8 @@ def register(app: AsyncApp, services: Services) -> None:
         await ack()
         ref = _ref(ClusterRef, action)
         await services.stewardship.claim(cluster_id=ref.cluster_id, actor=_actor(body))
-        await respond(**common.notice(f"`{ref.cluster_id}` is yours now: its reminders and "
-                                      "notices come to you.").as_kwargs(), **EPHEMERAL)
+        await _say(respond, f"`{ref.cluster_id}` is yours now: its reminders and "
+                                      "notices come to you.")
 
     @app.action(Action.DELETE_VOLUME)
     @answering
@@ -156,8 +158,8 @@ def register(app: AsyncApp, services: Services) -> None:
         await ack()
         ref = _ref(VolumeRef, action)
         await services.volumes.delete(volume_id=ref.volume_id, actor=_actor(body))
-        await respond(**common.notice(f"Deleting volume `{ref.volume_id}`; its billing stops "
-                                      "now.").as_kwargs(), **EPHEMERAL)
+        await _say(respond, f"Deleting volume `{ref.volume_id}`; its billing stops "
+                                      "now.")
 
     @app.action(Action.KEEP_VOLUME)
     @answering
@@ -166,8 +168,8 @@ def register(app: AsyncApp, services: Services) -> None:
         await ack()
         ref = _ref(VolumeRef, action)
         await services.volumes.keep(volume_id=ref.volume_id, actor=_actor(body))
-        await respond(**common.notice(f"Keeping `{ref.volume_id}`; I'll remind you again in a "
-                                      "week.").as_kwargs(), **EPHEMERAL)
+        await _say(respond, f"Keeping `{ref.volume_id}`; I'll remind you again in a "
+                                      "week.")
 
     @app.action(Action.EXTEND)
     @answering
@@ -176,6 +178,5 @@ def register(app: AsyncApp, services: Services) -> None:
         await ack()
         ref = _ref(ClusterRef, action)
         record = await services.envelopes.extend(cluster_id=ref.cluster_id, actor=_actor(body))
-        await respond(**common.notice(f"Extended `{record.id}`: it may now run "
-                                      f"{record.lifetime_hours} hours in all.").as_kwargs(),
-                      **EPHEMERAL)
+        await _say(respond, f"Extended `{record.id}`: it may now run "
+                                      f"{record.lifetime_hours} hours in all.")
