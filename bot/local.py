@@ -41,8 +41,8 @@ LOCAL_POLL_SECONDS = 5  # the fast simulator boots a node in 5 s: show progress 
 
 SIM_HELP = """\
   sim advance N[s|m|h]        move AI Reserve's clock (and the bot's) forward, then poll
-  sim fail CLUSTER [RANK]     AI Reserve loses a node (rank 1 by default): the cluster degrades
-  sim unrecoverable CLUSTER [RANK]   that node can't be brought back by recovery"""
+  sim fail [CLUSTER] [RANK]   AI Reserve loses a node (the newest cluster, rank 1 by default)
+  sim unrecoverable [CLUSTER] [RANK]   that node can't be brought back by recovery"""
 
 _UNITS = {"s": 1, "m": 60, "h": 3600}
 
@@ -81,14 +81,21 @@ class ClusterTerminal(Terminal):
             await sweeps.watch_clusters(self._rt.services)
             await sweeps.remind_volumes(self._rt.services)
             return f"AI Reserve's clock is now {self._clock.now():%Y-%m-%d %H:%M:%S} UTC"
-        if verb in ("fail", "unrecoverable") and 1 <= len(args) <= 2:
-            rank = int(args[1]) if len(args) == 2 else 1
+        if verb in ("fail", "unrecoverable") and len(args) <= 2:
+            if args and args[0].startswith("clu_"):
+                cluster_id, args = args[0], args[1:]
+            else:  # the newest live cluster: ids are hard to type
+                live = simulator.engine.list_clusters()
+                if not live:
+                    return "sim: no cluster yet"
+                cluster_id = live[0].id
+            rank = int(args[0]) if args else 1
             if verb == "fail":
-                simulator.engine.fail_node(args[0], rank, "unhealthy")
+                simulator.engine.fail_node(cluster_id, rank, "unhealthy")
                 await sweeps.watch_clusters(self._rt.services)
-                return f"node {rank} of {args[0]} is down"
-            simulator.engine.set_recoverable(args[0], rank, False)
-            return f"node {rank} of {args[0]} can't be recovered now"
+                return f"node {rank} of {cluster_id} is down"
+            simulator.engine.set_recoverable(cluster_id, rank, False)
+            return f"node {rank} of {cluster_id} can't be recovered now"
         return "sim: " + SIM_HELP.strip()
 
 

@@ -62,7 +62,9 @@ class SlackNotifier:
         self._delivering = asyncio.Lock()
 
     async def refresh_request(self, request_id: str, *,
-                              superseded_quote_id: str | None = None) -> None:
+                              superseded_quote_id: str | None = None,
+                              card: bool = True) -> None:
+        """`card=False`: the cluster moved, the request didn't — leave the approval card be."""
         async with self._locks[request_id]:
             async with self._db.transaction() as repos:
                 request = await repos.requests.get(request_id)
@@ -82,21 +84,23 @@ class SlackNotifier:
                 retired = approval_blocks.approval_outcome(stale, old_quote, approvals, now=now)
                 await self._upsert(APPROVAL, f"{request_id}/{old_quote.id}",
                                    self._approvals_channel, retired, create=False)
-            policy = self._people.policy
-            current = [a for a in approvals if a.quote_id == quote.id]
-            card = (approval_blocks.approval_card(request, quote, now=now, approvals=current,
-                                                  policy=policy)
-                    if request.status is RequestStatus.PENDING
-                    else approval_blocks.approval_outcome(request, quote, approvals, now=now,
-                                                          policy=policy))
-            await self._upsert(APPROVAL, f"{request_id}/{quote.id}", self._approvals_channel, card)
+            if card:
+                policy = self._people.policy
+                current = [a for a in approvals if a.quote_id == quote.id]
+                shown = (approval_blocks.approval_card(request, quote, now=now,
+                                                       approvals=current, policy=policy)
+                         if request.status is RequestStatus.PENDING
+                         else approval_blocks.approval_outcome(request, quote, approvals,
+                                                               now=now, policy=policy))
+                await self._upsert(APPROVAL, f"{request_id}/{quote.id}",
+                                   self._approvals_channel, shown)
             progress = cluster_blocks.request_progress(request, quote, record, now=now,
                                                 approvals=approvals)
             await self._upsert(PROGRESS, request_id, request.channel_id, progress,
                                fallback_user=request.requester_id)
         # Approvers' homes list what waits for them: only a submission or a decision changes it.
-        deciding = request.status in (RequestStatus.PENDING, RequestStatus.APPROVED,
-                                      RequestStatus.REJECTED)
+        deciding = card and request.status in (RequestStatus.PENDING, RequestStatus.APPROVED,
+                                               RequestStatus.REJECTED)
         await self._refresh_homes([request.requester_id,
                                    *(await self._people.approvers() if deciding else ())])
 
@@ -106,7 +110,7 @@ class SlackNotifier:
         if record is None:
             return
         if record.request_id is not None:
-            await self.refresh_request(record.request_id)
+            await self.refresh_request(record.request_id, card=False)
             return
         # Adopted (found at AI Reserve, not launched here): its card in the approvals channel.
         async with self._locks[cluster_id]:
