@@ -18,6 +18,8 @@ is re-evaluated after the winner commits.
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+import time
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from typing import Any
@@ -125,10 +127,27 @@ def _sqlite_on_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> N
     cursor = dbapi_connection.cursor()
     try:
         cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA journal_mode = WAL")
+        _use_wal(cursor)
         cursor.execute("PRAGMA foreign_keys = ON")
     finally:
         cursor.close()
+
+
+def _use_wal(cursor: Any) -> None:
+    """Switch to WAL once per file. Several connections opening a brand-new file at once can get
+    an immediate "database is locked" on the switch (busy_timeout doesn't cover it): retry a
+    few times. This runs on aiosqlite's own thread, never on the event loop."""
+    for attempt in range(20):
+        cursor.execute("PRAGMA journal_mode")
+        if str(cursor.fetchone()[0]).lower() == "wal":
+            return
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:  # the aiosqlite adapter raises sqlite3's errors
+            if attempt == 19 or "locked" not in str(exc):
+                raise
+            time.sleep(0.01 * (attempt + 1))
 
 
 def _sqlite_on_begin(conn: Connection) -> None:

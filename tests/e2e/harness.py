@@ -173,8 +173,12 @@ async def fake_slack(clock: ManualClock) -> AsyncIterator[FakeSlack]:
 async def bot(tmp_path: Path, *, slack: FakeSlack | None = None,
               sim: EmbeddedSimulator | None = None, clock: ManualClock | None = None,
               sim_config: SimConfig | None = None,
-              policy: str | None = None) -> AsyncIterator[Harness]:
-    """A running bot. Pass `slack`/`sim`/`clock` to keep them across a restart of the bot."""
+              policy: str | None = None,
+              database_url: str | None = None) -> AsyncIterator[Harness]:
+    """A running bot. Pass `slack`/`sim`/`clock` to keep them across a restart of the bot.
+
+    The database is a SQLite file in `tmp_path` unless `database_url` names another (the
+    `pg_url` fixture's PostgreSQL database); pass the same URL again to restart on it."""
     clock = clock or (sim.clock if isinstance(sim and sim.clock, ManualClock) else None) \
         or ManualClock(START)
     async with AsyncExitStack() as stack:
@@ -184,7 +188,7 @@ async def bot(tmp_path: Path, *, slack: FakeSlack | None = None,
             "SLACK_BOT_TOKEN": slack.bot_token,
             "SLACK_SIGNING_SECRET": SECRET,
             "SLACK_API_URL": slack.api_url,
-            "DATABASE_URL": f"sqlite:///{tmp_path / 'bot.db'}",
+            "DATABASE_URL": database_url or f"sqlite:///{tmp_path / 'bot.db'}",
             "APPROVALS_CHANNEL": APPROVALS,
             "APPROVERS": f"{BOB},{CAROL}",
         }

@@ -1,4 +1,6 @@
-"""The whole flow over Slack's protocol: quote → request → approve → launch → run → terminate."""
+"""The whole flow over Slack's protocol: quote → request → approve → launch → run → terminate.
+
+On SQLite and on PostgreSQL (`database_url`, tests/e2e/conftest.py)."""
 
 import json
 
@@ -7,8 +9,8 @@ from bot.slack.ids import Action
 from tests.e2e.harness import ALICE, APPROVALS, BOB, GENERAL, bot
 
 
-async def test_quote_request_approve_launch_run_terminate(tmp_path):
-    async with bot(tmp_path) as h:
+async def test_quote_request_approve_launch_run_terminate(tmp_path, database_url):
+    async with bot(tmp_path, database_url=database_url) as h:
         card = await h.quote("quote h100x8 nodes=4 storage=1000")
         quote_text = h.text_of(card)
         assert "$124.90" in quote_text or "124" in quote_text  # 32 × $3.90 + disks + volume

@@ -1,6 +1,8 @@
 """The spend policy at work over Slack: who may approve, how many, budgets, limits, overrides,
 expiry, the spend envelope, the audit trail, the App Home, `/cluster spend` and `audit`."""
 
+import asyncio
+import copy
 import json
 from datetime import timedelta
 
@@ -68,6 +70,22 @@ async def test_two_distinct_approvers_above_the_upper_band(tmp_path):
         request = await request_of(h)
         assert request.status is RequestStatus.LAUNCHED
         assert len(h.sim.engine.list_clusters()) == 1
+
+
+async def test_two_approvers_clicking_at_once_launch_exactly_once(tmp_path, database_url):
+    # Both approvals must count: each decision locks the request row (SELECT … FOR UPDATE on
+    # PostgreSQL), so the second sees the first's approval instead of both seeing "1 of 2".
+    async with bot(tmp_path, policy=policy(), database_url=database_url) as h:
+        card = copy.deepcopy(await h.request(quote_text="quote h100x8 nodes=4"))  # $124.85/h
+        replies = await asyncio.gather(*(h.requests.click(card, Action.APPROVE, user_id=user)
+                                          for user in (BOB, CAROL)))
+        await h.rt.settle()
+        assert all(r.status == 200 for r in replies)
+        request = await request_of(h)
+        assert request.status is RequestStatus.LAUNCHED
+        assert len(h.sim.engine.list_clusters()) == 1
+        async with h.rt.db.transaction() as repos:
+            assert len(await repos.approvals.for_request(request.id)) == 2
 
 
 async def test_self_approval_and_non_approvers_are_refused(tmp_path):

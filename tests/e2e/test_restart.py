@@ -12,10 +12,10 @@ from storage.tables import ClusterRow
 from tests.e2e.harness import BOB, GENERAL, START, bot, fake_slack
 
 
-async def test_restart_mid_launch_resumes_with_the_same_key(tmp_path):
+async def test_restart_mid_launch_resumes_with_the_same_key(tmp_path, database_url):
     clock = ManualClock(START)
     async with EmbeddedSimulator(SimConfig.fast(), clock) as sim, fake_slack(clock) as slack:
-        async with bot(tmp_path, slack=slack, sim=sim) as first:
+        async with bot(tmp_path, slack=slack, sim=sim, database_url=database_url) as first:
             card = await first.request()
             await first.click(card, Action.APPROVE, user=BOB)
             [request] = await first.requests_in_db()
@@ -28,7 +28,7 @@ async def test_restart_mid_launch_resumes_with_the_same_key(tmp_path):
                 await repos.session.execute(sa.delete(ClusterRow))
             edits_before = len(first.progress(GENERAL)[0].edits)
 
-        async with bot(tmp_path, slack=slack, sim=sim) as second:
+        async with bot(tmp_path, slack=slack, sim=sim, database_url=database_url) as second:
             [resumed] = await second.requests_in_db()
             assert resumed.status is RequestStatus.LAUNCHED
             assert resumed.idempotency_key == request.idempotency_key

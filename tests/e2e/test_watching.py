@@ -46,15 +46,15 @@ async def test_degraded_recover_running_each_announced_once(tmp_path):
         assert "healthy" in h.text_of(h.slack.ephemerals(ALICE)[-1])
 
 
-async def test_announced_once_across_a_restart(tmp_path):
+async def test_announced_once_across_a_restart(tmp_path, database_url):
     clock = ManualClock(START)
     async with EmbeddedSimulator(SimConfig.fast(), clock) as sim, fake_slack(clock) as slack:
-        async with bot(tmp_path, slack=slack, sim=sim) as first:
+        async with bot(tmp_path, slack=slack, sim=sim, database_url=database_url) as first:
             cluster_id = await first.running_cluster()
             await first.fail_node(cluster_id)
             await first.advance(30)
             assert len(await first.notices(cluster_id, "degraded")) == 1
-        async with bot(tmp_path, slack=slack, sim=sim) as second:
+        async with bot(tmp_path, slack=slack, sim=sim, database_url=database_url) as second:
             for _ in range(3):
                 await second.advance(30)
             assert len(await second.notices(cluster_id, "degraded")) == 1

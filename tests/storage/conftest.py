@@ -1,16 +1,21 @@
 """Shared storage-test fixtures and sample builders.
 
-`db` runs every test that takes it on a SQLite file and on an in-memory SQLite database. The
-builders make domain models with sensible defaults; since a quote takes at most one request,
-`make_request("r-x")` sits on quote "q-x" unless told otherwise, and `seed` stores one quote for
-each distinct `quote_id` of the requests it is given. `make_observation`, `make_notice` and
-`make_volume` build the watcher's models, `make_audit` an audit entry.
+`db` runs every test that takes it on a SQLite file, on an in-memory SQLite database and on a
+fresh PostgreSQL database of the session's throwaway server (tests/pg.py; skipped where there is
+none, failing in CI). `sqlite_db` is the two SQLite ones alone, for what only SQLite does;
+`db_url` is the URL of a database nothing has touched yet (SQLite file or PostgreSQL), for tests
+that migrate or open several `Database`s on one database. The builders make domain models with
+sensible defaults; since a quote takes at most one request, `make_request("r-x")` sits on quote
+"q-x" unless told otherwise, and `seed` stores one quote for each distinct `quote_id` of the
+requests it is given. `make_observation`, `make_notice` and `make_volume` build the watcher's
+models, `make_audit` an audit entry.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
 import pytest_asyncio
 
 from bot.domain.models import (
@@ -174,10 +179,37 @@ async def seed(db: Database, *requests: LaunchRequest) -> None:
             await repos.requests.add(r)
 
 
-@pytest_asyncio.fixture(params=["file", "memory"])
+@pytest_asyncio.fixture(
+    params=["file", "memory", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
 async def db(request, tmp_path):
-    url = f"sqlite:///{tmp_path / 'bot.db'}" if request.param == "file" else "sqlite://"
+    if request.param == "postgres":
+        # A fresh database on the session's server, copied from one migrated to head.
+        url = request.getfixturevalue("pg_migrated_url")
+    else:
+        url = _sqlite_url(request.param, tmp_path)
     database = Database(url)
+    await database.migrate()  # on PostgreSQL: finds the schema current
+    yield database
+    await database.dispose()
+
+
+@pytest.fixture(params=["file", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db_url(request, tmp_path) -> str:
+    """An unmigrated database: a SQLite file, or an empty PostgreSQL database."""
+    if request.param == "postgres":
+        url: str = request.getfixturevalue("pg_url")
+        return url
+    return _sqlite_url("file", tmp_path)
+
+
+@pytest_asyncio.fixture(params=["file", "memory"])
+async def sqlite_db(request, tmp_path):
+    database = Database(_sqlite_url(request.param, tmp_path))
     await database.migrate()
     yield database
     await database.dispose()
+
+
+def _sqlite_url(kind: str, tmp_path) -> str:
+    return f"sqlite:///{tmp_path / 'bot.db'}" if kind == "file" else "sqlite://"

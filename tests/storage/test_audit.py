@@ -1,6 +1,7 @@
 """The audit trail: append, read newest first, page, count — and nothing else.
 
-Every test runs on a SQLite file and on an in-memory database (the `db` fixture of conftest.py).
+Every test runs on a SQLite file, on an in-memory database and on PostgreSQL (the `db` fixture
+of conftest.py).
 """
 
 from __future__ import annotations

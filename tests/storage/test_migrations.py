@@ -1,7 +1,14 @@
-"""Alembic migrations: they build the schema the tables describe, once, from anywhere."""
+"""Alembic migrations: they build the schema the tables describe, once, from anywhere.
+
+The tests taking `db_url` run on a SQLite file and on a fresh PostgreSQL database (the session's
+throwaway server, tests/pg.py); they look at the result through SQLAlchemy's inspector and plain
+SQL, the same on both. The few that are about SQLite alone (its WAL journal, its foreign-key
+dance around batch rebuilds) say so.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import sqlite3
 
@@ -10,6 +17,7 @@ import sqlalchemy as sa
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from sqlalchemy.engine import Connection
 from sqlalchemy.schema import CreateTable
 
 from bot.domain.models import Approval, ClusterState, Decision, RequestStatus
@@ -29,30 +37,59 @@ def _sqlite_tables(path) -> set[str]:
     return {name for (name,) in rows}
 
 
-def _version(path) -> list[str]:
-    with sqlite3.connect(path) as conn:
-        return [v for (v,) in conn.execute("SELECT version_num FROM alembic_version")]
+async def _look(db: Database, fn, *args):
+    """`fn(connection, *args)` on a connection of its own (sync-facing: the inspector is)."""
+    async with db.engine.connect() as conn:
+        return await conn.run_sync(fn, *args)
 
 
-async def test_migrate_creates_the_schema_on_an_empty_file(tmp_path):
-    path = tmp_path / "bot.db"
-    db = Database(f"sqlite:///{path}")
+def _tables(conn: Connection) -> set[str]:
+    return set(sa.inspect(conn).get_table_names())
+
+
+def _version(conn: Connection) -> list[str]:
+    return [v for (v,) in conn.execute(sa.text("SELECT version_num FROM alembic_version"))]
+
+
+def _columns(conn: Connection, table: str) -> set[str]:
+    return {column["name"] for column in sa.inspect(conn).get_columns(table)}
+
+
+def _indexes(conn: Connection) -> set[str]:
+    inspector = sa.inspect(conn)
+    return {index["name"] for table in inspector.get_table_names()
+            for index in inspector.get_indexes(table) if index["name"]}
+
+
+def _rows(conn: Connection, sql: str) -> list[tuple]:
+    return [tuple(row) for row in conn.execute(sa.text(sql))]
+
+
+def _broken_foreign_keys(conn: Connection) -> list[tuple]:
+    # PostgreSQL never lets a row break a foreign key; SQLite only checks while enforcing.
+    if conn.dialect.name != "sqlite":
+        return []
+    return _rows(conn, "PRAGMA foreign_key_check")
+
+
+async def test_migrate_creates_the_schema_on_an_empty_database(db_url):
+    db = Database(db_url)
     try:
         await db.migrate()
+        assert await _look(db, _tables) == TABLES | {"alembic_version"}
+        assert await _look(db, _version) == [HEAD]
+        assert {"ix_requests_status", "ix_clusters_status", "ix_notices_delivered_at",
+                "ix_volumes_next_reminder_at", "ix_audit_at",
+                "ix_audit_subject_id"} <= await _look(db, _indexes)
     finally:
         await db.dispose()
-    assert _sqlite_tables(path) == TABLES | {"alembic_version"}
-    assert _version(path) == [HEAD]
-    with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-        indexes = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
-    assert {"ix_requests_status", "ix_clusters_status", "ix_notices_delivered_at",
-            "ix_volumes_next_reminder_at", "ix_audit_at", "ix_audit_subject_id"} <= indexes
+    if db_url.startswith("sqlite"):
+        with sqlite3.connect(db_url.removeprefix("sqlite:///")) as conn:
+            assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
 
-async def test_migrate_twice_is_a_no_op(tmp_path):
-    path = tmp_path / "bot.db"
-    db = Database(f"sqlite:///{path}")
+async def test_migrate_twice_is_a_no_op(db_url):
+    db = Database(db_url)
     try:
         await db.migrate()
         async with db.transaction() as repos:
@@ -61,54 +98,80 @@ async def test_migrate_twice_is_a_no_op(tmp_path):
                 "VALUES ('k', 's', 'C1', '1.0', '2026-11-29 10:00:00', '2026-11-29 10:00:00')"
             ))
         await db.migrate()
-        later = Database(f"sqlite:///{path}")  # another process starting later
+        later = Database(db_url)  # another process starting later
         try:
             await later.migrate()
         finally:
             await later.dispose()
+        assert await _look(db, _version) == [HEAD]
+        assert await _look(db, _rows, "SELECT count(*) FROM messages") == [(1,)]
     finally:
         await db.dispose()
-    assert _version(path) == [HEAD]
-    with sqlite3.connect(path) as conn:
-        assert conn.execute("SELECT count(*) FROM messages").fetchone() == (1,)
 
 
-@pytest.mark.parametrize("url", ["file", "sqlite://"])
-async def test_migrated_schema_matches_the_table_metadata(tmp_path, url):
-    db = Database(f"sqlite:///{tmp_path / 'bot.db'}" if url == "file" else url)
+async def test_replicas_starting_together_migrate_once(db_url):
+    # Several processes on one empty database at once: PostgreSQL's advisory lock (SQLite's
+    # write lock) lets the first migrate while the others wait, then find nothing left to do.
+    # Without the lock, the CREATE TABLEs of the others wait on the first's, and in one process
+    # alembic's module-global `op` crosses the runs' connections: a hang, hence the timeout.
+    if db_url.startswith("sqlite"):
+        # An existing file, already in WAL mode: on a brand-new file, connections switching it
+        # to WAL at the same instant sometimes get "database is locked" at once (no busy wait).
+        with sqlite3.connect(db_url.removeprefix("sqlite:///")) as conn:
+            conn.execute("PRAGMA journal_mode = WAL")
+    replicas = [Database(db_url) for _ in range(4)]
+    try:
+        async with asyncio.timeout(60):
+            await asyncio.gather(*(each.migrate() for each in replicas))
+        assert await _look(replicas[0], _version) == [HEAD]
+        assert await _look(replicas[0], _tables) == TABLES | {"alembic_version"}
+    finally:
+        for each in replicas:
+            await each.dispose()
+
+
+def _same_server_default(context, inspected_column, metadata_column, inspected_default,
+                         metadata_default, rendered_metadata_default):
+    # PostgreSQL's json type has no "=" operator, so alembic cannot ask the server whether two
+    # JSON defaults are equal; compare the text PostgreSQL reports instead ('[]'::json).
+    if context.dialect.name == "postgresql" and isinstance(metadata_column.type, sa.JSON):
+        return inspected_default != f"{rendered_metadata_default}::json"
+    return None  # alembic's own comparison
+
+
+@pytest.mark.parametrize("kind", ["file", "sqlite://", pytest.param("postgres",
+                                                                    marks=pytest.mark.postgres)])
+async def test_migrated_schema_matches_the_table_metadata(request, tmp_path, kind):
+    if kind == "postgres":
+        db = Database(request.getfixturevalue("pg_url"))
+    else:
+        db = Database(f"sqlite:///{tmp_path / 'bot.db'}" if kind == "file" else kind)
 
     def diff(conn):
         context = MigrationContext.configure(
-            conn, opts={"compare_type": True, "compare_server_default": True}
+            conn, opts={"compare_type": True, "compare_server_default": _same_server_default}
         )
         return compare_metadata(context, metadata)
 
     try:
         await db.migrate()
-        async with db.engine.connect() as conn:
-            assert await conn.run_sync(diff) == []
+        assert await _look(db, diff) == []
     finally:
         await db.dispose()
 
 
-async def test_downgrade_to_base_and_back(tmp_path):
-    path = tmp_path / "bot.db"
-    db = Database(f"sqlite:///{path}")
-
-    def downgrade(conn):
-        config = alembic_config()
-        config.attributes["connection"] = conn
-        command.downgrade(config, "base")
-
+async def test_downgrade_to_base_and_back(db_url):
+    db = Database(db_url)
     try:
         await db.migrate()
         async with db.engine.begin() as conn:
-            await conn.run_sync(downgrade)
-        assert _sqlite_tables(path) == {"alembic_version"}
+            await conn.run_sync(_alembic, "downgrade", "base")
+        assert await _look(db, _tables) == {"alembic_version"}
         await db.migrate()
+        assert await _look(db, _tables) == TABLES | {"alembic_version"}
+        assert await _look(db, _version) == [HEAD]
     finally:
         await db.dispose()
-    assert _sqlite_tables(path) == TABLES | {"alembic_version"}
 
 
 async def test_migrate_does_not_depend_on_the_working_directory(tmp_path, monkeypatch):
@@ -125,16 +188,24 @@ async def test_migrate_does_not_depend_on_the_working_directory(tmp_path, monkey
     assert _sqlite_tables(tmp_path / "bot.db") >= TABLES
 
 
-def test_the_alembic_cli_path_migrates_from_database_url(tmp_path, monkeypatch):
-    # No connection handed in: env.py builds its own engine from DATABASE_URL.
-    path = tmp_path / "cli.db"
-    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{path}")
+def test_the_alembic_cli_path_migrates_from_database_url(db_url, monkeypatch):
+    # No connection handed in: env.py builds its own engine from DATABASE_URL (and runs it in
+    # an event loop of its own, hence a sync test).
+    monkeypatch.setenv("DATABASE_URL", db_url)
     command.upgrade(alembic_config(), "head")
-    assert _sqlite_tables(path) == TABLES | {"alembic_version"}
+
+    async def tables() -> set[str]:
+        db = Database(db_url)
+        try:
+            return await _look(db, _tables)
+        finally:
+            await db.dispose()
+
+    assert asyncio.run(tables()) == TABLES | {"alembic_version"}
 
 
 def test_offline_sql_for_postgresql(monkeypatch, capsys):
-    # PostgreSQL is not available here; rendering the migration for it still checks the DDL.
+    # Rendering the migration for PostgreSQL without a server checks the DDL text itself.
     monkeypatch.setenv("DATABASE_URL", "postgresql://bot@localhost/bot")
     command.upgrade(alembic_config(), "head", sql=True)
     sql = capsys.readouterr().out
@@ -187,7 +258,9 @@ def downgrade() -> None:
 
 async def test_a_later_batch_migration_can_rebuild_a_referenced_table(tmp_path, monkeypatch):
     # SQLite rebuilds a table by copy/drop/rename; with rows pointing at it, that only works
-    # with foreign keys off during the migration (and back on afterwards).
+    # with foreign keys off during the migration (and back on afterwards). SQLite only: on
+    # PostgreSQL batch mode is plain ALTER TABLE, and a forced rebuild of a referenced table is
+    # not something a migration of ours may do there.
     from tests.storage.conftest import make_quote, make_request, seed
 
     scripts = tmp_path / "migrations"
@@ -205,9 +278,9 @@ async def test_a_later_batch_migration_can_rebuild_a_referenced_table(tmp_path, 
         with pytest.raises(sa.exc.IntegrityError):  # enforcement is back on
             async with db.transaction() as repos:
                 await repos.requests.add(make_request("r-2", quote_id="q-nowhere"))
+        assert await _look(db, _version) == ["0099"]
     finally:
         await db.dispose()
-    assert _version(tmp_path / "bot.db") == ["0099"]
 
 
 def _alembic(conn, action: str, target: str) -> None:
@@ -228,23 +301,22 @@ def _insert_as_at_that_revision(conn, *models) -> None:
         conn.execute(table.insert().values(values))
 
 
-async def test_upgrade_from_0001_keeps_existing_rows(tmp_path):
+async def test_upgrade_from_0001_keeps_existing_rows(db_url):
     from tests.storage.conftest import T0, make_cluster, make_quote, make_request
 
-    path = tmp_path / "bot.db"
     quote, request = make_quote(), make_request(status=RequestStatus.LAUNCHED, cluster_id="c-1")
     cluster = make_cluster(status=ClusterState.RUNNING, nodes_ready=2, ready_at=T0,
                            accrued_cents=12_824, accrued_hours=2, volume_id="vol-1",
                            volume_created_with_cluster=True)
-    db = Database(f"sqlite:///{path}")
+    db = Database(db_url)
     try:
         async with db.engine.begin() as conn:
             await conn.run_sync(_alembic, "upgrade", "0001")
             await conn.run_sync(_insert_as_at_that_revision, ("quotes", quote),
                                 ("requests", request), ("clusters", cluster))
-        assert _version(path) == ["0001"]
+        assert await _look(db, _version) == ["0001"]
         await db.migrate()
-        assert _version(path) == [HEAD]
+        assert await _look(db, _version) == [HEAD]
         async with db.transaction() as repos:
             assert await repos.quotes.get("q-1") == quote
             assert await repos.requests.get("r-1") == request
@@ -252,24 +324,22 @@ async def test_upgrade_from_0001_keeps_existing_rows(tmp_path):
             assert migrated == cluster  # every new column at the model's default
             assert (migrated.observed, migrated.manual_recoveries, migrated.adopted) == (
                 None, (), False)
-            # The rebuilt table takes the new shapes, and its foreign key is enforced again.
+            # The changed table takes the new shapes, and its foreign key is enforced again.
             await repos.clusters.add(make_cluster("c-2", request_id=None, owner_id=None))
         with pytest.raises(sa.exc.IntegrityError):
             async with db.transaction() as repos:
                 await repos.clusters.add(make_cluster("c-3", request_id="r-nowhere"))
+        assert await _look(db, _broken_foreign_keys) == []
+        # On SQLite the table was rebuilt: its indexes must have survived that.
+        assert {"ix_clusters_status", "ix_clusters_request_id"} <= await _look(db, _indexes)
     finally:
         await db.dispose()
-    with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
-        indexes = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
-    assert {"ix_clusters_status", "ix_clusters_request_id"} <= indexes  # survived the rebuild
 
 
-async def test_downgrade_to_0001_with_watching_rows(tmp_path):
+async def test_downgrade_to_0001_with_watching_rows(db_url):
     from tests.storage.conftest import make_cluster, make_notice, make_observation, make_volume
 
-    path = tmp_path / "bot.db"
-    db = Database(f"sqlite:///{path}")
+    db = Database(db_url)
     try:
         await db.migrate()
         async with db.transaction() as repos:
@@ -279,14 +349,12 @@ async def test_downgrade_to_0001_with_watching_rows(tmp_path):
             await repos.volumes.upsert(make_volume())
         async with db.engine.begin() as conn:
             await conn.run_sync(_alembic, "downgrade", "0001")
-        assert _version(path) == ["0001"]
-        assert _sqlite_tables(path) == (
+        assert await _look(db, _version) == ["0001"]
+        assert await _look(db, _tables) == (
             TABLES - {"notices", "volumes", "audit"} | {"alembic_version"})
-        with sqlite3.connect(path) as conn:
-            # 0001 requires an owner: the unclaimed cluster is kept with an empty one.
-            assert conn.execute("SELECT id, owner_id FROM clusters").fetchall() == [("c-1", "")]
-            columns = {row[1] for row in conn.execute("PRAGMA table_info(clusters)")}
-        assert "observed" not in columns
+        # 0001 requires an owner: the unclaimed cluster is kept with an empty one.
+        assert await _look(db, _rows, "SELECT id, owner_id FROM clusters") == [("c-1", "")]
+        assert "observed" not in await _look(db, _columns, "clusters")
         await db.migrate()
         async with db.transaction() as repos:
             back = await repos.clusters.get("c-1")
@@ -295,21 +363,20 @@ async def test_downgrade_to_0001_with_watching_rows(tmp_path):
         await db.dispose()
 
 
-async def test_upgrade_from_0002_keeps_existing_rows(tmp_path):
+async def test_upgrade_from_0002_keeps_existing_rows(db_url):
     from tests.storage.conftest import T0, make_cluster, make_observation, make_quote, make_request
 
-    path = tmp_path / "bot.db"
     request = make_request(status=RequestStatus.LAUNCHED, cluster_id="c-1")
     cluster = make_cluster(status=ClusterState.RUNNING, nodes_ready=2, ready_at=T0,
                            observed=make_observation(), notify_channels=("C1", "C9"), adopted=True)
-    db = Database(f"sqlite:///{path}")
+    db = Database(db_url)
     try:
         async with db.engine.begin() as conn:
             await conn.run_sync(_alembic, "upgrade", "0002")
             await conn.run_sync(_insert_as_at_that_revision, ("quotes", make_quote()),
                                 ("requests", request), ("clusters", cluster))
         await db.migrate()
-        assert _version(path) == [HEAD]
+        assert await _look(db, _version) == [HEAD]
         async with db.transaction() as repos:
             # Every new column at the model's default: one approver, no envelope.
             migrated_request = await repos.requests.get("r-1")
@@ -325,13 +392,12 @@ async def test_upgrade_from_0002_keeps_existing_rows(tmp_path):
         async with db.transaction() as repos:
             assert (await repos.requests.get("r-1")).approvals_needed == 2
             assert (await repos.clusters.get("c-1")).envelope_stage == "due"
+        assert await _look(db, _broken_foreign_keys) == []
     finally:
         await db.dispose()
-    with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
 
 
-async def test_downgrade_to_0002_with_policy_rows(tmp_path):
+async def test_downgrade_to_0002_with_policy_rows(db_url):
     from tests.storage.conftest import (
         T0,
         make_audit,
@@ -341,8 +407,7 @@ async def test_downgrade_to_0002_with_policy_rows(tmp_path):
         make_request,
     )
 
-    path = tmp_path / "bot.db"
-    db = Database(f"sqlite:///{path}")
+    db = Database(db_url)
     try:
         await db.migrate()
         async with db.transaction() as repos:
@@ -359,16 +424,15 @@ async def test_downgrade_to_0002_with_policy_rows(tmp_path):
             await repos.audit.add(make_audit())
         async with db.engine.begin() as conn:  # foreign keys enforced, as the engine has them
             await conn.run_sync(_alembic, "downgrade", "0002")
-        assert _version(path) == ["0002"]
-        assert _sqlite_tables(path) == TABLES - {"audit"} | {"alembic_version"}
-        with sqlite3.connect(path) as conn:
-            requests = {row[1] for row in conn.execute("PRAGMA table_info(requests)")}
-            clusters = {row[1] for row in conn.execute("PRAGMA table_info(clusters)")}
-            counts = [conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-                      for t in ("requests", "approvals", "clusters", "notices")]
-        assert not requests & {"approvals_needed", "override_rule", "lifetime_hours"}
-        assert not clusters & {"lifetime_hours", "envelope_stage", "extended_by"}
-        assert counts == [1, 1, 1, 1]
+        assert await _look(db, _version) == ["0002"]
+        assert await _look(db, _tables) == TABLES - {"audit"} | {"alembic_version"}
+        assert not await _look(db, _columns, "requests") & {
+            "approvals_needed", "override_rule", "lifetime_hours"}
+        assert not await _look(db, _columns, "clusters") & {
+            "lifetime_hours", "envelope_stage", "extended_by"}
+        counts = [await _look(db, _rows, f"SELECT count(*) FROM {t}")
+                  for t in ("requests", "approvals", "clusters", "notices")]
+        assert counts == [[(1,)]] * 4
         await db.migrate()  # and up again: the dropped values come back as defaults
         async with db.transaction() as repos:
             assert await repos.requests.get("r-1") == make_request()

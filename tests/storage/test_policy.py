@@ -1,5 +1,6 @@
 """Storage for the spend policy: request and envelope fields, pending requests, approvers, the
-cluster queries behind reports. Every test that takes `db` runs on a SQLite file and in memory.
+cluster queries behind reports. Every test that takes `db` runs on a SQLite file, in memory and
+on PostgreSQL.
 """
 
 from __future__ import annotations

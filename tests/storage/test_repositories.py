@@ -1,7 +1,7 @@
 """Quote, approval, cluster and message repositories (requests: test_request_repo.py).
 
-Every test runs on a SQLite file and on an in-memory SQLite database (the `db` fixture of
-conftest.py); domain models must compare equal after a round trip.
+Every test runs on a SQLite file, on an in-memory SQLite database and on PostgreSQL (the `db`
+fixture of conftest.py); domain models must compare equal after a round trip.
 """
 
 from __future__ import annotations

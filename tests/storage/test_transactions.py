@@ -35,11 +35,11 @@ async def test_concurrent_transitions_have_exactly_one_winner(db):
         assert await repos.requests.get("r-1") == winners[0]
 
 
-async def test_one_winner_across_several_engines_on_one_file(tmp_path):
-    # Several Database objects on one file behave like several processes: no shared asyncio
-    # lock, so SQLite's own locking (BEGIN IMMEDIATE + busy timeout) has to keep order.
-    url = f"sqlite:///{tmp_path / 'bot.db'}"
-    dbs = [Database(url) for _ in range(4)]
+async def test_one_winner_across_several_engines_on_one_database(db_url):
+    # Several Database objects on one database behave like several processes: no shared asyncio
+    # lock, so SQLite's own locking (BEGIN IMMEDIATE + busy timeout) has to keep order, and on
+    # PostgreSQL the row lock of the compare-and-set UPDATE.
+    dbs = [Database(db_url) for _ in range(4)]
     try:
         await dbs[0].migrate()
         await seed(dbs[0])
@@ -88,11 +88,28 @@ async def test_a_failed_transaction_does_not_block_the_next(db):
     await seed(db)  # the lock and the connection were released
 
 
-async def test_nested_transaction_in_one_task_is_refused_on_sqlite(db):
-    async with db.transaction():
+async def test_nested_transaction_in_one_task_is_refused_on_sqlite(sqlite_db):
+    # SQLite only: there a nested transaction would wait for its own task's lock. On PostgreSQL
+    # each transaction is a connection of its own (see the next test).
+    async with sqlite_db.transaction():
         with pytest.raises(RuntimeError, match="nested"):
-            async with db.transaction():
+            async with sqlite_db.transaction():
                 pass  # pragma: no cover
+
+
+@pytest.mark.postgres
+async def test_transactions_in_one_task_are_independent_on_postgresql(pg_url):
+    db = Database(pg_url)
+    try:
+        await db.migrate()
+        async with db.transaction() as outer:
+            await outer.messages.put("k", "s", MessageRef(channel_id="C1", ts="1.0"), now=T0)
+            async with db.transaction() as inner:  # another connection: not yet committed
+                assert await inner.messages.get("k", "s") is None
+        async with db.transaction() as repos:
+            assert await repos.messages.get("k", "s") == MessageRef(channel_id="C1", ts="1.0")
+    finally:
+        await db.dispose()
 
 
 async def test_cancelled_transaction_rolls_back(db):

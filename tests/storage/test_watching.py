@@ -1,6 +1,7 @@
 """Storage for the watcher: cluster observation fields, the notices outbox, volumes.
 
-Every test that takes `db` runs on a SQLite file and on an in-memory database (conftest.py).
+Every test that takes `db` runs on a SQLite file, on an in-memory database and on PostgreSQL
+(conftest.py).
 """
 
 from __future__ import annotations
@@ -93,7 +94,8 @@ async def test_datetimes_inside_the_observation_are_stored_as_utc_iso_strings(db
         nodes=(NodeState(rank=0, status="running", last_recovered_at=recovered),),
     )
     await _add_clusters(db, make_cluster(request_id=None, observed=observed))
-    [(raw,)] = await _raw(db, "SELECT observed FROM clusters")
+    # As text: PostgreSQL's driver would hand back the JSON column already parsed.
+    [(raw,)] = await _raw(db, "SELECT CAST(observed AS TEXT) FROM clusters")
     stored_json = json.loads(raw)
     assert stored_json["episode_started_at"] == "2026-11-29T10:00:00+00:00"
     assert stored_json["nodes"][0]["last_recovered_at"] == "2026-11-29T10:42:05.123456+00:00"
@@ -226,10 +228,9 @@ async def test_ten_concurrent_add_new_store_one_row_without_errors(db):
     assert await _raw(db, "SELECT count(*) FROM notices") == [(1,)]
 
 
-async def test_concurrent_add_new_across_engines_on_one_file(tmp_path):
-    # Several Database objects on one file behave like several replicas/processes.
-    url = f"sqlite:///{tmp_path / 'bot.db'}"
-    dbs = [Database(url) for _ in range(3)]
+async def test_concurrent_add_new_across_engines_on_one_database(db_url):
+    # Several Database objects on one database behave like several replicas/processes.
+    dbs = [Database(db_url) for _ in range(3)]
     try:
         await dbs[0].migrate()
         await _add_clusters(dbs[0], make_cluster(request_id=None))
