@@ -37,15 +37,6 @@ def check_gpus_per_node(gpus: int, *, accelerator_label: str, machine_max: int =
         )
 
 
-def ensure_can_decide(request: LaunchRequest, actor: Actor, approvers: Collection[str]) -> None:
-    """Only a configured approver, and never the requester, may approve or reject."""
-    if actor.user_id == request.requester_id:
-        raise NotAllowed("You can't approve or reject your own launch request; "
-                         "another approver has to decide.")
-    if actor.user_id not in approvers:
-        raise NotAllowed("Only the configured approvers can approve or reject launch requests.")
-
-
 def ensure_can_act_on_cluster(cluster: ClusterRecord, actor: Actor,
                               approvers: Collection[str]) -> None:
     """Terminate (and later recover/notify): the cluster's owner or an approver."""

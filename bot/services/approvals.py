@@ -20,8 +20,8 @@ from typing import Protocol
 from sqlalchemy.exc import IntegrityError
 
 from bot.clock import Clock
+from bot.domain import policies, spend
 from bot.domain import policy as rules
-from bot.domain import spend
 from bot.domain.errors import Conflict, NotAllowed, UnknownResource
 from bot.domain.models import (
     Actor,
@@ -231,9 +231,7 @@ class ApprovalService:
         now = self._clock.now()
         async with self._db.transaction() as repos:
             request = await _request(repos, request_id)
-            if actor.user_id != request.requester_id and \
-                    actor.user_id not in await self._people.approvers():
-                raise NotAllowed("Only the requester or an approver can retry this launch.")
+            policies.ensure_can_retry(request, actor, await self._people.approvers())
             # A fresh key: the provider keeps the failed answer under the old one (contract §8).
             retried = await repos.requests.transition(
                 request_id, from_=[RequestStatus.LAUNCH_FAILED], to=RequestStatus.APPROVED,
