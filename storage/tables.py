@@ -240,6 +240,21 @@ class MessageRow(Base, table=True):
     updated_at: datetime = Field(sa_type=UtcDateTime)
 
 
+class ActionClaimRow(Base, table=True):
+    """One button press claimed before it acts (`ActionClaim`): the key is the exactly-once
+    guard; a row with no `done_at` is in progress (or its process died: see the lease)."""
+
+    __tablename__ = "action_claims"
+
+    action: str = Field(primary_key=True, sa_type=sa.String)
+    subject_id: str = Field(primary_key=True, sa_type=sa.String)
+    version: str = Field(primary_key=True, sa_type=sa.String)
+    actor_id: str = Field(sa_type=sa.String)
+    claimed_at: datetime = Field(sa_type=UtcDateTime)
+    done_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    answer: str | None = Field(default=None, sa_type=sa.Text)
+
+
 metadata = Base.metadata
 QUOTES = metadata.tables["quotes"]
 REQUESTS = metadata.tables["requests"]
@@ -249,6 +264,7 @@ MESSAGES = metadata.tables["messages"]
 NOTICES = metadata.tables["notices"]
 VOLUMES = metadata.tables["volumes"]
 AUDIT = metadata.tables["audit"]
+ACTION_CLAIMS = metadata.tables["action_claims"]
 
 
 # -- rows <-> domain models ------------------------------------------------------------------
