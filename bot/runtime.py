@@ -31,6 +31,7 @@ from bot.reserve.simulator.config import SimConfig
 from bot.reserve.simulator.embedded import EmbeddedSimulator
 from bot.services.approvals import ApprovalService
 from bot.services.audit import AuditLog
+from bot.services.claims import ButtonClaims
 from bot.services.clusters import ClusterQueries
 from bot.services.container import Services
 from bot.services.envelopes import EnvelopeService
@@ -144,6 +145,7 @@ async def start(settings: Settings, *, clock: Clock | None = None,
             envelopes=EnvelopeService(notifier=notifier, termination=termination,
                                       provider=provider, people=people, audit=audit, db=db,
                                       clock=clock),
+            claims=ButtonClaims(audit=audit, db=db, clock=clock),
         )
         stack.push_async_callback(launching.drain)
         secret = (settings.slack_signing_secret.get_secret_value()

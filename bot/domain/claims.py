@@ -8,9 +8,10 @@ copy of the same card — finds the claim and is told what already happened, by 
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
 
-from bot.domain.models import Frozen
+from bot.domain.models import Frozen, LaunchRequest, Observation
 
 
 class ClaimKey(Frozen):
@@ -25,3 +26,16 @@ class ActionClaim(Frozen):
     claimed_at: datetime
     done_at: datetime | None = None  # None: still being done (or its process died)
     answer: str | None = None  # what a later press is told once it is done
+
+
+def recovery_version(observed: Observation | None) -> tuple[int, int]:
+    """(episode, attempts used) of a cluster's recovery, as last observed: a Recover button's
+    version. A new attempt — ours, another person's or AI Reserve's own — changes it."""
+    return (observed.episode, observed.attempts_used) if observed else (0, 0)
+
+
+def launch_attempt(request: LaunchRequest) -> str:
+    """A Retry launch button's version: which failed attempt it was shown (a short digest of the
+    attempt's idempotency key, so the key itself never travels through Slack)."""
+    key = request.idempotency_key or ""
+    return hashlib.sha256(key.encode()).hexdigest()[:12]

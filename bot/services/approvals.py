@@ -22,6 +22,7 @@ from sqlalchemy.exc import IntegrityError
 from bot.clock import Clock
 from bot.domain import policies, spend
 from bot.domain import policy as rules
+from bot.domain.claims import launch_attempt
 from bot.domain.errors import Conflict, NotAllowed, UnknownResource
 from bot.domain.models import (
     Actor,
@@ -226,12 +227,20 @@ class ApprovalService:
         return len(expired)
 
     @audited("retry", subject="request_id")
-    async def retry(self, *, request_id: str, actor: Actor) -> LaunchRequest:
-        """Try a launch again after capacity or payment stopped it (same approved quote)."""
+    async def retry(self, *, request_id: str, actor: Actor,
+                    attempt: str | None = None) -> LaunchRequest:
+        """Try a launch again after capacity or payment stopped it (same approved quote).
+
+        `attempt` is the failed attempt the Retry button was shown: a button from an earlier
+        attempt (already retried) changes nothing."""
         now = self._clock.now()
+        approvers = await self._people.approvers()
         async with self._db.transaction() as repos:
             request = await _request(repos, request_id)
-            policies.ensure_can_retry(request, actor, await self._people.approvers())
+            policies.ensure_can_retry(request, actor, approvers)
+            if attempt is not None and (request.status is not RequestStatus.LAUNCH_FAILED
+                                        or launch_attempt(request) != attempt):
+                raise Conflict("That launch attempt was already retried. " + _already(request))
             # A fresh key: the provider keeps the failed answer under the old one (contract §8).
             retried = await repos.requests.transition(
                 request_id, from_=[RequestStatus.LAUNCH_FAILED], to=RequestStatus.APPROVED,

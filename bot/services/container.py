@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from bot.clock import Clock
 from bot.services.approvals import ApprovalService
 from bot.services.audit import AuditLog
+from bot.services.claims import ButtonClaims
 from bot.services.clusters import ClusterQueries
 from bot.services.envelopes import EnvelopeService
 from bot.services.home import HomeService
@@ -38,3 +39,4 @@ class Services:
     reconciling: ReconcileService
     volumes: VolumeService
     envelopes: EnvelopeService
+    claims: ButtonClaims

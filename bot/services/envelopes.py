@@ -110,23 +110,36 @@ class EnvelopeService:
             await self._termination.terminate_for_policy(cluster_id=record.id)
 
     @audited("extend", subject="cluster_id")
-    async def extend(self, *, cluster_id: str, actor: Actor) -> ClusterRecord:
-        """An approver (never the owner) grants the envelope once more."""
+    async def extend(self, *, cluster_id: str, actor: Actor,
+                     shown_hours: int | None = None) -> ClusterRecord:
+        """An approver (never the owner) grants the envelope once more.
+
+        `shown_hours` is the envelope the button showed: if it has changed since (someone else
+        extended it first), nothing is extended and the refusal says who did, to how much."""
+        approvers = await self._people.approvers()
         async with self._db.transaction() as repos:
             record = await repos.clusters.get(cluster_id)
-        if record is None:
-            raise UnknownResource("cluster", cluster_id)
-        if actor.user_id == record.owner_id:
-            raise NotAllowed("Owners can't extend their own cluster's envelope; an approver "
-                             "has to.")
-        if actor.user_id not in await self._people.approvers():
-            raise NotAllowed("Only an approver can extend a cluster's envelope.")
-        if record.lifetime_hours is None or not record.status.is_live:
-            raise Conflict(f"`{cluster_id}` has no envelope to extend.")
-        hours = self._people.policy.max_lifetime_hours or record.lifetime_hours
-        async with self._db.transaction() as repos:
+            if record is None:
+                raise UnknownResource("cluster", cluster_id)
+            if actor.user_id == record.owner_id:
+                raise NotAllowed("Owners can't extend their own cluster's envelope; an approver "
+                                 "has to.")
+            if actor.user_id not in approvers:
+                raise NotAllowed("Only an approver can extend a cluster's envelope.")
+            if record.lifetime_hours is None or not record.status.is_live:
+                raise Conflict(f"`{cluster_id}` has no envelope to extend.")
+            if shown_hours is not None and record.lifetime_hours != shown_hours:
+                raise Conflict(extended_already(record, shown_hours=shown_hours))
+            hours = self._people.policy.max_lifetime_hours or record.lifetime_hours
             record = await repos.clusters.update(
                 cluster_id, now=self._clock.now(), lifetime_hours=record.lifetime_hours + hours,
                 envelope_stage="extended", extended_by=actor.user_id)
         await self._notifier.envelope_extended(record, by=actor.user_id, hours=hours)
         return record
+
+
+def extended_already(record: ClusterRecord, *, shown_hours: int) -> str:
+    """Why a stale Extend changes nothing: who extended the envelope, to how many hours."""
+    by = f" by <@{record.extended_by}>" if record.extended_by else ""
+    return (f"Already extended{by} to {record.lifetime_hours} h (this button showed "
+            f"{shown_hours} h); nothing more was extended.")

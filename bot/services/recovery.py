@@ -10,6 +10,7 @@ import uuid
 
 from bot.clock import Clock
 from bot.domain import policies
+from bot.domain.claims import recovery_version
 from bot.domain.errors import Conflict, UnknownResource
 from bot.domain.models import Actor, ClusterRecord
 from bot.reserve import errors as api
@@ -44,12 +45,22 @@ class RecoveryService:
         return record
 
     @audited("recover", subject="cluster_id")
-    async def recover(self, *, cluster_id: str, actor: Actor) -> ClusterRecord:
-        """Ask AI Reserve for one recovery attempt now (it uses the episode's budget)."""
+    async def recover(self, *, cluster_id: str, actor: Actor,
+                      shown: tuple[int, int] | None = None) -> ClusterRecord:
+        """Ask AI Reserve for one recovery attempt now (it uses the episode's budget).
+
+        `shown` is the (episode, attempts used) the button was shown: once an attempt was made
+        since, the button is stale and changes nothing. The attempt's Idempotency-Key is derived
+        from it, so even two presses racing past every other guard make one attempt."""
         record = await self._allowed(cluster_id, actor)
+        key = str(uuid.uuid4())
+        if shown is not None:
+            now = recovery_version(record.observed)
+            if now != shown:
+                raise Conflict(_stale_recovery(record, shown=shown))
+            key = f"recover-{cluster_id}-{shown[0]}-{shown[1]}"
         try:
-            wire = await self._provider.recover_cluster(cluster_id,
-                                                        idempotency_key=str(uuid.uuid4()))
+            wire = await self._provider.recover_cluster(cluster_id, idempotency_key=key)
         except api.NotDegraded:
             raise Conflict(f"`{cluster_id}` is healthy ({record.status.value}); nothing to "
                            "recover.") from None
@@ -83,3 +94,14 @@ class RecoveryService:
         synced = await self._watching.sync(cluster_id, wire=wire)
         assert synced is not None
         return synced
+
+
+def _stale_recovery(record: ClusterRecord, *, shown: tuple[int, int]) -> str:
+    episode, used = recovery_version(record.observed)
+    cap = record.observed.attempts_max if record.observed else 0
+    if episode != shown[0]:
+        return (f"This button is from an earlier degraded episode of `{record.id}`; it is "
+                f"{record.status.value} now. Nothing was done.")
+    return (f"Since this button was shown, {used} of {cap} recovery attempts of this episode "
+            f"were made on `{record.id}` (their progress is in the cluster's thread); nothing "
+            f"more was done. To try once more: `/cluster recover {record.id}`.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bot.clock import Clock
 from bot.domain import policies
-from bot.domain.errors import Conflict, UnknownResource
+from bot.domain.errors import Conflict, NotAllowed, UnknownResource
 from bot.domain.models import Actor, ClusterRecord
 from bot.domain.ports import Notifier
 from bot.reserve import errors as api
@@ -38,7 +38,14 @@ class StewardshipService:
 
     @audited("claim", subject="cluster_id")
     async def claim(self, *, cluster_id: str, actor: Actor) -> ClusterRecord:
-        """An adopted cluster becomes the actor's: reminders and its DMs go to them."""
+        """An adopted cluster becomes the actor's: reminders and its DMs go to them.
+
+        Approvers only: owning a cluster lets one read its logs and terminate it, and it was
+        nobody's request — someone trusted with spend has to take it on (refusals are
+        audited)."""
+        if actor.user_id not in await self._people.approvers():
+            raise NotAllowed(f"Only an approver can claim `{cluster_id}`: it was found at AI "
+                             "Reserve, not launched through the bot.")
         async with self._db.transaction() as repos:
             record = await repos.clusters.get(cluster_id)
             if record is None:

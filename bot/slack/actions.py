@@ -1,30 +1,160 @@
-"""Button clicks: ack at once, unpack the typed reference, call one service, answer privately."""
+"""Button presses: one table says, per button, what its value carries, which service it calls
+and what the presser is told; one listener serves every row.
+
+Each listener acks at once, unpacks the typed reference (the version of what the button acts
+on, as it was shown), and calls the service. A row with a `Once` goes through
+`ButtonClaims.once`: the first press of (action, subject, version) acts, every repeat or stale
+copy — a double click, a proxy retry, another person's DM, the App Home — is told what already
+happened and by whom. Approve/Reject need no claim: the approval service's compare-and-set on
+the request (its quote and rate) is already once per approver. Answers are private: ephemeral
+through the response_url, or a DM where Slack gives none (the App Home), whose view is then
+published again.
+"""
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.domain.models import Actor, Decision, RequestStatus
+from bot.domain.claims import ClaimKey
+from bot.domain.models import (
+    Actor,
+    ClusterRecord,
+    LaunchRequest,
+    RequestStatus,
+    VolumeRecord,
+)
 from bot.domain.workload import default_workload
 from bot.services.container import Services
+from bot.slack import home
 from bot.slack.blocks import common
 from bot.slack.blocks import launch_modal as modal_blocks
-from bot.slack.errors import StaleReference, answering
+from bot.slack.errors import StaleReference, answering, reply_privately
 from bot.slack.ids import (
     Action,
     ApprovalRef,
     ClusterRef,
+    EnvelopeRef,
     QuoteRef,
+    RecoveryRef,
     Ref,
+    ReminderRef,
     RequestRef,
     VolumeRef,
 )
 
 R = TypeVar("R", bound=Ref)
-EPHEMERAL: dict[str, Any] = {"response_type": "ephemeral", "replace_original": False}
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Once(Generic[R, T]):
+    """Claim the press before acting: `action` (the audit's name), the subject and version the
+    button carries, and what every later press of it hears (`told(ref, result, <@presser>)`)."""
+
+    action: str
+    key: Callable[[R], tuple[str, str]]
+    told: Callable[[R, T, str], str]
+
+
+@dataclass(frozen=True)
+class Button(Generic[R, T]):
+    """One row: the reference the button carries → the service call → the presser's answer."""
+
+    ref: type[R]
+    act: Callable[[Services, R, Actor], Awaitable[T]]
+    said: Callable[[R, T], str]
+    once: Once[R, T] | None = None
+
+
+def _decided(verb: str) -> Callable[[ApprovalRef, LaunchRequest], str]:
+    def said(_: ApprovalRef, request: LaunchRequest) -> str:
+        if request.status is RequestStatus.PENDING:
+            return "Approved; it needs one more approver."
+        return f"{verb}. The card shows the outcome."
+    return said
+
+
+BUTTONS: dict[str, Button[Any, Any]] = {
+    Action.APPROVE: Button[ApprovalRef, LaunchRequest](
+        ApprovalRef,
+        lambda s, r, a: s.approvals.approve(request_id=r.request_id, quote_id=r.quote_id,
+                                            hourly_cents=r.hourly_cents, actor=a),
+        _decided("Approved")),
+    Action.REJECT: Button[ApprovalRef, LaunchRequest](
+        ApprovalRef,
+        lambda s, r, a: s.approvals.reject(request_id=r.request_id, quote_id=r.quote_id,
+                                           hourly_cents=r.hourly_cents, actor=a),
+        _decided("Rejected")),
+    Action.RETRY_LAUNCH: Button[RequestRef, LaunchRequest](
+        RequestRef,
+        lambda s, r, a: s.approvals.retry(request_id=r.request_id, attempt=r.attempt, actor=a),
+        lambda r, _: "Trying the launch again.",
+        Once("retry", lambda r: (r.request_id, r.attempt),
+             lambda r, _, by: f"Already retried by {by}; the card shows how the launch goes.")),
+    Action.TERMINATE: Button[ClusterRef, ClusterRecord](
+        ClusterRef,
+        lambda s, r, a: s.termination.terminate(cluster_id=r.cluster_id, actor=a),
+        lambda r, c: f"Terminating `{c.id}`. Its message will show the final cost.",
+        Once("terminate", lambda r: (r.cluster_id, "-"),
+             lambda r, c, by: f"Already terminated by {by}: `{c.id}` was {c.status.value} "
+                              "then; its message shows the final cost.")),
+    Action.RECOVER: Button[RecoveryRef, ClusterRecord](
+        RecoveryRef,
+        lambda s, r, a: s.recovery.recover(cluster_id=r.cluster_id, actor=a,
+                                           shown=(r.episode, r.attempts_used)),
+        lambda r, c: f"Recovery attempt started on `{c.id}`.",
+        Once("recover", lambda r: (r.cluster_id, f"{r.episode}.{r.attempts_used}"),
+             lambda r, c, by: f"Already asked by {by}: recovery attempt {r.attempts_used + 1} "
+                              f"on `{c.id}` started then; its progress is in the cluster's "
+                              f"thread. To try once more: `/cluster recover {c.id}`.")),
+    Action.AUTORECOVER_ON: Button[RecoveryRef, ClusterRecord](
+        RecoveryRef,
+        lambda s, r, a: s.recovery.set_auto(cluster_id=r.cluster_id, actor=a, on=True),
+        lambda r, c: f"Automatic recovery is on for `{c.id}`: AI Reserve tries on its next "
+                     "health pass.",
+        Once("autorecover", lambda r: (r.cluster_id, f"{r.episode}.{r.attempts_used}"),
+             lambda r, c, by: f"Already turned on by {by}: automatic recovery is on for "
+                              f"`{c.id}`.")),
+    Action.KEEP_RUNNING: Button[ReminderRef, ClusterRecord](
+        ReminderRef,
+        lambda s, r, a: s.stewardship.keep_running(cluster_id=r.cluster_id, actor=a),
+        lambda r, c: f"Noted: `{c.id}` keeps running. The hourly reminders go on until it is "
+                     "terminated.",
+        Once("keep_running", lambda r: (r.cluster_id, str(r.hour)),
+             lambda r, c, by: f"Already noted by {by}: `{c.id}` keeps running; the hourly "
+                              "reminders go on.")),
+    Action.CLAIM: Button[ClusterRef, ClusterRecord](
+        ClusterRef,
+        lambda s, r, a: s.stewardship.claim(cluster_id=r.cluster_id, actor=a),
+        lambda r, c: f"`{c.id}` is yours now: its reminders and notices come to you.",
+        Once("claim", lambda r: (r.cluster_id, "-"),
+             lambda r, c, by: f"Already claimed by {by}: `{c.id}` is theirs.")),
+    Action.DELETE_VOLUME: Button[VolumeRef, VolumeRecord](
+        VolumeRef,
+        lambda s, r, a: s.volumes.delete(volume_id=r.volume_id, actor=a),
+        lambda r, v: f"Deleting volume `{v.id}`; its billing stops now.",
+        Once("delete_volume", lambda r: (r.volume_id, "-"),
+             lambda r, v, by: f"Already deleted by {by}: volume `{v.id}` no longer bills.")),
+    Action.KEEP_VOLUME: Button[VolumeRef, VolumeRecord](
+        VolumeRef,
+        lambda s, r, a: s.volumes.keep(volume_id=r.volume_id, actor=a),
+        lambda r, v: f"Keeping `{v.id}`; I'll remind you again in a week.",
+        Once("keep_volume", lambda r: (r.volume_id, str(r.reminder)),
+             lambda r, v, by: f"Already kept by {by}: `{v.id}` is reminded again in a week.")),
+    Action.EXTEND: Button[EnvelopeRef, ClusterRecord](
+        EnvelopeRef,
+        lambda s, r, a: s.envelopes.extend(cluster_id=r.cluster_id, actor=a,
+                                           shown_hours=r.hours),
+        lambda r, c: f"Extended `{c.id}`: it may now run {c.lifetime_hours} hours in all.",
+        Once("extend", lambda r: (r.cluster_id, str(r.hours)),
+             lambda r, c, by: f"Already extended by {by} to {c.lifetime_hours} h (this button "
+                              f"showed {r.hours} h); nothing more was extended.")),
+}
 
 
 def _actor(body: dict[str, Any]) -> Actor:
@@ -40,12 +170,38 @@ def _ref(kind: type[R], action: dict[str, Any]) -> R:
         raise StaleReference(str(exc)) from exc
 
 
-async def _say(respond: AsyncRespond, text: str) -> None:
-    """A private one-line answer to the person who clicked."""
-    await respond(**common.notice(text).as_kwargs(), **EPHEMERAL)
+async def press(row: Button[R, T], services: Services, ref: R, actor: Actor) -> T:
+    """Call the row's service, through a claim of (action, subject, version) if it has one."""
+    if row.once is None:
+        return await row.act(services, ref, actor)
+    once = row.once
+    subject, version = once.key(ref)
+    return await services.claims.once(
+        ClaimKey(action=once.action, subject_id=subject, version=version), actor=actor,
+        act=lambda: row.act(services, ref, actor),
+        told=lambda result: once.told(ref, result, f"<@{actor.user_id}>"))
+
+
+def _listener(row: Button[R, T], services: Services) -> Callable[..., Awaitable[None]]:
+    async def pressed(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any],
+                      respond: AsyncRespond, client: AsyncWebClient) -> None:
+        await ack()
+        try:
+            ref = _ref(row.ref, action)
+            result = await press(row, services, ref, _actor(body))
+            await reply_privately(common.notice(row.said(ref, result)), body=body,
+                                  respond=respond, client=client)
+        finally:  # a refusal too: the Home then shows what is true now
+            await home.refresh_after_press(services, client, body)
+    return pressed
 
 
 def register(app: AsyncApp, services: Services) -> None:
+    for action_id, row in BUTTONS.items():
+        listener = _listener(row, services)
+        listener.__name__ = listener.__qualname__ = action_id
+        app.action(action_id)(answering(listener))
+
     @app.action(Action.QUOTE_REQUEST_LAUNCH)
     @answering
     async def request_launch(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any],
@@ -63,120 +219,3 @@ def register(app: AsyncApp, services: Services) -> None:
     async def discard(ack: AsyncAck, respond: AsyncRespond) -> None:
         await ack()
         await respond(delete_original=True)
-
-    async def decide(body: dict[str, Any], action: dict[str, Any], decision: Decision,
-                     respond: AsyncRespond) -> None:
-        ref = _ref(ApprovalRef, action)
-        decide = (services.approvals.approve if decision is Decision.APPROVE
-                  else services.approvals.reject)
-        request = await decide(request_id=ref.request_id, quote_id=ref.quote_id,
-                               hourly_cents=ref.hourly_cents, actor=_actor(body))
-        verb = "Approved" if decision is Decision.APPROVE else "Rejected"
-        waiting = request.status is RequestStatus.PENDING
-        await _say(respond, "Approved; it needs one more approver." if waiting
-                   else f"{verb}. The card shows the outcome.")
-
-    @app.action(Action.APPROVE)
-    @answering
-    async def approve(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any],
-                      respond: AsyncRespond) -> None:
-        await ack()
-        await decide(body, action, Decision.APPROVE, respond)
-
-    @app.action(Action.REJECT)
-    @answering
-    async def reject(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any],
-                     respond: AsyncRespond) -> None:
-        await ack()
-        await decide(body, action, Decision.REJECT, respond)
-
-    @app.action(Action.RETRY_LAUNCH)
-    @answering
-    async def retry(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any],
-                    respond: AsyncRespond) -> None:
-        await ack()
-        ref = _ref(RequestRef, action)
-        await services.approvals.retry(request_id=ref.request_id, actor=_actor(body))
-        await _say(respond, "Trying the launch again.")
-
-    @app.action(Action.TERMINATE)
-    @answering
-    async def terminate(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any],
-                        respond: AsyncRespond) -> None:
-        await ack()
-        ref = _ref(ClusterRef, action)
-        record = await services.termination.terminate(cluster_id=ref.cluster_id,
-                                                      actor=_actor(body))
-        await _say(respond, f"Terminating `{record.id}`. Its message will show the "
-                                      "final cost.")
-
-    @app.action(Action.RECOVER)
-    @answering
-    async def recover(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any],
-                      respond: AsyncRespond) -> None:
-        await ack()
-        ref = _ref(ClusterRef, action)
-        await services.recovery.recover(cluster_id=ref.cluster_id, actor=_actor(body))
-        await _say(respond, f"Recovery attempt started on `{ref.cluster_id}`."
-                                      )
-
-    @app.action(Action.AUTORECOVER_ON)
-    @answering
-    async def autorecover_on(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any],
-                             respond: AsyncRespond) -> None:
-        await ack()
-        ref = _ref(ClusterRef, action)
-        await services.recovery.set_auto(cluster_id=ref.cluster_id, actor=_actor(body), on=True)
-        await _say(respond, f"Automatic recovery is on for `{ref.cluster_id}`: AI "
-                                      "Reserve tries on its next health pass.")
-
-    @app.action(Action.KEEP_RUNNING)
-    @answering
-    async def keep_running(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any],
-                           respond: AsyncRespond) -> None:
-        await ack()
-        ref = _ref(ClusterRef, action)
-        record = await services.stewardship.keep_running(cluster_id=ref.cluster_id,
-                                                         actor=_actor(body))
-        await _say(respond, f"Noted: `{record.id}` keeps running. The hourly "
-                                      "reminders go on until it is terminated.")
-
-    @app.action(Action.CLAIM)
-    @answering
-    async def claim(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any],
-                    respond: AsyncRespond) -> None:
-        await ack()
-        ref = _ref(ClusterRef, action)
-        await services.stewardship.claim(cluster_id=ref.cluster_id, actor=_actor(body))
-        await _say(respond, f"`{ref.cluster_id}` is yours now: its reminders and "
-                                      "notices come to you.")
-
-    @app.action(Action.DELETE_VOLUME)
-    @answering
-    async def delete_volume(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any],
-                            respond: AsyncRespond) -> None:
-        await ack()
-        ref = _ref(VolumeRef, action)
-        await services.volumes.delete(volume_id=ref.volume_id, actor=_actor(body))
-        await _say(respond, f"Deleting volume `{ref.volume_id}`; its billing stops "
-                                      "now.")
-
-    @app.action(Action.KEEP_VOLUME)
-    @answering
-    async def keep_volume(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any],
-                          respond: AsyncRespond) -> None:
-        await ack()
-        ref = _ref(VolumeRef, action)
-        await services.volumes.keep(volume_id=ref.volume_id, actor=_actor(body))
-        await _say(respond, f"Keeping `{ref.volume_id}`; I'll remind you again in a "
-                                      "week.")
-
-    @app.action(Action.EXTEND)
-    @answering
-    async def extend(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any],
-                     respond: AsyncRespond) -> None:
-        await ack()
-        ref = _ref(ClusterRef, action)
-        record = await services.envelopes.extend(cluster_id=ref.cluster_id, actor=_actor(body))
-        await _say(respond, f"Extended `{record.id}`: it may now run "
-                                      f"{record.lifetime_hours} hours in all.")

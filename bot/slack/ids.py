@@ -1,9 +1,11 @@
 """What round-trips through Slack: action ids, callback ids and typed, packed references.
 
-A button `value` or a modal's `private_metadata` carries ids (and, for approvals, what was
-approved), never state. Each reference is a small pydantic model packed as compact JSON with a
-short type tag, so a handler does `ApprovalRef.unpack(value)` and gets typed fields or a clear
-`ValueError` — no `split(":")` anywhere.
+A button `value` or a modal's `private_metadata` carries ids and the version of what the button
+acts on as it was shown (the quote and rate for approvals, the envelope's hours for Extend, the
+recovery attempt count for Recover …), never other state: a press of a stale copy changes
+nothing (bot/services/claims.py). Each reference is a small pydantic model packed as compact
+JSON with a short type tag, so a handler does `ApprovalRef.unpack(value)` and gets typed
+fields or a clear `ValueError` — no `split(":")` anywhere.
 """
 
 from __future__ import annotations
@@ -81,15 +83,59 @@ class ApprovalRef(Ref):
 
 
 class RequestRef(Ref):
+    """Retry launch: bound to the failed attempt it was shown (`launch_attempt`)."""
+
     tag = "r"
     request_id: str
+    attempt: str
 
 
 class ClusterRef(Ref):
+    """Terminate and Claim: each happens once per cluster, so the id is the whole version."""
+
     tag = "c"
     cluster_id: str
 
 
+class EnvelopeRef(Ref):
+    """Extend: bound to the envelope's hours as shown."""
+
+    tag = "e"
+    cluster_id: str
+    hours: int
+
+
+class RecoveryRef(Ref):
+    """Recover and Turn on auto-recovery: bound to the recovery episode and attempts used."""
+
+    tag = "rc"
+    cluster_id: str
+    episode: int
+    attempts_used: int
+
+
+class ReminderRef(Ref):
+    """Keep running: bound to the accrued hour its reminder was about."""
+
+    tag = "h"
+    cluster_id: str
+    hour: int
+
+
 class VolumeRef(Ref):
+    """Delete volume (once per volume) and Keep (once per reminder: `reminder`, its due time
+    in epoch seconds)."""
+
     tag = "v"
     volume_id: str
+    reminder: int = 0
+
+
+def unpack_any(raw: str | None) -> Ref:
+    """Whichever reference `raw` holds, by its tag (for code that reads many kinds of button)."""
+    for kind in Ref.__subclasses__():
+        try:
+            return kind.unpack(raw)
+        except ValueError:
+            continue
+    raise ValueError(f"not a reference: {raw!r:.80}")

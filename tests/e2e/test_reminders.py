@@ -77,10 +77,13 @@ async def test_untracked_cluster_is_adopted_reported_and_reminded_to_approvers(t
         ready = h.sim.engine.get_cluster(cluster.id).ready_at
         await until(h, ready + timedelta(hours=1))
         assert len(reminders(h, BOB)) == 1 and len(reminders(h, CAROL)) == 1
-        await h.click(card, Action.CLAIM, user=ALICE)
-        assert (await h.record(cluster.id)).owner_id == ALICE
+        await h.click(card, Action.CLAIM, user=ALICE)  # not an approver: refused
+        assert "Only an approver can claim" in h.text_of(h.slack.ephemerals(ALICE)[-1])
+        assert (await h.record(cluster.id)).owner_id is None
+        await h.click(card, Action.CLAIM, user=BOB)
+        assert (await h.record(cluster.id)).owner_id == BOB
         await until(h, ready + timedelta(hours=2))
-        assert len(reminders(h, ALICE)) == 1 and len(reminders(h, BOB)) == 1
+        assert len(reminders(h, BOB)) == 2 and len(reminders(h, CAROL)) == 1
 
 
 async def test_orphaned_volume_reminded_daily_and_delete_refused_while_attached(tmp_path):

@@ -41,8 +41,11 @@ async def test_degraded_recover_running_each_announced_once(tmp_path):
         assert "$" in recovered  # what the degraded time cost
         assert "running" in h.text_of(await h.top(cluster_id)).lower()
 
-        # A button on the old notice acts on today's state: the cluster is healthy.
+        # The old notice's button was bound to attempt 0 of that episode: pressed again, it
+        # changes nothing and says who used it.
         await h.click(degraded[0], Action.RECOVER, user=ALICE)
+        assert f"Already asked by <@{ALICE}>" in h.text_of(h.slack.ephemerals(ALICE)[-1])
+        await h.slash(f"recover {cluster_id}", user=ALICE)  # a command acts on today's state
         assert "healthy" in h.text_of(h.slack.ephemerals(ALICE)[-1])
 
 

@@ -15,6 +15,7 @@ from typing import Protocol
 
 from slack_sdk.models.blocks import Block, ButtonElement
 
+from bot.domain.claims import launch_attempt
 from bot.domain.models import Approval, Decision, LaunchRequest, QuoteInfo, RequestStatus
 from bot.slack.blocks.format import (
     ERROR_MAX,
@@ -141,7 +142,8 @@ def approval_outcome(
         rate = money(req.hourly_cents)
         blocks.append(actions(button(
             "Retry launch", action_id=Action.RETRY_LAUNCH,
-            value=RequestRef(request_id=req.id).pack(), style="primary",
+            value=RequestRef(request_id=req.id, attempt=launch_attempt(req)).pack(),
+            style="primary",
             confirm=confirm(
                 f"Retry the launch at {rate}/h?",
                 f"The whole cluster bills {rate} per hour ({money(req.hourly_cents * 24)} per "

@@ -26,7 +26,7 @@ from bot.slack.blocks.format import (
     when,
 )
 from bot.slack.blocks.message import Message, actions, button, compose, confirm, context, section
-from bot.slack.ids import Action, ClusterRef
+from bot.slack.ids import Action, EnvelopeRef
 
 NO_SELF_EXTEND = ("Only an approver can extend the envelope — an owner cannot extend their own "
                   "cluster. Ask in the approvals channel.")
@@ -121,7 +121,7 @@ def extend_button(c: ClusterRecord, hours: int) -> ButtonElement:
     rate, cost = money(c.hourly_cents), money(c.hourly_cents * hours)
     return button(
         f"Extend +{hours} h (approver)", action_id=Action.EXTEND,
-        value=ClusterRef(cluster_id=c.id).pack(), style="primary",
+        value=EnvelopeRef(cluster_id=c.id, hours=c.lifetime_hours or 0).pack(), style="primary",
         confirm=confirm(
             f"Extend by {_hours(hours)}?",
             f"+{_hours(hours)} ≈ {cost}: cluster {truncate(c.id, ID_MAX)} keeps billing {rate} "

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 
 from slack_sdk.models.blocks import Block, ButtonElement
 
+from bot.domain.claims import recovery_version
 from bot.domain.models import ClusterRecord, ClusterState
 from bot.domain.watch import Notice, NoticeKind
 from bot.slack.blocks.cluster import (
@@ -51,7 +52,7 @@ from bot.slack.blocks.message import (
     header,
     section,
 )
-from bot.slack.ids import Action, ClusterRef
+from bot.slack.ids import Action, ClusterRef, RecoveryRef, ReminderRef
 
 RANKS_SHOWN = 16  # a self-serve cluster has at most 8 nodes; more is a provider oddity
 LOG_LINE_MAX = 400  # one very long line must not push every other line out
@@ -106,7 +107,7 @@ def reminder_dm(n: Notice, c: ClusterRecord, *, now: datetime) -> Message:
         blocks.append(context("Nobody has claimed it (found at AI Reserve, not launched through "
                               "the bot), so this reminder goes to the approvers."))
     if c.status in TERMINABLE:
-        value = ClusterRef(cluster_id=c.id).pack()
+        value = ReminderRef(cluster_id=c.id, hour=f.hour or 0).pack()
         blocks.append(context("*Keep running* only says you know: the reminders go on while it "
                               "bills."))
         blocks.append(actions(terminate_button(c),
@@ -305,7 +306,7 @@ def _recover_button(c: ClusterRecord, attempts: int | None) -> ButtonElement:
     budget = f"one of this episode's {attempts} attempts" if attempts else "one attempt"
     return button(
         "Recover now (one attempt)", action_id=Action.RECOVER,
-        value=ClusterRef(cluster_id=c.id).pack(), style="primary",
+        value=_recovery_ref(c), style="primary",
         confirm=confirm(
             "Make one recovery attempt now?",
             f"AI Reserve restarts the down nodes of {truncate(c.id, ID_MAX)} on the same "
@@ -320,7 +321,7 @@ def _autorecover_button(c: ClusterRecord, attempts: int | None) -> ButtonElement
     upto = f", up to {attempts} attempts per episode" if attempts else ""
     return button(
         "Turn on auto-recovery", action_id=Action.AUTORECOVER_ON,
-        value=ClusterRef(cluster_id=c.id).pack(),
+        value=_recovery_ref(c),
         confirm=confirm(
             "Turn on automatic recovery?",
             f"AI Reserve restarts lost nodes of {truncate(c.id, ID_MAX)} at each health pass"
@@ -328,6 +329,11 @@ def _autorecover_button(c: ClusterRecord, attempts: int | None) -> ButtonElement
             ok="Turn it on",
         ),
     )
+
+
+def _recovery_ref(c: ClusterRecord) -> str:
+    episode, used = recovery_version(c.observed)
+    return RecoveryRef(cluster_id=c.id, episode=episode, attempts_used=used).pack()
 
 
 def _claim_button(c: ClusterRecord) -> ButtonElement:

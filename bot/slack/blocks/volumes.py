@@ -46,7 +46,8 @@ def volume_reminder(v: VolumeRecord, *, now: datetime) -> Message:
     if gone:
         blocks.append(context(gone))
     else:
-        value = VolumeRef(volume_id=v.id).pack()
+        due = int(v.next_reminder_at.timestamp()) if v.next_reminder_at else 0
+        value = VolumeRef(volume_id=v.id, reminder=due).pack()
         blocks.append(actions(
             button("Delete volume", action_id=Action.DELETE_VOLUME, value=value, style="danger",
                    confirm=confirm(

@@ -11,7 +11,7 @@ from bot.slack.blocks.envelope import (
     envelope_warning,
 )
 from bot.slack.blocks.message import Message
-from bot.slack.ids import Action, ClusterRef
+from bot.slack.ids import Action, ClusterRef, EnvelopeRef, unpack_any
 from tests.slack.blocks import (
     EXTREME_CLUSTER,
     NOW,
@@ -81,7 +81,8 @@ def test_due_offers_extend_and_terminate(enforced):
     assert "It keeps billing *$62.53/h* ($1,500.72 per day)" in text
     assert "Owner: <@U0ALICE>" in text
     extend = button(msg, Action.EXTEND)
-    assert ClusterRef.unpack(extend["value"]).cluster_id == "clu_9xQe1"
+    assert EnvelopeRef.unpack(extend["value"]) == EnvelopeRef(cluster_id="clu_9xQe1",
+                                                              hours=72)
     assert "approver" in extend["text"]["text"]
     assert extend["confirm"]["title"]["text"] == "Extend by 72 hours?"
     assert extend["confirm"]["text"]["text"].startswith("+72 hours ≈ $4,502.16")
@@ -146,7 +147,7 @@ def test_extreme_and_hostile_clusters_stay_within_limits():
         _clean(msg)
         assert_escaped(msg)
         for b in buttons(msg):
-            assert ClusterRef.unpack(b["value"]).cluster_id == c.id
+            assert unpack_any(b["value"]).cluster_id == c.id
         assert_confirms_state(msg, "$999,999.99 per hour")
     assert "Owner: unclaimed" in all_text(envelope_due(c, now=NOW, ends_at=ends, enforced=False,
                                                        terminate_at=None))

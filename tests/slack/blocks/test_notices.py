@@ -9,7 +9,7 @@ from bot.domain.models import ClusterRecord, ClusterState, Observation
 from bot.domain.watch import Notice, NoticeFacts, NoticeKind
 from bot.slack.blocks.message import Message
 from bot.slack.blocks.notices import logs_message, reminder_dm, thread_notice, untracked_cluster
-from bot.slack.ids import Action, ClusterRef
+from bot.slack.ids import Action, unpack_any
 from tests.slack.blocks import (
     EXTREME_CLUSTER,
     HOSTILE,
@@ -61,7 +61,7 @@ def _checked(msg: Message) -> Message:
     assert "ssh" not in all_text(msg).lower()
     assert_confirms_state(msg, PER_HOUR)
     for b in buttons(msg):
-        assert ClusterRef.unpack(b["value"]).cluster_id == "clu_9xQe1"
+        assert unpack_any(b["value"]).cluster_id == "clu_9xQe1"
     return msg
 
 
@@ -87,7 +87,7 @@ def test_every_thread_notice_with_extreme_input(kind):
     assert_escaped(msg)
     assert_confirms_state(msg, PER_HOUR)
     for b in buttons(msg):
-        assert ClusterRef.unpack(b["value"]).cluster_id == EXTREME_CLUSTER["id"]
+        assert unpack_any(b["value"]).cluster_id == EXTREME_CLUSTER["id"]
 
 
 def test_reminder_is_not_a_thread_notice():
