@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
+from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.domain.claims import ClaimKey
@@ -212,7 +213,12 @@ def register(app: AsyncApp, services: Services) -> None:
         quote = await services.approvals.quote_for_request(quote_id=ref.quote_id,
                                                            actor=_actor(body))
         view = modal_blocks.launch_modal(quote, defaults=default_workload())
-        await client.views_open(trigger_id=body["trigger_id"], view=view)
+        try:
+            await client.views_open(trigger_id=body["trigger_id"], view=view)
+        except SlackApiError as exc:
+            if exc.response.get("error") != "exchanged_trigger_id":
+                raise
+            # A repeated delivery of one press: its first delivery opened the form.
 
     @app.action(Action.QUOTE_DISCARD)
     @answering
