@@ -31,6 +31,7 @@ from bot.domain.models import (
     RequestStatus,
 )
 from storage.audit import AuditRepo
+from storage.budgets import BudgetLocks
 from storage.statements import MANAGED, insert, rowcount
 from storage.tables import (
     APPROVALS,
@@ -336,3 +337,4 @@ class Repos:
         self.notices = NoticeRepo(session)
         self.volumes = VolumeRepo(session)
         self.audit = AuditRepo(session)
+        self.budgets = BudgetLocks(session)
