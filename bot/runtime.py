@@ -15,6 +15,7 @@ import secrets
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 
 import aiohttp
 from aiohttp import web
@@ -143,7 +144,8 @@ async def start(settings: Settings, *, clock: Clock | None = None,
                                   audit=audit, db=db, clock=clock),
             envelopes=EnvelopeService(notifier=notifier, termination=termination,
                                       provider=provider, people=people, audit=audit, db=db,
-                                      clock=clock),
+                                      clock=clock, poll_interval=timedelta(
+                                          seconds=settings.poll_interval_seconds)),
         )
         stack.push_async_callback(launching.drain)
         secret = (settings.slack_signing_secret.get_secret_value()
