@@ -150,7 +150,10 @@ def month_spend(clusters: Iterable[ClusterRecord], *, user: str, teams: Sequence
 
 # Approved requests hold budget room until their cluster exists (then the cluster counts: the
 # launch records it and marks the request launched in one transaction, so nothing counts twice).
-COMMITTED_STATES = (RequestStatus.APPROVED, RequestStatus.LAUNCHING)
+# A launch that failed for capacity or payment is kept to be retried (back to approved without
+# another approval), so it holds its room too.
+COMMITTED_STATES = (RequestStatus.APPROVED, RequestStatus.LAUNCHING,
+                    RequestStatus.LAUNCH_FAILED)
 
 
 def request_cents(request: LaunchRequest, *, now: datetime) -> int:
@@ -166,8 +169,9 @@ def request_cents(request: LaunchRequest, *, now: datetime) -> int:
 def committed_spend(clusters: Iterable[ClusterRecord], requests: Iterable[LaunchRequest], *,
                     user: str, teams: Sequence[Team], now: datetime,
                     excluding: str | None = None) -> MonthSpend:
-    """`month_spend` plus every request approved or launching (but `excluding`, the one being
-    decided) of `user` or of a member of one of `teams`: everything the budgets already hold.
+    """`month_spend` plus every request approved, launching or kept for a retry (but
+    `excluding`, the one being decided) of `user` or of a member of one of `teams`: everything
+    the budgets already hold.
 
     `clusters` may repeat a record (e.g. this month's and the live ones): each id counts once.
     """
