@@ -2,7 +2,7 @@
 
 A sweep walks each live cluster with an envelope through its stages (bot/domain/envelope.py has
 the timing) — each at most once, recorded on the cluster before anyone is told:
-- 80 % of the approved hours: the owner is warned;
+- 80 % of the approved hours: the owner and the approvers are warned;
 - not enforced: before AI Reserve charges the first hour beyond the envelope, the owner and the
   approvers get **Extend** (an approver, never the owner) / Terminate;
 - with `enforce_lifetime` in the policy: the same prompt an hour before the last approved hour
@@ -79,7 +79,8 @@ class EnvelopeService:
         owner = [record.owner_id] if record.owner_id else []
         if stage == "warned":
             await self._notifier.envelope_notice(record, stage=stage, ends_at=end,
-                                                 terminate_at=None, recipients=owner or approvers)
+                                                 terminate_at=None,
+                                                 recipients=sorted({*owner, *approvers}))
         elif stage in ("due", "final"):
             terminate_at = deadline(record, margin=self.margin) if enforce else None
             await self._notifier.envelope_notice(
