@@ -4,6 +4,11 @@ A request is judged when it is made (bot/domain/policy.py): refused with the rul
 numbers, routed to the admins for an explicit override, auto-approved below the policy's
 threshold, or put in front of one or two distinct approvers (never the requester).
 
+The budgets are judged again inside the transaction that approves (the last approval, or the
+auto-approval), under a lock per budget (storage/budgets.py) and counting every request already
+approved, launching or kept for a retry: approvals at the same instant take turns, and together
+never commit more than a budget. A request that no longer fits fails there, with the numbers.
+
 Every decision is a compare-and-set in the database (`pending → approved`), so any number of
 clicks, Slack retries or racing approvers produce one decision and one launch. What was
 approved — this quote at this hourly rate — travels in the button (`ApprovalRef`) and must
