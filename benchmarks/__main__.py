@@ -15,13 +15,14 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from benchmarks import ack, storage, sweep
+from benchmarks import ack, envelope, storage, sweep
 from benchmarks.report import Table
 
 BENCHMARKS: dict[str, Callable[[], Coroutine[Any, Any, list[Table]]]] = {
     "ack": ack.run,
     "sweep": sweep.run,
     "storage": storage.run,
+    "envelope": envelope.run,
 }
 
 

@@ -7,6 +7,7 @@ and move it forward instead of sleeping.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from email.utils import parsedate_to_datetime
 from typing import Protocol
 
 
@@ -64,3 +65,46 @@ class OffsetClock:
             raise ValueError("a clock does not go backwards")
         self._offset += timedelta(seconds=seconds)
         return self.now()
+
+
+class ProviderClock:
+    """AI Reserve's time, as the bot's host can tell it: the host clock plus an offset measured
+    from the provider's `Date` header on every answer (`observe`, called by the client's
+    transport). Provider deadlines — quote expiry, envelope hours, reminders, payment grace —
+    are judged on this clock, so a bot host whose clock is minutes off neither refuses a valid
+    quote nor terminates late.
+
+    `Date` has whole seconds (truncated), so an offset under a second is not measurable: the
+    estimate is the header's time plus half a second, taken at the middle of the exchange, and
+    only an estimate at least `RESOLUTION` away from the current offset replaces it.
+    """
+
+    RESOLUTION = timedelta(seconds=1)
+
+    def __init__(self, host: Clock | None = None) -> None:
+        self._host = host or SystemClock()
+        self.offset = timedelta()
+
+    def now(self) -> datetime:
+        return self._host.now() + self.offset
+
+    def host_now(self) -> datetime:
+        """The host's own clock (to time an exchange with)."""
+        return self._host.now()
+
+    def observe(self, date_header: str | None, *, sent_at: datetime) -> None:
+        """An answer carrying `Date: <date_header>` arrived; the request left at `sent_at`
+        (host time). A missing or malformed header changes nothing."""
+        if not date_header:
+            return
+        try:
+            provider = parsedate_to_datetime(date_header)
+        except (TypeError, ValueError, IndexError):
+            return
+        if provider.tzinfo is None:
+            return
+        received = self._host.now()
+        middle = sent_at + (received - sent_at) / 2
+        estimate = provider + timedelta(milliseconds=500) - middle
+        if abs(estimate - self.offset) >= self.RESOLUTION:
+            self.offset = estimate

@@ -15,13 +15,14 @@ import secrets
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 
 import aiohttp
 from aiohttp import web
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.clock import Clock, SystemClock
+from bot.clock import Clock, ProviderClock, SystemClock
 from bot.config import Settings
 from bot.domain.policy import Policy
 from bot.jobs.scheduler import build_scheduler
@@ -84,7 +85,10 @@ async def start(settings: Settings, *, clock: Clock | None = None,
                 sleep: Sleep = asyncio.sleep, policy: Policy | None = None,
                 ) -> AsyncIterator[Runtime]:
     """`sleep` is what retries wait with (Slack 429s, AI Reserve backoff): tests pass a fake."""
-    clock = clock or SystemClock()
+    host = clock or SystemClock()
+    # AI Reserve's time decides its deadlines (quote expiry, envelope hours, reminders, payment
+    # grace): every service runs on the host clock corrected by the provider's Date header.
+    clock = ProviderClock(host)
     # The spend policy is read (and checked: PolicyError names the line) before anything starts.
     policy = policy or load_policy_or_default(settings.policy_file, approvers=settings.approvers,
                                               approvals_channel=settings.approvals_channel)
@@ -99,7 +103,7 @@ async def start(settings: Settings, *, clock: Clock | None = None,
             # A fresh seed per process: ids from an earlier run (kept in the database) must
             # never be issued again by this run's simulator, whose state starts empty.
             simulator = await stack.enter_async_context(EmbeddedSimulator(
-                sim_config or SimConfig.fast(), clock, seed=secrets.randbits(32)))
+                sim_config or SimConfig.fast(), host, seed=secrets.randbits(32)))
             base_url, key = simulator.base_url, SIMULATOR_KEY
             log.info("no AI Reserve key configured: using the embedded simulator at %s",
                      base_url)
@@ -144,7 +148,8 @@ async def start(settings: Settings, *, clock: Clock | None = None,
                                   audit=audit, db=db, clock=clock),
             envelopes=EnvelopeService(notifier=notifier, termination=termination,
                                       provider=provider, people=people, audit=audit, db=db,
-                                      clock=clock),
+                                      clock=clock, poll_interval=timedelta(
+                                          seconds=settings.poll_interval_seconds)),
             claims=ButtonClaims(audit=audit, db=db, clock=clock),
         )
         stack.push_async_callback(launching.drain)

@@ -31,6 +31,7 @@ from bot.domain.models import (
     RequestStatus,
 )
 from storage.audit import AuditRepo
+from storage.budgets import BudgetLocks
 from storage.claims import ClaimRepo
 from storage.statements import MANAGED, insert, rowcount
 from storage.tables import (
@@ -338,3 +339,4 @@ class Repos:
         self.volumes = VolumeRepo(session)
         self.audit = AuditRepo(session)
         self.claims = ClaimRepo(session)
+        self.budgets = BudgetLocks(session)

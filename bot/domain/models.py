@@ -184,6 +184,10 @@ class Observation(Frozen):
     accrued_cents: int = 0
     accrued_hours: int = 0
     termination_reason: str | None = None
+    # The account's payment state as this cluster's billing shows it (contract §5.5).
+    payment_status: str = "current"  # current | past_due
+    grace_ends_at: datetime | None = None
+    unpaid_cents: int = 0
 
     @property
     def attempts_started(self) -> int:

@@ -125,16 +125,56 @@ def _broken_rules(policy: Policy, *, requester: str, accelerator_id: str, nodes:
     if policy.max_nodes is not None and nodes > policy.max_nodes:
         broken.append(f"The spend policy allows at most {policy.max_nodes} nodes per cluster; "
                       f"this asks for {nodes}.")
+    return broken + _budget_rules(policy, requester=requester, hourly_cents=hourly_cents,
+                                  month_spend=month_spend, now=now)
+
+
+def _budget_rules(policy: Policy, *, requester: str, hourly_cents: int, month_spend: MonthSpend,
+                  now: datetime) -> list[str]:
+    broken = []
     adds = request_month_cents(policy, hourly_cents=hourly_cents, now=now)
     budget = policy.budget_of(requester)
     if budget is not None and month_spend.user_cents + adds > budget:
         broken.append(f"This would bring your month to {money(month_spend.user_cents + adds)} "
-                      f"of your {money(budget)} budget.")
+                      f"of your {money(budget)} budget"
+                      f"{_breakdown(month_spend, month_spend.user_cents, adds, {requester})}.")
     for team in policy.teams_of(requester):
-        total = month_spend.team_cents.get(team.name, 0) + adds
-        if total > team.monthly_cents:
-            broken.append(f"Team {team.name}: {money(total)} of {money(team.monthly_cents)}.")
+        spent = month_spend.team_cents.get(team.name, 0)
+        if spent + adds > team.monthly_cents:
+            broken.append(f"Team {team.name}: {money(spent + adds)} of "
+                          f"{money(team.monthly_cents)}"
+                          f"{_breakdown(month_spend, spent, adds, team.members)}.")
     return broken
+
+
+def _breakdown(month_spend: MonthSpend, total: int, adds: int, people: Iterable[str]) -> str:
+    """` (… on clusters, … held by approved requests lr_a $x, lr_b $y, … for this one)`: the
+    numbers behind a budget refusal and the other requests that used the room."""
+    who = set(people)
+    held = [c for c in month_spend.requests if c.requester_id in who]
+    held_cents = sum(c.cents for c in held)
+    parts = [f"{money(total - held_cents)} spent or still to run on clusters"]
+    if held:
+        listed = ", ".join(f"`{c.request_id}` {money(c.cents)}" for c in held[:5])
+        more = f" and {len(held) - 5} more" if len(held) > 5 else ""
+        parts.append(f"{money(held_cents)} held by {len(held)} approved request"
+                     f"{'s' if len(held) != 1 else ''} not launched yet: {listed}{more}")
+    parts.append(f"{money(adds)} for this one")
+    return f" ({'; '.join(parts)})"
+
+
+def budget_refusal(policy: Policy, *, requester: str, hourly_cents: int,
+                   lifetime_hours: int | None, month_spend: MonthSpend,
+                   now: datetime) -> str | None:
+    """The budget rules alone, for a request about to be approved (its accelerator and nodes
+    were judged when it was made): None if it still fits every budget, else why not.
+
+    `month_spend` must count every other approved or launching request (spend.committed_spend).
+    """
+    limited = policy.model_copy(update={"max_lifetime_hours": lifetime_hours})
+    broken = _budget_rules(limited, requester=requester, hourly_cents=hourly_cents,
+                           month_spend=month_spend, now=now)
+    return " ".join(broken) or None
 
 
 def evaluate(policy: Policy, *, requester: str, accelerator_id: str, nodes: int,

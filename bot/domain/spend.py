@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from bot.domain.models import ClusterRecord, ClusterState, Frozen
+from bot.domain.models import ClusterRecord, ClusterState, Frozen, LaunchRequest, RequestStatus
 
 if TYPE_CHECKING:
     from bot.domain.policy import Team
@@ -101,12 +101,23 @@ def projected_in(c: ClusterRecord, *, now: datetime, end: datetime,
     return max(0, stop - done) * c.hourly_cents
 
 
+class Commitment(Frozen):
+    """A request approved or launching (no cluster yet): room it holds in its requester's and
+    their teams' budgets, at its rate until the month ends or its envelope runs out."""
+
+    request_id: str
+    requester_id: str
+    cents: int
+
+
 class MonthSpend(Frozen):
     """What a requester (and each of their teams) has spent this month plus what their live
-    clusters will still spend before it ends."""
+    clusters will still spend before it ends — and, from `committed_spend`, what the requests
+    already approved or launching will spend (`requests`, counted in the totals too)."""
 
     user_cents: int = 0
     team_cents: Mapping[str, int] = Field(default_factory=dict)
+    requests: tuple[Commitment, ...] = ()
 
 
 def _month_cents(c: ClusterRecord, *, start: datetime, end: datetime, now: datetime) -> int:
@@ -135,6 +146,53 @@ def month_spend(clusters: Iterable[ClusterRecord], *, user: str, teams: Sequence
             if c.owner_id in team.members:
                 team_cents[team.name] += cents
     return MonthSpend(user_cents=user_cents, team_cents=team_cents)
+
+
+# Approved requests hold budget room until their cluster exists (then the cluster counts: the
+# launch records it and marks the request launched in one transaction, so nothing counts twice).
+# A launch that failed for capacity or payment is kept to be retried (back to approved without
+# another approval), so it holds its room too.
+COMMITTED_STATES = (RequestStatus.APPROVED, RequestStatus.LAUNCHING,
+                    RequestStatus.LAUNCH_FAILED)
+
+
+def request_cents(request: LaunchRequest, *, now: datetime) -> int:
+    """What a request launched now adds to this month: an accrual every hour from now until the
+    month ends, at most its envelope's worth (`lifetime_hours`)."""
+    _, end = month_bounds(None, now)
+    hours = accruals_before(now, end)
+    if request.lifetime_hours is not None:
+        hours = min(hours, request.lifetime_hours)
+    return request.hourly_cents * hours
+
+
+def committed_spend(clusters: Iterable[ClusterRecord], requests: Iterable[LaunchRequest], *,
+                    user: str, teams: Sequence[Team], now: datetime,
+                    excluding: str | None = None) -> MonthSpend:
+    """`month_spend` plus every request approved, launching or kept for a retry (but
+    `excluding`, the one being decided) of `user` or of a member of one of `teams`: everything
+    the budgets already hold.
+
+    `clusters` may repeat a record (e.g. this month's and the live ones): each id counts once.
+    """
+    unique = {c.id: c for c in clusters}
+    base = month_spend(unique.values(), user=user, teams=teams, now=now)
+    user_cents, team_cents = base.user_cents, dict(base.team_cents)
+    held: list[Commitment] = []
+    for r in requests:
+        if r.status not in COMMITTED_STATES or r.id == excluding:
+            continue
+        mine = r.requester_id == user
+        in_teams = [t.name for t in teams if r.requester_id in t.members]
+        if not mine and not in_teams:
+            continue
+        cents = request_cents(r, now=now)
+        held.append(Commitment(request_id=r.id, requester_id=r.requester_id, cents=cents))
+        if mine:
+            user_cents += cents
+        for name in in_teams:
+            team_cents[name] += cents
+    return MonthSpend(user_cents=user_cents, team_cents=team_cents, requests=tuple(held))
 
 
 class SpendReport(Frozen):

@@ -28,6 +28,8 @@ class NoticeKind(enum.StrEnum):
     TERMINATED_OUTSIDE = "terminated_outside"
     REMINDER = "reminder"  # a DM to the owner (the approvers while nobody owns it)
     RECEIPT = "receipt"  # what it cost, who asked, who approved — once it is terminated
+    PAST_DUE = "past_due"  # the account can't pay: the grace deadline (bot/domain/payment.py)
+    GRACE_ENDING = "grace_ending"  # … and a reminder before it ends
 
     @property
     def broadcast(self) -> bool:
@@ -51,6 +53,8 @@ class NoticeFacts(Frozen):
     termination_reason: str | None = None
     hour: int | None = None  # REMINDER: the accrued hour it is about
     running_seconds: int | None = None  # REMINDER: since readyAt
+    grace_ends_at: datetime | None = None  # PAST_DUE, GRACE_ENDING: AI Reserve terminates then
+    unpaid_cents: int | None = None  # PAST_DUE, GRACE_ENDING: what is owed for this cluster
 
 
 class Notice(Frozen):

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 import aiohttp
 from pydantic import BaseModel, ValidationError
 
-from bot.clock import Clock
+from bot.clock import Clock, ProviderClock
 from bot.reserve.errors import (
     ApiError,
     RateLimited,
@@ -186,11 +186,15 @@ class Transport:
         attempt = 0
         while True:
             error: ApiError
+            provider_clock = self.clock if isinstance(self.clock, ProviderClock) else None
+            sent_at = provider_clock.host_now() if provider_clock is not None else None
             try:
                 resp = await self._session.request(
                     method, self.base_url + path, params=params, data=payload, headers=sent,
                     timeout=timeout,
                 )
+                if provider_clock is not None and sent_at is not None:  # its Date header
+                    provider_clock.observe(resp.headers.get("Date"), sent_at=sent_at)
             except (aiohttp.ClientError, TimeoutError) as exc:
                 error = TransportError(f"{method} {path}: no answer ({type(exc).__name__})")
                 log.debug("%s %s -> no answer (%s), attempt %d",

@@ -4,6 +4,11 @@ A request is judged when it is made (bot/domain/policy.py): refused with the rul
 numbers, routed to the admins for an explicit override, auto-approved below the policy's
 threshold, or put in front of one or two distinct approvers (never the requester).
 
+The budgets are judged again inside the transaction that approves (the last approval, or the
+auto-approval), under a lock per budget (storage/budgets.py) and counting every request already
+approved, launching or kept for a retry: approvals at the same instant take turns, and together
+never commit more than a budget. A request that no longer fits fails there, with the numbers.
+
 Every decision is a compare-and-set in the database (`pending → approved`), so any number of
 clicks, Slack retries or racing approvers produce one decision and one launch. What was
 approved — this quote at this hourly rate — travels in the button (`ApprovalRef`) and must
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import Protocol
 
 from sqlalchemy.exc import IntegrityError
@@ -38,10 +44,11 @@ from bot.domain.ports import Notifier
 from bot.services.audit import AuditLog, audited
 from bot.services.people import People
 from bot.services.quoting import QuotingService
+from storage.budgets import team_budget, user_budget
 from storage.db import Database
 from storage.repositories import Repos
 
-Judge = Callable[[QuoteInfo, str], Awaitable[Verdict]]
+Judge = Callable[[QuoteInfo, str, str | None], Awaitable[Verdict]]
 
 
 class LaunchScheduler(Protocol):
@@ -60,18 +67,19 @@ class ApprovalService:
         self._audit = audit
         self._clock = clock
 
-    async def judge(self, quote: QuoteInfo, requester: str) -> Verdict:
-        """What the spend policy says about `requester` launching `quote` now."""
+    async def judge(self, quote: QuoteInfo, requester: str,
+                    excluding: str | None = None) -> Verdict:
+        """What the spend policy says about `requester` launching `quote` now, counting every
+        request already approved or launching (but `excluding`, one being re-priced); the
+        approval judges the budgets again."""
         now = self._clock.now()
-        start, end = spend.month_bounds(None, now)
         async with self._db.transaction() as repos:
-            clusters = await repos.clusters.list_in_period(start, end)
-        policy = self._people.policy
-        month = spend.month_spend(clusters, user=requester, teams=policy.teams_of(requester),
-                                  now=now)
-        return rules.evaluate(policy, requester=requester, accelerator_id=quote.spec.shape.
-                              accelerator, nodes=quote.spec.shape.nodes,
-                              hourly_cents=quote.hourly_cents, month_spend=month, now=now)
+            month = await _committed(repos, self._people.policy, requester=requester, now=now,
+                                     excluding=excluding)
+        return rules.evaluate(self._people.policy, requester=requester,
+                              accelerator_id=quote.spec.shape.accelerator,
+                              nodes=quote.spec.shape.nodes, hourly_cents=quote.hourly_cents,
+                              month_spend=month, now=now)
 
     async def quote_for_request(self, *, quote_id: str, actor: Actor,
                                 any_state: bool = False) -> QuoteInfo:
@@ -120,10 +128,16 @@ class ApprovalService:
     async def _auto_approve(self, request: LaunchRequest, quote: QuoteInfo) -> LaunchRequest:
         now = self._clock.now()
         async with self._db.transaction() as repos:
+            refusal = await _over_budget(repos, self._people.policy, request, now=now)
             approved = await repos.requests.transition(
-                request.id, from_=[RequestStatus.PENDING], to=RequestStatus.APPROVED, now=now,
-                quote_id=quote.id, decided_at=now, idempotency_key=str(uuid.uuid4()))
+                request.id, from_=[RequestStatus.PENDING],
+                to=RequestStatus.FAILED if refusal else RequestStatus.APPROVED, now=now,
+                quote_id=quote.id, decided_at=now, last_error=refusal,
+                idempotency_key=None if refusal else str(uuid.uuid4()))
         assert approved is not None
+        if refusal:
+            await self._refused_at_approval(approved, refusal)
+            raise Conflict(f"The spend policy refuses this launch. {refusal}")
         limit = self._people.policy.auto_approve_below_cents or 0
         await self._audit.write(actor=None, action="approve", subject_id=request.id,
                                 outcome="ok", amount_cents=request.hourly_cents,
@@ -180,6 +194,7 @@ class ApprovalService:
             quote = await _quote(repos, quote_id)
             expired = decision is Decision.APPROVE and quote.is_expired(now)
             decided = request
+            refusal: str | None = None
             if not expired:
                 await repos.approvals.add(Approval(
                     request_id=request_id, approver_id=actor.user_id, decision=decision,
@@ -189,16 +204,24 @@ class ApprovalService:
                           and not rules.admin_still_needed(
                               policy, override_rule=request.override_rule,
                               approved_by=approved_by))
+                if decision is Decision.APPROVE and enough and request.override_rule is None:
+                    # The budgets again, locked, counting every request approved before this
+                    # one: the last approval is where the money is committed.
+                    refusal = await _over_budget(repos, policy, request, now=now)
                 if decision is Decision.REJECT or enough:
-                    target = (RequestStatus.APPROVED if decision is Decision.APPROVE
-                              else RequestStatus.REJECTED)
+                    target = (RequestStatus.REJECTED if decision is Decision.REJECT
+                              else RequestStatus.FAILED if refusal else RequestStatus.APPROVED)
                     moved = await repos.requests.transition(
                         request_id, from_=[RequestStatus.PENDING], to=target,
                         quote_id=quote_id, now=now, decided_by=actor.user_id, decided_at=now,
+                        last_error=refusal,
                         idempotency_key=(str(uuid.uuid4()) if target is RequestStatus.APPROVED
                                          else None))
                     assert moved is not None  # the row is locked and was pending
                     decided = moved
+        if refusal:
+            await self._refused_at_approval(decided, refusal)
+            raise Conflict(f"Not approved: the spend policy refuses it now. {refusal}")
         if expired:
             await self.requote(request, reason="expired")
             raise Conflict("That quote had expired, so nothing was launched. I priced it again "
@@ -207,6 +230,16 @@ class ApprovalService:
         if decided.status is RequestStatus.APPROVED:
             self._launcher.launch_soon(request_id)
         return decided
+
+    async def _refused_at_approval(self, request: LaunchRequest, refusal: str) -> None:
+        """A request the budgets no longer fit when it was approved: it failed, and says why."""
+        await self._audit.write(actor=None, action="budget", subject_id=request.id,
+                                outcome="refused", amount_cents=request.hourly_cents,
+                                detail=refusal)
+        await self._notifier.refresh_request(request.id)
+        await self._notifier.tell(request.requester_id,
+                                  f"Your launch request `{request.id}` was not launched: the "
+                                  f"spend policy refused it when it was approved. {refusal}")
 
     async def show_expired(self) -> int:
         """Re-render each approval card whose quote expired since it was last shown, so the
@@ -257,6 +290,34 @@ class ApprovalService:
                              notifier=self._notifier, clock=self._clock, judge=self.judge)
 
 
+async def _committed(repos: Repos, policy: rules.Policy, *, requester: str, now: datetime,
+                     excluding: str | None = None) -> spend.MonthSpend:
+    """What `requester`'s budgets hold now: this month's clusters (accrued, and what the live
+    ones will still accrue) plus every request approved or launching but `excluding`."""
+    start, end = spend.month_bounds(None, now)
+    clusters = [*await repos.clusters.list_in_period(start, end),
+                *await repos.clusters.list_live()]
+    held = await repos.requests.list_by_status(spend.COMMITTED_STATES)
+    return spend.committed_spend(clusters, held, user=requester,
+                                 teams=policy.teams_of(requester), now=now, excluding=excluding)
+
+
+async def _over_budget(repos: Repos, policy: rules.Policy, request: LaunchRequest, *,
+                       now: datetime) -> str | None:
+    """Inside the approving transaction: lock the requester's budgets (storage/budgets.py),
+    then judge them again with everything they hold. None: it fits."""
+    teams = policy.teams_of(request.requester_id)
+    if policy.budget_of(request.requester_id) is None and not teams:
+        return None
+    await repos.budgets.hold([user_budget(request.requester_id),
+                              *(team_budget(t.name) for t in teams)])
+    month = await _committed(repos, policy, requester=request.requester_id, now=now,
+                             excluding=request.id)
+    return rules.budget_refusal(policy, requester=request.requester_id,
+                                hourly_cents=request.hourly_cents,
+                                lifetime_hours=request.lifetime_hours, month_spend=month, now=now)
+
+
 async def reprice(request: LaunchRequest, *, reason: str, db: Database, quoting: QuotingService,
                   notifier: Notifier, clock: Clock, judge: Judge) -> LaunchRequest:
     """Price the same spec again and put the request back in front of the approvers.
@@ -272,7 +333,7 @@ async def reprice(request: LaunchRequest, *, reason: str, db: Database, quoting:
         old.spec, accelerator_name=old.accelerator_name, requested_by=old.requested_by,
         channel_id=old.channel_id,
     )
-    verdict = await judge(fresh, request.requester_id)
+    verdict = await judge(fresh, request.requester_id, request.id)  # it holds no room
     now = clock.now()
     async with db.transaction() as repos:
         updated = await repos.requests.transition(

@@ -1,11 +1,15 @@
 """The approved spend envelope: how long a cluster may run, as approved with its request.
 
-A sweep walks each live cluster with an envelope through its stages — each at most once,
-recorded on the cluster before anyone is told:
-- 80 % of the approved hours: the owner is warned;
-- 100 %: the owner and the approvers get **Extend** (an approver, never the owner) / Terminate;
-- with `enforce_lifetime` in the policy only: a last warning an hour before, and termination
-  two hours after the envelope ended if nobody extended it. Off by default.
+A sweep walks each live cluster with an envelope through its stages (bot/domain/envelope.py has
+the timing) — each at most once, recorded on the cluster before anyone is told:
+- 80 % of the approved hours: the owner and the approvers are warned;
+- not enforced: before AI Reserve charges the first hour beyond the envelope, the owner and the
+  approvers get **Extend** (an approver, never the owner) / Terminate;
+- with `enforce_lifetime` in the policy: the same prompt an hour before the last approved hour
+  ends, then termination before AI Reserve would charge the hour beyond it — a cluster approved
+  for H hours is never billed for more than H hours.
+The sweep runs every poll interval; the margin before the charge covers that interval and a slow
+provider, and "now" is AI Reserve's clock (the clock this service is given).
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ import logging
 from datetime import datetime, timedelta
 
 from bot.clock import Clock
-from bot.domain.errors import Conflict, NotAllowed, UnknownResource
+from bot.domain.envelope import deadline, ends_at, margin_for, next_stage
+from bot.domain.errors import Conflict, DomainError, NotAllowed, UnknownResource
 from bot.domain.models import Actor, ClusterRecord, ClusterState
 from bot.domain.ports import Notifier
 from bot.reserve.port import ClusterProvider
@@ -25,41 +30,16 @@ from storage.db import Database
 
 log = logging.getLogger(__name__)
 
-WARN_AT = 0.8
-ENFORCE_AFTER = timedelta(hours=2)  # an enforced envelope ends this long after it is spent
-FINAL_WARNING = timedelta(hours=1)  # … with a last warning this long before
-
-
-def ends_at(record: ClusterRecord) -> datetime | None:
-    if record.lifetime_hours is None or record.ready_at is None:
-        return None
-    return record.ready_at + timedelta(hours=record.lifetime_hours)
-
-
-def next_stage(record: ClusterRecord, *, now: datetime, enforce: bool) -> str | None:
-    """The stage `record` should move to now (pure), or None."""
-    end = ends_at(record)
-    if end is None or record.status not in (ClusterState.RUNNING, ClusterState.DEGRADED):
-        return None
-    stage = record.envelope_stage
-    if enforce and now >= end + ENFORCE_AFTER and stage in ("due", "final"):
-        return "enforced"
-    if enforce and now >= end + ENFORCE_AFTER - FINAL_WARNING and stage == "due":
-        return "final"
-    if now >= end and stage in ("none", "warned", "extended"):
-        return "due"
-    assert record.ready_at is not None and record.lifetime_hours is not None
-    warn = record.ready_at + timedelta(hours=record.lifetime_hours * WARN_AT)
-    if now >= warn and stage in ("none", "extended"):
-        return "warned"
-    return None
+_BILLING = (ClusterState.RUNNING, ClusterState.DEGRADED)
 
 
 class EnvelopeService:
     def __init__(self, *, db: Database, provider: ClusterProvider, notifier: Notifier,
                  termination: TerminationService, people: People, audit: AuditLog,
-                 clock: Clock) -> None:
+                 clock: Clock, poll_interval: timedelta = timedelta(seconds=30)) -> None:
+        """`clock`: AI Reserve's time (ProviderClock); `poll_interval`: how often `sweep` runs."""
         self._db = db
+        self.margin = margin_for(poll_interval)
         self._provider = provider
         self._notifier = notifier
         self._termination = termination
@@ -75,12 +55,16 @@ class EnvelopeService:
             live = await repos.clusters.list_live()
         for record in live:
             now = self._clock.now()
-            stage = next_stage(record, now=now, enforce=enforce)
+            if record.envelope_stage == "enforced" and record.status in _BILLING:
+                await self._enforce(record)  # an earlier terminate didn't land: again
+                continue
+            stage = next_stage(record, now=now, enforce=enforce, margin=self.margin)
             if stage is None:
                 continue
             async with self._db.transaction() as repos:  # claim the stage before telling
                 current = await repos.clusters.get(record.id)
-                if current is None or next_stage(current, now=now, enforce=enforce) != stage:
+                if current is None or next_stage(current, now=now, enforce=enforce,
+                                                        margin=self.margin) != stage:
                     continue
                 record = await repos.clusters.update(record.id, now=now, envelope_stage=stage)
             moved += 1
@@ -90,24 +74,37 @@ class EnvelopeService:
     async def _announce(self, record: ClusterRecord, stage: str, *, now: datetime,
                         enforce: bool) -> None:
         end = ends_at(record)
-        assert end is not None
+        assert end is not None and record.lifetime_hours is not None
         approvers = sorted(await self._people.approvers())
         owner = [record.owner_id] if record.owner_id else []
         if stage == "warned":
             await self._notifier.envelope_notice(record, stage=stage, ends_at=end,
-                                                 terminate_at=None, recipients=owner or approvers)
+                                                 terminate_at=None,
+                                                 recipients=sorted({*owner, *approvers}))
         elif stage in ("due", "final"):
-            terminate_at = end + ENFORCE_AFTER if enforce else None
+            terminate_at = deadline(record, margin=self.margin) if enforce else None
             await self._notifier.envelope_notice(
                 record, stage=stage, ends_at=end, terminate_at=terminate_at,
                 recipients=sorted({*owner, *approvers}))
         else:  # enforced: nobody extended it
-            log.warning("terminating %s: its approved envelope ended at %s", record.id, end)
+            log.warning("terminating %s: its approved envelope's next hour is charged at %s",
+                        record.id, end)
             await self._audit.write(actor=None, action="enforce_envelope", subject_id=record.id,
                                     outcome="ok", amount_cents=record.accrued_cents,
-                                    detail=f"envelope of {record.lifetime_hours} h ended at "
-                                           f"{end:%Y-%m-%d %H:%M} UTC and was not extended")
+                                    detail=f"envelope of {record.lifetime_hours} h was not "
+                                           f"extended; terminated before AI Reserve charges "
+                                           f"hour {record.lifetime_hours + 1} at "
+                                           f"{end:%Y-%m-%d %H:%M} UTC")
+            await self._enforce(record)
+
+    async def _enforce(self, record: ClusterRecord) -> None:
+        """Terminate (idempotent at AI Reserve). A failure is logged, not raised: the stage is
+        recorded, so the next sweep tries again, and the other clusters' envelopes still move."""
+        try:
             await self._termination.terminate_for_policy(cluster_id=record.id)
+        except DomainError as exc:
+            log.error("terminating %s for its envelope failed (%s); retrying next sweep",
+                      record.id, exc.user_message)
 
     @audited("extend", subject="cluster_id")
     async def extend(self, *, cluster_id: str, actor: Actor,

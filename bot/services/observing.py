@@ -37,6 +37,9 @@ def observe(cluster: Cluster, *, previous: ClusterState | None = None) -> Observ
         accrued_cents=cluster.billing.accrued_cents,
         accrued_hours=cluster.billing.accrued_hours,
         termination_reason=cluster.termination_reason,
+        payment_status=cluster.billing.payment_status.value,
+        grace_ends_at=cluster.billing.grace_ends_at,
+        unpaid_cents=cluster.billing.unpaid_cents,
     )
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from bot.clock import Clock
 from bot.domain.models import ClusterRecord, ClusterState, Observation
+from bot.domain.payment import payment_notices
 from bot.domain.ports import Notifier
 from bot.domain.watch import Notice, NoticeFacts, NoticeKind, notices_between, reminder_hour
 from bot.reserve import errors as api
@@ -118,6 +119,7 @@ class WatchService:
             terminated_by_bot=before.terminate_requested_by is not None,
             manual_attempts=manual, accrued_at_degrade=before.accrued_at_degrade,
         )
+        notices += payment_notices(before.observed, after, cluster_id=before.id, now=now)
         hour = reminder_hour(after, last_reminded_hours=before.last_reminded_hours)
         if hour is not None:
             ready = before.ready_at

@@ -37,6 +37,7 @@ from bot.slack.blocks import common as common_blocks
 from bot.slack.blocks import envelope as envelope_blocks
 from bot.slack.blocks import home as home_blocks
 from bot.slack.blocks import notices as notice_blocks
+from bot.slack.blocks import payment as payment_blocks
 from bot.slack.blocks import volumes as volume_blocks
 from bot.slack.blocks.message import Message
 from storage.db import Database
@@ -161,6 +162,9 @@ class SlackNotifier:
             for person in owners:
                 await self._dm(person, notice_blocks.reminder_dm(notice, record, now=now))
             return
+        if notice.kind in (NoticeKind.PAST_DUE, NoticeKind.GRACE_ENDING):
+            await self._payment(notice, record, now=now)
+            return
         message = (await self._receipt(record) if notice.kind is NoticeKind.RECEIPT
                    else notice_blocks.thread_notice(notice, record, now=now))
         if top is not None:
@@ -171,6 +175,19 @@ class SlackNotifier:
             await self._client.chat_postMessage(channel=record.channel_id, **message.as_kwargs())
         for channel in record.notify_channels:
             await self._client.chat_postMessage(channel=channel, **message.as_kwargs())
+
+    async def _payment(self, notice: Notice, record: ClusterRecord, *, now: datetime) -> None:
+        """The owner (the approvers while nobody owns it) by DM, and the approvals channel."""
+        paid = record.observed is not None and record.observed.payment_status != "past_due"
+        if paid or record.status not in (ClusterState.RUNNING, ClusterState.DEGRADED):
+            return  # paid, or terminated, since it was queued: the cluster's own notice follows
+        message = payment_blocks.payment_notice(notice, record, now=now)
+        owners = [record.owner_id] if record.owner_id else sorted(await self._people.approvers())
+        for person in owners:
+            await self._dm(person, message)
+        if self._approvals_channel:
+            await self._client.chat_postMessage(channel=self._approvals_channel,
+                                                **message.as_kwargs())
 
     async def send_connection_details(self, cluster: ClusterRecord,
                                       details: ConnectionDetails) -> None:

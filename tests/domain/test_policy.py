@@ -10,12 +10,13 @@ from bot.domain.policy import (
     Verdict,
     accelerator_allowed,
     admin_still_needed,
+    budget_refusal,
     evaluate,
     may_approve,
     money,
     request_month_cents,
 )
-from bot.domain.spend import MonthSpend
+from bot.domain.spend import Commitment, MonthSpend
 from tests.domain import NOW
 
 # NOW is 29 Nov 10:00 UTC: a cluster launched now accrues 38 times before 1 Dec 00:00.
@@ -163,7 +164,8 @@ def test_the_requesters_own_budget_with_the_numbers():
     adds = 100_00 * HOURS_LEFT  # $3,800.00 until the month ends
     spent = MonthSpend(user_cents=41_200_00 - adds)
     v = verdict(spend=spent)
-    assert v.refused == "This would bring your month to $41,200.00 of your $40,000.00 budget."
+    assert v.refused == ("This would bring your month to $41,200.00 of your $40,000.00 budget "
+                         "($37,400.00 spent or still to run on clusters; $3,800.00 for this one).")
     assert v.is_refusal and v.approvals_needed >= 1
     # Exactly reaching the budget is allowed.
     assert verdict(spend=MonthSpend(user_cents=40_000_00 - adds)).refused is None
@@ -176,8 +178,9 @@ def test_a_personal_budget_replaces_the_default():
 
 def test_every_team_budget_of_the_requester_with_the_numbers():
     spent = MonthSpend(user_cents=0, team_cents={"research": 151_000_00 - 100_00 * HOURS_LEFT})
-    assert verdict(requester="U0DAVE", spend=spent).refused == \
-        "Team research: $151,000.00 of $150,000.00."
+    assert verdict(requester="U0DAVE", spend=spent).refused == (
+        "Team research: $151,000.00 of $150,000.00 ($147,200.00 spent or still to run on "
+        "clusters; $3,800.00 for this one).")
     assert verdict(requester="U0ERIN", spend=spent).refused is None  # not in the team
 
 
@@ -192,8 +195,8 @@ def test_the_lifetime_caps_what_the_request_adds_to_the_month():
     assert request_month_cents(POLICY, hourly_cents=100_00, now=noon) == 12 * 100_00
     spent = MonthSpend(user_cents=30_000_00)
     assert verdict(capped, spend=spent, now=start_of_month).refused is None
-    assert verdict(uncapped, spend=spent, now=start_of_month).refused == \
-        "This would bring your month to $102,000.00 of your $40,000.00 budget."
+    assert verdict(uncapped, spend=spent, now=start_of_month).refused.startswith(
+        "This would bring your month to $102,000.00 of your $40,000.00 budget (")
 
 
 def test_every_broken_rule_is_named_in_order():
@@ -202,7 +205,21 @@ def test_every_broken_rule_is_named_in_order():
     assert v.refused is not None
     assert v.refused.split(". ")[0].startswith("h100 or h200 only")
     assert "at most 4 nodes" in v.refused
-    assert v.refused.endswith("Team research: $153,800.00 of $150,000.00.")
+    assert "Team research: $153,800.00 of $150,000.00 (" in v.refused
+
+
+def test_a_budget_refusal_names_the_approved_requests_that_hold_the_room():
+    held = (Commitment(request_id="lr_a", requester_id="U0BOB", cents=10_000_00),
+            Commitment(request_id="lr_b", requester_id="U0BOB", cents=5_000_00))
+    spent = MonthSpend(user_cents=39_950_00, requests=held)
+    refusal = budget_refusal(POLICY, requester="U0BOB", hourly_cents=100_00, lifetime_hours=1,
+                             month_spend=spent, now=NOW)
+    assert refusal == ("This would bring your month to $40,050.00 of your $40,000.00 budget "
+                       "($24,950.00 spent or still to run on clusters; $15,000.00 held by 2 "
+                       "approved requests not launched yet: `lr_a` $10,000.00, `lr_b` "
+                       "$5,000.00; $100.00 for this one).")
+    assert budget_refusal(POLICY, requester="U0BOB", hourly_cents=100_00, lifetime_hours=1,
+                          month_spend=MonthSpend(user_cents=39_900_00), now=NOW) is None
 
 
 # --- overrides --------------------------------------------------------------------------------

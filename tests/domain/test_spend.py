@@ -196,3 +196,28 @@ def test_spend_report_of_a_past_month_projects_nothing():
 def test_spend_report_of_an_empty_month():
     report = spend_report([make_cluster()], "2026-09", NOW)
     assert report.by_cluster == [] and report.by_owner == [] and report.total_cents == 0
+
+
+# --- committed_spend --------------------------------------------------------------------------
+
+def _held(id, status, *, who="U0ALICE", cents=100_00, lifetime=None):
+    from tests.storage.conftest import make_request
+    return make_request(id, status=status, requester_id=who, hourly_cents=cents,
+                        lifetime_hours=lifetime)
+
+
+def test_committed_spend_counts_approved_and_launching_requests_once_and_not_the_decided_one():
+    from bot.domain.models import RequestStatus as S
+    from bot.domain.spend import committed_spend
+    team = Team(name="research", members=frozenset({"U0ALICE", "U0DAVE"}), monthly_cents=1)
+    cluster = make_cluster()  # Alice's, ready 09:00: 39 accruals this month
+    requests = [_held("r-a", S.APPROVED), _held("r-b", S.LAUNCHING, lifetime=3),
+                _held("r-c", S.PENDING), _held("r-d", S.LAUNCHED), _held("r-e", S.APPROVED),
+                _held("r-f", S.APPROVED, who="U0DAVE"), _held("r-g", S.APPROVED, who="U0ERIN"),
+                _held("r-h", S.LAUNCH_FAILED, lifetime=1), _held("r-i", S.REJECTED)]
+    got = committed_spend([cluster, cluster], requests, user="U0ALICE", teams=[team], now=NOW,
+                          excluding="r-e")
+    on_cluster = 39 * 6253  # the record listed twice counts once
+    assert got.user_cents == on_cluster + 38 * 100_00 + 3 * 100_00 + 1 * 100_00
+    assert got.team_cents == {"research": got.user_cents + 38 * 100_00}
+    assert [c.request_id for c in got.requests] == ["r-a", "r-b", "r-f", "r-h"]

@@ -161,24 +161,48 @@ async def test_envelope_warned_due_extended_by_an_approver_never_by_the_owner(tm
 
 
 async def test_an_enforced_envelope_ends_in_termination_after_warnings(tmp_path):
+    # Approved for 4 hours: AI Reserve charges hours 1-4 at readyAt + 0…3 h and hour 5 at
+    # readyAt + 4 h. The bot warns an hour before (3 h) and terminates before hour 5 is charged,
+    # a poll interval and the provider's allowance early (30 s + 3 min): 4 hours billed, not 5.
     limits = {"accelerators": ["h100"], "max_nodes": 4, "max_lifetime_hours": 4,
               "enforce_lifetime": True}
     async with bot(tmp_path, policy=policy(limits=limits)) as h:
         cluster_id = await h.running_cluster()
         ready = h.sim.engine.get_cluster(cluster_id).ready_at
-        for hours in (3.2, 4, 5, 5.5, 6):
-            h.clock.set(ready + timedelta(hours=hours))
+        assert h.rt.services.envelopes.margin == timedelta(minutes=3, seconds=30)
+        for minutes in (150, 180, 192, 230, 236, 240 - 3.5):
+            h.clock.set(ready + timedelta(minutes=minutes))
             await h.rt.services.watching.sync_live()
             await h.rt.services.envelopes.sweep()
             await h.rt.settle()
-            if hours < 6:
-                assert h.sim.engine.get_cluster(cluster_id).status.value == "running"
-        dms = "\n".join(h.text_of(m) for m in h.slack.dms(ALICE))
-        assert "80 %" in dms and "will be terminated" in dms and "terminates in" in dms
-        assert h.sim.engine.get_cluster(cluster_id).status.value in ("terminating", "terminated")
+            status = h.sim.engine.get_cluster(cluster_id).status.value
+            assert (status == "running") == (minutes < 236.5), minutes
+        dms = [h.text_of(m) for m in h.slack.dms(ALICE)]
+        assert any("terminates in 56 min" in d and "before AI Reserve charges hour 5" in d
+                   for d in dms), dms
+        assert not any("80 %" in d for d in dms)  # the final warning (at 3 h) came first
+        h.clock.set(ready + timedelta(hours=6))
+        await h.rt.services.watching.sync_live()
+        billed = h.sim.engine.get_cluster(cluster_id).billing
+        assert billed.accrued_hours == 4
         async with h.rt.db.transaction() as repos:
             entries = await repos.audit.list(subject_id=cluster_id)
         assert any(e.action == "enforce_envelope" for e in entries)
+
+
+async def test_without_enforcement_the_100_percent_prompt_comes_before_the_next_charge(tmp_path):
+    limits = {"accelerators": ["h100"], "max_nodes": 4, "max_lifetime_hours": 2}
+    async with bot(tmp_path, policy=policy(limits=limits)) as h:
+        cluster_id = await h.running_cluster()
+        ready = h.sim.engine.get_cluster(cluster_id).ready_at
+        h.clock.set(ready + timedelta(hours=2) - h.rt.services.envelopes.margin)
+        await h.rt.services.watching.sync_live()
+        await h.rt.services.envelopes.sweep()
+        await h.rt.settle()
+        assert h.sim.engine.get_cluster(cluster_id).billing.accrued_hours == 2
+        [due] = [m for m in h.slack.dms(BOB) if Action.EXTEND in h.text_of(m)]
+        assert "AI Reserve charges hour 3 at" in h.text_of(due)
+        assert "(in 3 min 30 s)" in h.text_of(due) or "(in 3 min" in h.text_of(due)
 
 
 async def test_every_action_leaves_an_audit_row_refusals_included(tmp_path):

@@ -25,6 +25,7 @@ import logging
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from email.utils import format_datetime
 from importlib import metadata
 
 from aiohttp import web
@@ -215,6 +216,9 @@ def error_response(request: web.Request, err: ApiError) -> web.Response:
 async def _stamp_headers(request: web.Request, response: web.StreamResponse) -> None:
     for name, value in request.get(_HEADERS, {}).items():
         response.headers[name] = value
+    # The engine's clock (virtual or real) is AI Reserve's time: clients set theirs by it.
+    response.headers["Date"] = format_datetime(request.app[STATE].engine.clock.now(),
+                                               usegmt=True)
 
 
 def _require_route(request: web.Request) -> None:

@@ -49,7 +49,8 @@ def _port(text: str) -> int:
 def build(args: argparse.Namespace) -> EmbeddedSimulator:
     """The simulator the arguments describe, not yet serving."""
     config = SimConfig.fast() if args.profile == "fast" else SimConfig.realistic()
-    clock: Clock = ManualClock() if args.virtual_clock else SystemClock()
+    # A virtual clock starts at the wall clock's time, so clients' Date-based offsets are sane.
+    clock: Clock = ManualClock(SystemClock().now()) if args.virtual_clock else SystemClock()
     # An empty --api-key would lock everyone out (empty tokens are refused): treat it as unset.
     api_key = args.api_key or None
     return EmbeddedSimulator(config, clock, api_key=api_key, host=args.host, port=args.port)

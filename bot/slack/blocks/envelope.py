@@ -64,9 +64,10 @@ def envelope_due(
     """
     hours = envelope_hours(c, ends_at=ends_at)
     rate = hourly(c.hourly_cents)
-    body = (f":alarm_clock: {cluster_ref(c)} *reached its approved {_hours(hours)}* at "
-            f"{when(ends_at)} ({money(c.accrued_cents)} so far, AI Reserve's figure). It keeps "
-            f"billing *{rate}* ({money(c.hourly_cents * 24)} per day).")
+    body = (f":alarm_clock: {cluster_ref(c)} *has used its approved {_hours(hours)}*: AI "
+            f"Reserve charges hour {hours + 1} at {when(ends_at)}"
+            f"{_in(ends_at, now)} ({money(c.accrued_cents)} so far, AI Reserve's figure). If "
+            f"nobody acts, it keeps billing *{rate}* ({money(c.hourly_cents * 24)} per day).")
     blocks: list[Block] = [section(body), context(f"Owner: {owner_mention(c.owner_id)}")]
     if enforced and terminate_at is not None:
         blocks.append(section(f":warning: *Unless an approver extends it, it will be terminated "
@@ -78,18 +79,21 @@ def envelope_due(
     blocks.extend(_extend_and_terminate(c, extend_hours or hours))
     tail = "; it will be terminated unless an approver extends it" if (
         enforced and terminate_at is not None) else ""
-    return compose(f"Cluster {escaped(c.id, ID_MAX)} reached its approved {_hours(hours)} and "
-                   f"keeps billing {rate}{tail}", blocks, key="envelope.due")
+    return compose(f"Cluster {escaped(c.id, ID_MAX)} has used its approved {_hours(hours)}; "
+                   f"hour {hours + 1} is charged at {when(ends_at)}{tail}", blocks,
+                   key="envelope.due")
 
 
 def envelope_final_warning(
     c: ClusterRecord, *, now: datetime, terminate_at: datetime, extend_hours: int | None = None
 ) -> Message:
     """Enforced envelopes only: the last call before the bot terminates the cluster."""
-    left = duration((terminate_at - now).total_seconds())
-    body = (f":rotating_light: {cluster_ref(c)} *terminates in {left}* (at {when(terminate_at)}): "
-            f"its approved envelope is spent. It bills {hourly(c.hourly_cents)} until then "
-            f"({money(c.accrued_cents)} so far).")
+    left = duration(max(0.0, (terminate_at - now).total_seconds()))
+    hours = envelope_hours(c)
+    body = (f":rotating_light: {cluster_ref(c)} *terminates in {left}* (at {when(terminate_at)}), "
+            f"before AI Reserve charges hour {hours + 1}: its approved {_hours(hours)} are all "
+            f"paid for ({money(c.accrued_cents)} so far, AI Reserve's figure). Nothing more is "
+            "charged unless an approver extends it.")
     blocks: list[Block] = [section(body), context(f"Owner: {owner_mention(c.owner_id)}")]
     blocks.extend(_extend_and_terminate(c, extend_hours or envelope_hours(c)))
     return compose(f"Cluster {escaped(c.id, ID_MAX)} terminates in {left} unless an approver "
@@ -144,6 +148,11 @@ def _percent_used(hours: int, *, now: datetime, ends_at: datetime) -> int:
     total = hours * 3600
     left = max(0.0, (ends_at - now).total_seconds())
     return max(0, min(100, int((total - left) * 100 // total)))
+
+
+def _in(at: datetime, now: datetime) -> str:
+    seconds = (at - now).total_seconds()
+    return f" (in {duration(seconds)})" if seconds > 0 else ""
 
 
 def _hours(n: int) -> str:

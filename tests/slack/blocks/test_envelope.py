@@ -72,13 +72,15 @@ def test_warning_without_a_recorded_lifetime_reads_it_off_the_end():
 
 @pytest.mark.parametrize("enforced", [True, False])
 def test_due_offers_extend_and_terminate(enforced):
-    terminate_at = ENDS + timedelta(hours=2) if enforced else None
-    msg = envelope_due(_cluster(), now=ENDS, ends_at=ENDS, enforced=enforced,
-                       terminate_at=terminate_at)
+    # The prompt comes before AI Reserve charges hour 73 (at ENDS), not after it.
+    terminate_at = ENDS - timedelta(minutes=4) if enforced else None
+    msg = envelope_due(_cluster(), now=ENDS - timedelta(hours=2), ends_at=ENDS,
+                       enforced=enforced, terminate_at=terminate_at)
     _clean(msg)
     text = all_text(msg)
-    assert "*reached its approved 72 hours* at <!date^" in text
-    assert "It keeps billing *$62.53/h* ($1,500.72 per day)" in text
+    assert "*has used its approved 72 hours*: AI Reserve charges hour 73 at <!date^" in text
+    assert "(in 2 h)" in text
+    assert "If nobody acts, it keeps billing *$62.53/h* ($1,500.72 per day)" in text
     assert "Owner: <@U0ALICE>" in text
     extend = button(msg, Action.EXTEND)
     assert EnvelopeRef.unpack(extend["value"]) == EnvelopeRef(cluster_id="clu_9xQe1",
@@ -91,7 +93,7 @@ def test_due_offers_extend_and_terminate(enforced):
     assert "Extend* needs an approver" in text
     if enforced:
         assert "Unless an approver extends it, it will be terminated at <!date^" in text
-        assert "(in 2 h)" in text
+        assert "(in 1 h 56 min)" in text
     else:
         assert "not terminated automatically" in text and "Unless" not in text
 
@@ -121,6 +123,7 @@ def test_final_warning_one_hour_before():
     _clean(msg)
     text = all_text(msg)
     assert "*terminates in 1 h* (at <!date^" in text
+    assert "before AI Reserve charges hour 73: its approved 72 hours are all paid for" in text
     assert {b["action_id"] for b in buttons(msg)} == {Action.EXTEND, Action.TERMINATE}
     assert_confirms_state(msg, "$62.53 per hour")
     assert msg.text == "Cluster clu_9xQe1 terminates in 1 h unless an approver extends it"

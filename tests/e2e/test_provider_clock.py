@@ -1,0 +1,68 @@
+"""A bot whose host clock is 20 minutes fast, and one 20 minutes slow, against the simulator:
+AI Reserve's clock (its `Date` header) decides the provider's deadlines, so no valid quote is
+refused and no envelope is billed beyond its approved hours."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import pytest
+
+from bot.clock import ManualClock
+from bot.domain.models import RequestStatus
+from bot.reserve.simulator.config import SimConfig
+from bot.reserve.simulator.embedded import EmbeddedSimulator
+from bot.slack.ids import Action
+from tests.e2e.harness import BOB, START, bot, fake_slack
+from tests.e2e.test_policy import policy
+
+
+class SkewedClock(ManualClock):
+    """The bot host's clock: AI Reserve's (virtual) time plus a fixed error; moves with it."""
+
+    def __init__(self, base: ManualClock, skew: timedelta) -> None:
+        super().__init__(base.now())
+        self._base, self._skew = base, skew
+
+    def now(self) -> datetime:
+        return self._base.now() + self._skew
+
+    def advance(self, seconds: float) -> datetime:
+        return self._base.advance(seconds) + self._skew
+
+    def set(self, when: datetime) -> None:
+        self._base.set(when - self._skew)
+
+
+@pytest.mark.parametrize("skew_minutes", [20, -20])
+async def test_a_skewed_bot_launches_a_valid_quote_and_ends_its_envelope_in_time(
+        tmp_path, skew_minutes):
+    limits = {"accelerators": ["h100"], "max_nodes": 4, "max_lifetime_hours": 3,
+              "enforce_lifetime": True}
+    provider_time = ManualClock(START)
+    host = SkewedClock(provider_time, timedelta(minutes=skew_minutes))
+    async with EmbeddedSimulator(SimConfig.fast(), provider_time) as sim, \
+            fake_slack(host) as slack, \
+            bot(tmp_path, slack=slack, sim=sim, clock=host, policy=policy(limits=limits)) as h:
+        card = await h.request(quote_text="quote h100x8 nodes=2")
+        await h.click(card, Action.APPROVE, user=BOB)
+        [request] = await h.requests_in_db()
+        # Launched from the quote that was approved: not refused as expired, not re-priced.
+        assert request.status is RequestStatus.LAUNCHED, request.last_error
+        assert request.previous_hourly_cents is None and len(h.cards()) == 1
+        cluster_id = request.cluster_id
+        assert cluster_id is not None
+        await h.advance(60)
+        ready = sim.engine.get_cluster(cluster_id).ready_at
+        assert ready is not None
+        margin = h.rt.services.envelopes.margin
+        for at in (timedelta(hours=2), timedelta(hours=3) - margin - timedelta(seconds=1),
+                   timedelta(hours=3) - margin, timedelta(hours=3) - timedelta(seconds=1)):
+            provider_time.set(ready + at)
+            await h.rt.services.watching.sync_live()
+            await h.rt.services.envelopes.sweep()
+            await h.rt.settle()
+            running = sim.engine.get_cluster(cluster_id).status.value == "running"
+            assert running == (at < timedelta(hours=3) - margin), at
+        provider_time.set(ready + timedelta(hours=5))
+        assert sim.engine.get_cluster(cluster_id).billing.accrued_hours == 3
