@@ -51,7 +51,7 @@ class RequestQuoteRepo:
                 sa.select(REQUEST_QUOTES.c.quote_id, REQUEST_QUOTES.c.request_id)
                 .where(REQUEST_QUOTES.c.quote_id.in_(wanted[start:start + _IN_CHUNK]))
             )
-            held.update(dict(rows.tuples()))
+            held.update({row.quote_id: row.request_id for row in rows})
         return held
 
 

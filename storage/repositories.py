@@ -294,7 +294,7 @@ class ClusterRepo:
                 sa.select(CLUSTERS.c.id, CLUSTERS.c.request_id.is_not(None))
                 .where(CLUSTERS.c.id.in_(wanted[start:start + _IN_CHUNK]))
             )
-            linked.update({id: bool(has) for id, has in found.tuples()})
+            linked.update({id: bool(has) for id, has in found})
         return {id: id in linked for id in wanted if not linked.get(id, False)}
 
     async def list_for_owner(self, owner_id: str) -> list[ClusterRecord]:

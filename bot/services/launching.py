@@ -50,7 +50,7 @@ log = logging.getLogger(__name__)
 # or gave up for now) and is resolved by the next resume pass.
 LAUNCH_LEASE = timedelta(seconds=30)
 # Provider launch calls one worker makes in one pass before it leaves the rest to the next.
-MAX_CALLS_PER_PASS = 4
+MAX_CALLS_PER_PASS = 3
 
 
 class _Unknown:
@@ -184,7 +184,19 @@ class LaunchService:
                     await self._settle(request, found, why=f"the quote {reason}; AI Reserve "
                                        "didn't answer the check for an earlier launch, will retry")
                 return
+            except (api.TransportError, api.RateLimited, api.ServiceUnavailable,
+                    api.IdempotencyKeyInUse) as exc:
+                # Not now (overload, a call still in flight, no answer): the same key later.
+                found = await self._lookup(request)
+                if isinstance(found, Cluster):
+                    await self._record(request, found)
+                    return
+                await self._step(request, f"AI Reserve didn't confirm the launch ({exc.code}); "
+                                          "retrying with the same request key shortly")
+                return
             except api.ServerError as exc:
+                # An answer from after execution began (contract §8): a replay of this key
+                # may give back the same 5xx for ever, so count them.
                 async with self._db.transaction() as repos:
                     intent = await repos.launches.count_server_error(
                         intent.idempotency_key, now=self._clock.now())
@@ -205,14 +217,6 @@ class LaunchService:
                     await self._step(request, f"AI Reserve answered {exc.status} and no "
                                               "cluster exists; sending the same launch again")
                 continue
-            except (api.TransportError, api.RateLimited, api.IdempotencyKeyInUse) as exc:
-                found = await self._lookup(request)
-                if isinstance(found, Cluster):
-                    await self._record(request, found)
-                    return
-                await self._step(request, f"AI Reserve didn't confirm the launch ({exc.code}); "
-                                          "retrying with the same request key shortly")
-                return
             except api.ApiError as exc:
                 await self._fail(request, intent, f"AI Reserve refused the launch: {exc.message}")
                 return
