@@ -60,7 +60,8 @@ async def test_a_stored_5xx_is_resolved_by_a_lookup_then_a_fresh_key(tmp_path, d
         [cluster] = h.sim.engine.list_clusters()
         assert request.cluster_id == cluster.id
         assert len(calls) == 2  # the replay of the first key got the stored 500 back
-        first, second = await _intents(h, request.id)
+        intents = {i.state: i for i in await _intents(h, request.id)}
+        first, second = intents[IntentState.SUPERSEDED], intents[IntentState.ACCEPTED]
         assert (first.state, first.server_errors) == (IntentState.SUPERSEDED, 2)
         assert (second.state, second.cluster_id) == (IntentState.ACCEPTED, cluster.id)
         assert request.idempotency_key == second.idempotency_key != first.idempotency_key
