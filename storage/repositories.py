@@ -33,6 +33,7 @@ from bot.domain.models import (
 from storage.audit import AuditRepo
 from storage.budgets import BudgetLocks
 from storage.claims import ClaimRepo
+from storage.launches import LaunchIntentRepo, RequestQuoteRepo
 from storage.statements import MANAGED, insert, rowcount
 from storage.tables import (
     APPROVALS,
@@ -75,6 +76,8 @@ class RequestRepo:
 
     async def add(self, r: LaunchRequest) -> None:
         await self._session.execute(sa.insert(REQUESTS).values(row_values(r)))
+        await RequestQuoteRepo(self._session).add(request_id=r.id, quote_id=r.quote_id,
+                                                  now=r.created_at)
 
     async def get(self, id: str, *, for_update: bool = False) -> LaunchRequest | None:
         """`for_update`: lock the row for the rest of the transaction (PostgreSQL's SELECT …
@@ -102,14 +105,19 @@ class RequestRepo:
         now: datetime,
         quote_id: str | None = None,
         new_quote_id: str | None = None,
+        updated_before: datetime | None = None,
+        idempotency_key_was: str | None = None,
         **fields: Any,
     ) -> LaunchRequest | None:
         """Move `id` from one of `from_` to `to` in one UPDATE; None if it was not in `from_`.
 
         `quote_id` is a guard (the request must still be on that quote, e.g. the quote on the
-        card the approver clicked); `new_quote_id` replaces the quote. `fields` are any other
-        LaunchRequest fields to set in the same statement. Exactly one of several concurrent
-        callers wins: the database serializes the UPDATEs and the losers' WHERE no longer matches.
+        card the approver clicked); `new_quote_id` replaces the quote (and is remembered among
+        the quotes the request held). `updated_before` (a lease: nobody touched the request
+        since) and `idempotency_key_was` (still that launch key) are guards too. `fields` are
+        any other LaunchRequest fields to set in the same statement. Exactly one of several
+        concurrent callers wins: the database serializes the UPDATEs and the losers' WHERE no
+        longer matches.
         """
         values = field_values(LaunchRequest, fields, forbidden=MANAGED | {"status", "quote_id"})
         if new_quote_id is not None:
@@ -124,8 +132,15 @@ class RequestRepo:
         )
         if quote_id is not None:
             stmt = stmt.where(REQUESTS.c.quote_id == quote_id)
+        if updated_before is not None:
+            stmt = stmt.where(REQUESTS.c.updated_at < updated_before)
+        if idempotency_key_was is not None:
+            stmt = stmt.where(REQUESTS.c.idempotency_key == idempotency_key_was)
         if await rowcount(self._session, stmt) == 0:
             return None
+        if new_quote_id is not None:
+            await RequestQuoteRepo(self._session).add(request_id=id, quote_id=new_quote_id,
+                                                      now=now)
         return await self.get(id)
 
     async def update(self, id: str, *, now: datetime, **fields: Any) -> LaunchRequest:
@@ -209,6 +224,20 @@ class ClusterRepo:
         assert stored is not None  # inserted now or earlier, and visible to this transaction
         return stored
 
+    async def link(self, c: ClusterRecord) -> ClusterRecord:
+        """Store `c`, a cluster launched for a request, whoever lands first: inserted if
+        absent; if a sweep stored it unlinked (adopted), it becomes this request's and owner's.
+        A row already linked is returned unchanged: the launch and the sweep converge."""
+        assert c.request_id is not None
+        link = {"request_id": c.request_id, "owner_id": c.owner_id, "channel_id": c.channel_id,
+                "adopted": False, "lifetime_hours": c.lifetime_hours}
+        stmt = insert(self._session, CLUSTERS).values(row_values(c))
+        await self._session.execute(stmt.on_conflict_do_update(
+            index_elements=["id"], set_=link, where=CLUSTERS.c.request_id.is_(None)))
+        stored = await self.get(c.id)
+        assert stored is not None
+        return stored
+
     async def get(self, id: str) -> ClusterRecord | None:
         row = (await self._session.execute(
             sa.select(CLUSTERS).where(CLUSTERS.c.id == id)
@@ -256,6 +285,19 @@ class ClusterRepo:
             )
             known.update(found.scalars())
         return known
+
+    async def untracked(self, ids: Collection[str]) -> dict[str, bool]:
+        """Those of `ids` no request is linked to: id → whether a row is stored at all (an
+        adopted cluster) or not (never seen)."""
+        wanted = list(dict.fromkeys(ids))
+        linked: dict[str, bool] = {}
+        for start in range(0, len(wanted), _IN_CHUNK):
+            found = await self._session.execute(
+                sa.select(CLUSTERS.c.id, CLUSTERS.c.request_id.is_not(None))
+                .where(CLUSTERS.c.id.in_(wanted[start:start + _IN_CHUNK]))
+            )
+            linked.update({id: bool(has) for id, has in found})
+        return {id: id in linked for id in wanted if not linked.get(id, False)}
 
     async def list_for_owner(self, owner_id: str) -> list[ClusterRecord]:
         """Every cluster `owner_id` owns, live or not, oldest first."""
@@ -340,3 +382,5 @@ class Repos:
         self.audit = AuditRepo(session)
         self.claims = ClaimRepo(session)
         self.budgets = BudgetLocks(session)
+        self.request_quotes = RequestQuoteRepo(session)
+        self.launches = LaunchIntentRepo(session)

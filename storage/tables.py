@@ -101,6 +101,36 @@ class RequestRow(Base, table=True):
     lifetime_hours: int | None = Field(default=None, sa_type=sa.Integer)
 
 
+class RequestQuoteRow(Base, table=True):
+    """Every quote a request was ever priced with (added by 0004): the first one and each
+    re-price. A cluster carries the quote it was launched from, so this is how any sweep finds
+    the request (and owner) of a listed cluster, and a quote belongs to at most one request."""
+
+    __tablename__ = "request_quotes"
+
+    quote_id: str = Field(primary_key=True, foreign_key="quotes.id", sa_type=sa.String)
+    request_id: str = Field(foreign_key="requests.id", index=True, sa_type=sa.String)
+    added_at: datetime = Field(sa_type=UtcDateTime)
+
+
+class LaunchIntentRow(Base, table=True):
+    """A launch as it is sent to AI Reserve (`LaunchIntent`, added by 0004), stored before the
+    call: the key and the exact body a replay sends again."""
+
+    __tablename__ = "launch_intents"
+
+    idempotency_key: str = Field(primary_key=True, sa_type=sa.String)
+    request_id: str = Field(foreign_key="requests.id", index=True, sa_type=sa.String)
+    quote_id: str = Field(sa_type=sa.String)
+    body: dict[str, Any] = Field(sa_type=sa.JSON)
+    state: str = Field(sa_type=sa.String)
+    # No foreign key: the intent learns the cluster id before (or without) a cluster row.
+    cluster_id: str | None = Field(default=None, sa_type=sa.String)
+    server_errors: int = Field(sa_type=sa.Integer)
+    created_at: datetime = Field(sa_type=UtcDateTime)
+    updated_at: datetime = Field(sa_type=UtcDateTime)
+
+
 class ApprovalRow(Base, table=True):
     """One approve/reject decision (`Approval`): an audit row, never updated."""
 
@@ -265,6 +295,8 @@ NOTICES = metadata.tables["notices"]
 VOLUMES = metadata.tables["volumes"]
 AUDIT = metadata.tables["audit"]
 ACTION_CLAIMS = metadata.tables["action_claims"]
+REQUEST_QUOTES = metadata.tables["request_quotes"]
+LAUNCH_INTENTS = metadata.tables["launch_intents"]
 
 
 # -- rows <-> domain models ------------------------------------------------------------------

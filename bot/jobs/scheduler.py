@@ -11,7 +11,8 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from bot.jobs import sweeps
 from bot.services.container import Services
 
-RESUME_SECONDS = 60
+# With the 30 s launch lease, an unconfirmed launch is resolved within a minute.
+RESUME_SECONDS = 20
 VOLUME_SECONDS = 300
 
 

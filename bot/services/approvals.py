@@ -337,7 +337,7 @@ async def reprice(request: LaunchRequest, *, reason: str, db: Database, quoting:
     now = clock.now()
     async with db.transaction() as repos:
         updated = await repos.requests.transition(
-            request.id, now=now,
+            request.id, now=now, quote_id=request.quote_id,  # not if re-priced meanwhile
             to=RequestStatus.FAILED if verdict.is_refusal else RequestStatus.PENDING,
             from_=[RequestStatus.PENDING, RequestStatus.APPROVED, RequestStatus.LAUNCHING,
                    RequestStatus.LAUNCH_FAILED],

@@ -1,9 +1,13 @@
 """Reconciliation: every cluster AI Reserve bills us for is one the bot watches.
 
-Each sweep lists the provider's clusters. A live one the database doesn't know (launched at
-AI Reserve directly, or by a bot whose database was lost) is adopted: recorded, announced in
-the approvals channel as untracked with its rate, watched and reminded — to the approvers until
-someone claims it. Clusters that ended outside the bot are caught by the watcher's own poll.
+Each sweep lists the provider's clusters. Every cluster carries the quote it was launched from,
+and the bot keeps every quote each request was ever priced with: a listed cluster whose quote a
+request held is that request's — linked to it, its owner and channel (`linking.py`), even while
+the launch itself is still waiting for AI Reserve's answer or was cut short by a crash. Only a
+live cluster no request ever held the quote of (launched at AI Reserve directly, or by a bot
+whose database was lost) is adopted: recorded, announced in the approvals channel as untracked
+with its rate, watched and reminded — to the approvers until someone claims it. Clusters that
+ended outside the bot are caught by the watcher's own poll.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from bot.domain.ports import Notifier
 from bot.reserve.port import ClusterProvider
 from bot.reserve.schemas import Cluster
 from bot.services.audit import AuditLog
+from bot.services.linking import link_cluster
 from bot.services.observing import record_from_wire
 from bot.services.quoting import QuotingService
 from bot.services.watching import WatchService
@@ -37,29 +42,56 @@ class ReconcileService:
         self._clock = clock
 
     async def reconcile(self) -> dict[str, Cluster]:
-        """Adopt every live provider cluster the bot doesn't know. Returns the provider's whole
-        listing by id, so the watcher polls from it instead of one GET per cluster."""
+        """Link or adopt every live provider cluster the bot doesn't track. Returns the
+        provider's whole listing by id, so the watcher polls from it instead of one GET each."""
         listing = {c.id: c async for c in self._provider.iter_clusters()}
         live = [c for c in listing.values() if c.status.is_live]
         async with self._db.transaction() as repos:
-            known = await repos.clusters.ids([c.id for c in live])
-        unknown = [c for c in live if c.id not in known]
-        if not unknown:
+            unlinked = await repos.clusters.untracked([c.id for c in live])
+            candidates = [c for c in live if c.id in unlinked]
+            held = await repos.request_quotes.requests_of([c.quote_id for c in candidates])
+        if not candidates:
             return listing
-        names = {a.id: a.name for a in await self._quoting.catalog()}
-        for wire in unknown:
-            record = record_from_wire(
-                wire, owner_id=None, channel_id=self._approvals_channel, request_id=None,
-                accelerator_name=names.get(wire.shape.accelerator, wire.shape.accelerator),
-                now=self._clock.now(), adopted=True)
-            async with self._db.transaction() as repos:
-                await repos.clusters.add(record)
-            log.warning("adopted untracked cluster %s (%s¢/h)", wire.id,
-                        wire.locked_rate.hourly_cents)
-            await self._audit.write(actor=None, action="adopt", subject_id=wire.id,
-                                    outcome="ok", amount_cents=wire.locked_rate.hourly_cents,
-                                    detail="found at AI Reserve, not launched through the bot")
-            await self._notifier.refresh_cluster(wire.id)  # the untracked card
-            await self._watching.sync(wire.id, wire=wire, deliver=False)
-        await self._notifier.deliver_notices()
+        strangers = [c for c in candidates if c.quote_id not in held and not unlinked[c.id]]
+        for wire in candidates:
+            if wire.quote_id in held:
+                await self._link(wire, held[wire.quote_id])
+        if strangers:  # not stored yet (an adopted row stays as it is until claimed)
+            names = {a.id: a.name for a in await self._quoting.catalog()}
+            for wire in strangers:
+                await self._adopt(wire, names.get(wire.shape.accelerator,
+                                                  wire.shape.accelerator))
+            await self._notifier.deliver_notices()
         return listing
+
+    async def _link(self, wire: Cluster, request_id: str) -> None:
+        async with self._db.transaction() as repos:
+            request = await repos.requests.get(request_id)
+            quote = await repos.quotes.get(wire.quote_id)
+        assert request is not None and quote is not None  # foreign keys of request_quotes
+        linked = await link_cluster(db=self._db, clock=self._clock, wire=wire, request=request,
+                                    accelerator_name=quote.accelerator_name)
+        log.info("linked cluster %s to request %s by its quote %s", wire.id, request_id,
+                 wire.quote_id)
+        await self._audit.write(actor=None, action="link", subject_id=wire.id, outcome="ok",
+                                amount_cents=wire.locked_rate.hourly_cents,
+                                detail=f"found at AI Reserve from quote {wire.quote_id} of "
+                                       f"request {request_id}"
+                                       + ("; the request is now launched" if linked.request
+                                          else ""))
+        await self._notifier.refresh_request(request_id)
+        await self._watching.sync(wire.id, wire=wire)
+
+    async def _adopt(self, wire: Cluster, accelerator_name: str) -> None:
+        record = record_from_wire(
+            wire, owner_id=None, channel_id=self._approvals_channel, request_id=None,
+            accelerator_name=accelerator_name, now=self._clock.now(), adopted=True)
+        async with self._db.transaction() as repos:
+            await repos.clusters.add(record)
+        log.warning("adopted untracked cluster %s (%s¢/h)", wire.id,
+                    wire.locked_rate.hourly_cents)
+        await self._audit.write(actor=None, action="adopt", subject_id=wire.id,
+                                outcome="ok", amount_cents=wire.locked_rate.hourly_cents,
+                                detail="found at AI Reserve, not launched through the bot")
+        await self._notifier.refresh_cluster(wire.id)  # the untracked card
+        await self._watching.sync(wire.id, wire=wire, deliver=False)

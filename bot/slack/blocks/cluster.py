@@ -81,6 +81,8 @@ def request_progress(
         notes = _cluster_notes(cluster, auto_recovery=cluster.auto_recovery)
     else:
         state, notes = _request_state_line(req, approvals), []
+        if req.status is RequestStatus.LAUNCHING and req.last_error:
+            notes.append(f"Launch: {_error(req.last_error)}")  # each step of the saga
     label = escaped(shape_label(q.spec.shape, q.accelerator_name))
     who = f"Requested by {user(req.requester_id)} · request {code(escaped(req.id, ID_MAX))}"
     if cluster is not None:

@@ -1,0 +1,45 @@
+"""Linking: a provider cluster becomes its request's cluster — whoever sees it first.
+
+The launch that made the cluster, a worker resolving that launch after a crash, and a sweep that
+finds the cluster in AI Reserve's listing (by the `quoteId` it carries) all record it the same
+way: one row, linked to the request, its owner and channel, and the request moved to
+`launched`. Whichever lands first inserts; the others find the linked row and change nothing
+(an unlinked row a sweep stored earlier is linked in place, never left ownerless).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.clock import Clock
+from bot.domain.models import ClusterRecord, LaunchRequest, RequestStatus
+from bot.reserve.schemas import Cluster
+from bot.services.observing import record_from_wire
+from storage.db import Database
+
+# A cluster from one of its quotes settles the request, whatever it was waiting for: even a
+# request re-priced and pending again must not be approved into a second cluster.
+NOT_LAUNCHED = [s for s in RequestStatus if s is not RequestStatus.LAUNCHED]
+
+
+@dataclass(frozen=True)
+class Linked:
+    record: ClusterRecord
+    request: LaunchRequest | None  # the request, if this call moved it to `launched`
+
+
+async def link_cluster(*, db: Database, clock: Clock, wire: Cluster, request: LaunchRequest,
+                       accelerator_name: str) -> Linked:
+    now = clock.now()
+    record = record_from_wire(wire, owner_id=request.requester_id,
+                              channel_id=request.channel_id, request_id=request.id,
+                              accelerator_name=accelerator_name, now=now)
+    record = record.model_copy(update={"lifetime_hours": request.lifetime_hours})
+    async with db.transaction() as repos:
+        stored = await repos.clusters.link(record)
+        moved = await repos.requests.transition(
+            request.id, from_=NOT_LAUNCHED, to=RequestStatus.LAUNCHED, now=now,
+            cluster_id=wire.id, last_error=None)
+        await repos.launches.settle_request(request.id, cluster_id=wire.id,
+                                            quote_id=wire.quote_id, now=now)
+    return Linked(record=stored, request=moved)
