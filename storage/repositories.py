@@ -31,6 +31,8 @@ from bot.domain.models import (
     RequestStatus,
 )
 from storage.audit import AuditRepo
+from storage.leases import LeaseRepo
+from storage.outbox import DmChannelRepo, OutboxRepo
 from storage.statements import MANAGED, insert, rowcount
 from storage.tables import (
     APPROVALS,
@@ -336,3 +338,6 @@ class Repos:
         self.notices = NoticeRepo(session)
         self.volumes = VolumeRepo(session)
         self.audit = AuditRepo(session)
+        self.outbox = OutboxRepo(session)
+        self.leases = LeaseRepo(session)
+        self.dm_channels = DmChannelRepo(session)

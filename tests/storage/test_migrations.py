@@ -25,10 +25,11 @@ from storage.db import Database
 from storage.migrations import MIGRATIONS_DIR, alembic_config
 from storage.tables import metadata, row_values
 
+NEW_IN_0005 = {"outbox", "leases", "dm_channels"}
 TABLES = {
     "quotes", "requests", "approvals", "clusters", "messages", "notices", "volumes", "audit",
-}
-HEAD = "0003"
+} | NEW_IN_0005
+HEAD = "0005"
 
 
 def _sqlite_tables(path) -> set[str]:
@@ -265,7 +266,8 @@ async def test_a_later_batch_migration_can_rebuild_a_referenced_table(tmp_path, 
 
     scripts = tmp_path / "migrations"
     shutil.copytree(MIGRATIONS_DIR, scripts, ignore=shutil.ignore_patterns("__pycache__"))
-    (scripts / "versions" / "0099_note.py").write_text(BATCH_MIGRATION)
+    (scripts / "versions" / "0099_note.py").write_text(
+        BATCH_MIGRATION.replace('down_revision = "0003"', f'down_revision = "{HEAD}"'))
     db = Database(f"sqlite:///{tmp_path / 'bot.db'}")
     try:
         await db.migrate()
@@ -351,7 +353,7 @@ async def test_downgrade_to_0001_with_watching_rows(db_url):
             await conn.run_sync(_alembic, "downgrade", "0001")
         assert await _look(db, _version) == ["0001"]
         assert await _look(db, _tables) == (
-            TABLES - {"notices", "volumes", "audit"} | {"alembic_version"})
+            TABLES - {"notices", "volumes", "audit"} - NEW_IN_0005 | {"alembic_version"})
         # 0001 requires an owner: the unclaimed cluster is kept with an empty one.
         assert await _look(db, _rows, "SELECT id, owner_id FROM clusters") == [("c-1", "")]
         assert "observed" not in await _look(db, _columns, "clusters")
@@ -425,7 +427,8 @@ async def test_downgrade_to_0002_with_policy_rows(db_url):
         async with db.engine.begin() as conn:  # foreign keys enforced, as the engine has them
             await conn.run_sync(_alembic, "downgrade", "0002")
         assert await _look(db, _version) == ["0002"]
-        assert await _look(db, _tables) == TABLES - {"audit"} | {"alembic_version"}
+        assert await _look(db, _tables) == (
+            TABLES - {"audit"} - NEW_IN_0005 | {"alembic_version"})
         assert not await _look(db, _columns, "requests") & {
             "approvals_needed", "override_rule", "lifetime_hours"}
         assert not await _look(db, _columns, "clusters") & {
