@@ -47,6 +47,8 @@ class Settings(BaseSettings):
     approvals_channel: str | None = None
     approvers: Annotated[tuple[str, ...], NoDecode] = ()
     poll_interval_seconds: int = Field(default=30, ge=5, le=3600)
+    # How long a replica's claim on a post lasts: if it dies posting, another posts after this.
+    outbox_claim_seconds: int = Field(default=120, ge=2, le=3600)
     policy_file: Path | None = None
     log_level: str = "INFO"
 
