@@ -160,7 +160,7 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         # Carry on whatever a previous run left half-done before taking new work.
         await launching.resume(at_start=True)
         if scheduler:
-            lease = Lease(db=db, name=SWEEPS_LEASE, holder=replica, now=clock.now,
+            lease = Lease(db=db, name=SWEEPS_LEASE, holder=replica,
                           ttl=sweeps_lease_ttl(settings.poll_interval_seconds))
             stack.push_async_callback(lease.release)  # a clean stop hands the sweeps over now
             jobs = build_scheduler(services, lease=lease,

@@ -18,7 +18,7 @@ import os
 import secrets
 import socket
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
@@ -32,6 +32,12 @@ if TYPE_CHECKING:
     from storage.db import Database
 
 log = logging.getLogger(__name__)
+
+
+def wall_clock() -> datetime:
+    """What leases and claims are timed by: the real time every process shares, never a test's
+    or a demo's shifted business clock (an hour skipped there must not expire every claim)."""
+    return datetime.now(UTC)
 
 
 def replica_id() -> str:
@@ -78,7 +84,7 @@ class Lease:
     """One replica's view of one named lease."""
 
     def __init__(self, *, db: Database, name: str, holder: str, ttl: timedelta,
-                 now: Callable[[], datetime]) -> None:
+                 now: Callable[[], datetime] = wall_clock) -> None:
         self._db = db
         self.name = name
         self.holder = holder

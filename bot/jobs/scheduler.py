@@ -3,8 +3,8 @@
 `coalesce=True` folds missed runs into one, `max_instances=1` keeps a slow sweep from
 overlapping itself. With several replicas on one database the sweeps run on ONE of them: the
 holder of the `sweeps` lease (`storage.leases`). Every replica's keeper job tries to take or renew
-it every `ttl / 3`; the lease lasts 0.6 poll intervals, so when the sweeping replica dies another
-one takes over within one poll interval — and sweeps at once. A sweep on a replica that does not
+it every `ttl / 3`; the lease lasts 0.6 poll intervals (at least 2 s), so when the sweeping
+replica dies another one takes over within one poll interval (≥ 4 s) — and sweeps at once. A sweep on a replica that does not
 hold the lease does nothing, so provider calls per sweep don't grow with the replica count.
 """
 
@@ -26,6 +26,7 @@ RESUME_SECONDS = 60
 VOLUME_SECONDS = 300
 SWEEPS_LEASE = "sweeps"
 LEASE_SHARE = 0.6  # of a poll interval
+MIN_LEASE_SECONDS = 2.0  # below this a busy event loop would hand the lease back and forth
 
 Sweep = Callable[[Services], Awaitable[None]]
 
@@ -40,7 +41,7 @@ class Lease(Protocol):
 
 
 def sweeps_lease_ttl(poll_interval_seconds: int) -> timedelta:
-    return timedelta(seconds=poll_interval_seconds * LEASE_SHARE)
+    return timedelta(seconds=max(poll_interval_seconds * LEASE_SHARE, MIN_LEASE_SECONDS))
 
 
 def leased(lease: Lease | None, sweep: Sweep) -> Sweep:

@@ -136,7 +136,7 @@ class SlackNotifier:
             while True:
                 async with self._db.transaction() as repos:
                     pending = [n for n in await repos.notices.pending(
-                                   limit=100 + len(skipped), now=self._clock.now())
+                                   limit=100 + len(skipped), now=self.outbox.claim_clock())
                                if (n.cluster_id, n.key) not in skipped]
                 if not pending:
                     return
@@ -150,7 +150,7 @@ class SlackNotifier:
             ident = (notice.cluster_id, notice.key)
             async with self._db.transaction() as repos:
                 if not await repos.notices.claim(*ident, holder=holder,
-                                                 now=self._clock.now(), ttl=ttl):
+                                                 now=self.outbox.claim_clock(), ttl=ttl):
                     skipped.add(ident)  # delivered or being delivered by another replica
                     continue
                 record = await repos.clusters.get(notice.cluster_id)
@@ -303,7 +303,7 @@ class SlackNotifier:
         if not create:
             return
         for _ in range(_WAIT_STEPS):
-            now = self._clock.now()
+            now = self.outbox.claim_clock()
             async with self._db.transaction() as repos:
                 if await repos.outbox.claim(key, kind="message", target=channel,
                                             holder=self.outbox.holder, now=now,

@@ -20,7 +20,7 @@ from __future__ import annotations
 import enum
 import logging
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import aiohttp
@@ -30,6 +30,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.clock import Clock
 from bot.slack.blocks.message import Message
 from storage.db import Database
+from storage.leases import wall_clock
 
 log = logging.getLogger(__name__)
 
@@ -44,10 +45,12 @@ class Outcome(enum.Enum):
 
 class SlackOutbox:
     def __init__(self, *, client: AsyncWebClient, db: Database, clock: Clock, holder: str,
-                 claim_ttl: timedelta = DEFAULT_CLAIM) -> None:
+                 claim_ttl: timedelta = DEFAULT_CLAIM,
+                 claim_clock: Callable[[], datetime] = wall_clock) -> None:
         self._client = client
         self._db = db
-        self._clock = clock
+        self._clock = clock  # when things happened (delivered_at)
+        self.claim_clock = claim_clock  # how long claims last: real time, shared by processes
         self.holder = holder
         self.claim_ttl = claim_ttl
 
@@ -57,7 +60,7 @@ class SlackOutbox:
         """Claim `key`, `send`, mark delivered. A failing `send` releases the claim and raises."""
         async with self._db.transaction() as repos:
             claimed = await repos.outbox.claim(key, kind=kind, target=target, holder=self.holder,
-                                               now=self._clock.now(), ttl=self.claim_ttl,
+                                               now=self.claim_clock(), ttl=self.claim_ttl,
                                                payload=payload)
             if not claimed:
                 item = await repos.outbox.get(key)
@@ -85,7 +88,7 @@ class SlackOutbox:
     async def retry(self) -> int:
         """Post the durable posts left behind (refused by Slack, or their replica died)."""
         async with self._db.transaction() as repos:
-            items = await repos.outbox.retryable(now=self._clock.now())
+            items = await repos.outbox.retryable(now=self.claim_clock())
         posted = 0
         for item in items:
             assert item.payload is not None  # retryable() returns stored posts only
