@@ -4,8 +4,9 @@
 overlapping itself. With several replicas on one database the sweeps run on ONE of them: the
 holder of the `sweeps` lease (`storage.leases`). Every replica's keeper job tries to take or renew
 it every `ttl / 3`; the lease lasts 0.6 poll intervals (at least 2 s), so when the sweeping
-replica dies another one takes over within one poll interval (≥ 4 s) — and sweeps at once. A sweep on a replica that does not
-hold the lease does nothing, so provider calls per sweep don't grow with the replica count.
+replica dies another one takes over within one poll interval (≥ 4 s) — and sweeps at once. A
+sweep on a replica that does not hold the lease does nothing, so provider calls per sweep don't
+grow with the replica count.
 """
 
 from __future__ import annotations
