@@ -31,16 +31,19 @@ from tests.procs import ALICE, BOB, GENERAL, BotProcess, World, wait_for, world
 
 POLL_SECONDS = 1  # the harness's POLL_INTERVAL_SECONDS
 QUIET_WINDOW = 6.0  # seconds of real time over which provider calls per sweep are counted
+SLACK_LATENCY = {"chat.postMessage": 0.3, "conversations.open": 0.1}
 _HOP = {"content-length", "transfer-encoding", "content-encoding", "connection", "keep-alive"}
 
 
 class CountingProxy:
-    """A loopback reverse proxy in front of the simulator that counts requests by time."""
+    """A loopback reverse proxy that counts requests by time and can hold some of them (a real
+    Slack takes ~100-300 ms to post: the window in which replicas race)."""
 
-    def __init__(self, upstream: str) -> None:
+    def __init__(self, upstream: str, *, delays: dict[str, float] | None = None) -> None:
         parts = urlsplit(upstream)
         self._origin = f"{parts.scheme}://{parts.netloc}"
         self._prefix = parts.path.rstrip("/")
+        self._delays = delays or {}
         self.calls: list[tuple[float, str, str]] = []  # (monotonic time, method, path)
         self.url = ""
 
@@ -62,6 +65,9 @@ class CountingProxy:
 
     async def _forward(self, request: web.Request) -> web.Response:
         self.calls.append((time.monotonic(), request.method, request.path))
+        delay = self._delays.get(request.path.rsplit("/", 1)[-1])
+        if delay:
+            await asyncio.sleep(delay)  # the upstream's latency, in real time
         headers = {k: v for k, v in request.headers.items() if k.lower() not in {"host", *_HOP}}
         async with self._session.request(request.method, self._origin + request.path_qs,
                                          headers=headers, data=await request.read()) as reply:
@@ -107,8 +113,10 @@ async def run(tmp_path: Path, *, database_url: str | None, replicas: int = 3,
               hours: int = 4) -> Figures:
     """The whole scenario; returns what FakeSlack and the database saw."""
     async with world(tmp_path, database_url=database_url) as w, \
-            CountingProxy(w.sim.base_url).running() as proxy:
-        env = {"AIRESERVE_API_URL": proxy.url, "OUTBOX_CLAIM_SECONDS": "5"}
+            CountingProxy(w.sim.base_url).running() as proxy, \
+            CountingProxy(w.slack.api_url, delays=SLACK_LATENCY).running() as slack:
+        env = {"AIRESERVE_API_URL": proxy.url, "SLACK_API_URL": slack.url + "/",
+               "OUTBOX_CLAIM_SECONDS": "5"}
         bots = list(await asyncio.gather(*(w.bot(f"replica{n + 1}", env=env)
                                            for n in range(replicas))))
 
@@ -122,10 +130,12 @@ async def run(tmp_path: Path, *, database_url: str | None, replicas: int = 3,
         await w.advance(120)
         await wait_for(lambda: any("ssh -p" in _text(m) for m in w.slack.dms(ALICE)),
                        what="the SSH details")
-        [top] = await wait_for(lambda: w.slack.messages(GENERAL), what="the progress message")
+        await wait_for(lambda: w.slack.messages(GENERAL), what="the progress message")
 
         def thread(containing: str) -> list[Any]:
-            return [m for m in w.slack.thread(GENERAL, top.ts)[1:] if containing in _text(m)]
+            """Replies under the progress message(s): a second one would be a duplicate."""
+            return [m for t in w.slack.messages(GENERAL) if not t.thread_ts
+                    for m in w.slack.thread(GENERAL, t.ts)[1:] if containing in _text(m)]
 
         # Provider calls per sweep, while nothing changes.
         await wait_for(lambda: _sweeper(w), what="a sweeping replica")
@@ -137,7 +147,7 @@ async def run(tmp_path: Path, *, database_url: str | None, replicas: int = 3,
         cluster_id = (await w.sim.clusters())[0]["id"]
         await w.sim.fail_node(cluster_id, rank=1)
         await w.advance(30)
-        [degraded] = await wait_for(lambda: thread("degraded"), what="the degraded notice")
+        degraded = (await wait_for(lambda: thread("degraded"), what="the degraded notice"))[0]
         await pick(2).requests.click(degraded, Action.RECOVER, user_id=ALICE)
         await _advance_until(w, 15, "recovered")
 
@@ -168,12 +178,12 @@ async def run(tmp_path: Path, *, database_url: str | None, replicas: int = 3,
             await successor.stop(signal.SIGTERM)  # a deploy
             await an_hour(hours + 1)
 
-        await pick(0).requests.click(w.slack.messages(GENERAL)[0], Action.TERMINATE,
-                                     user_id=ALICE)
+        [*_, shown] = [m for m in w.slack.messages(GENERAL) if Action.TERMINATE in _text(m)]
+        await pick(0).requests.click(shown, Action.TERMINATE, user_id=ALICE)
         await _advance_until(w, 30, "receipt")
         await asyncio.sleep(3 * POLL_SECONDS)  # a straggler would post now (real time)
         return await _count(w, replicas=replicas, per_sweep=per_sweep, takeover=takeover,
-                            thread_replies=w.slack.thread(GENERAL, top.ts)[1:],
+                            thread_replies=thread(""),
                             reminders=len(reminder_dms()))
 
 
