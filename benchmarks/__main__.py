@@ -1,4 +1,4 @@
-"""`python -m benchmarks [ack] [sweep] [storage]`: run the benchmarks (all by default), report.
+"""`python -m benchmarks [ack] [sweep] [storage] [replicas]`: run the benchmarks (all by default), report.
 
 The report goes to stdout; the bot's own log is kept to errors so it doesn't drown the figures
 (the sweep benchmark adopts hundreds of clusters, and each adoption is a logged warning).
@@ -15,13 +15,14 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from benchmarks import ack, storage, sweep
+from benchmarks import ack, replicas, storage, sweep
 from benchmarks.report import Table
 
 BENCHMARKS: dict[str, Callable[[], Coroutine[Any, Any, list[Table]]]] = {
     "ack": ack.run,
     "sweep": sweep.run,
     "storage": storage.run,
+    "replicas": replicas.run,
 }
 
 
