@@ -1,4 +1,5 @@
-"""`python -m benchmarks [ack] [sweep] [storage] [replicas]`: run the benchmarks (all by default), report.
+"""`python -m benchmarks [ack] [sweep] [storage] [replicas]`: run the benchmarks (all by
+default), report.
 
 The report goes to stdout; the bot's own log is kept to errors so it doesn't drown the figures
 (the sweep benchmark adopts hundreds of clusters, and each adoption is a logged warning).

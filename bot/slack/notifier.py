@@ -207,13 +207,19 @@ class SlackNotifier:
     async def send_connection_details(self, cluster: ClusterRecord,
                                       details: ConnectionDetails) -> bool:
         """DM the owner once (claimed under `connection/<cluster>`); False while another
-        replica is sending them. `details` come from the provider now and are never stored."""
+        replica is sending them or Slack refused (the next sweep tries again). `details` come
+        from the provider now and are never stored."""
         if cluster.owner_id is None:
             return False
         owner, message = cluster.owner_id, cluster_blocks.connection_dm(cluster, details)
-        outcome = await self.outbox.once(
-            f"connection/{cluster.id}", kind="connection", target=owner,
-            send=partial(self.outbox.dm, owner, message.as_kwargs()))
+        try:
+            outcome = await self.outbox.once(
+                f"connection/{cluster.id}", kind="connection", target=owner,
+                send=partial(self.outbox.dm, owner, message.as_kwargs()))
+        except SlackApiError as exc:  # released: the next sweep reads them again and retries
+            log.warning("could not DM the connection details of %s: %s", cluster.id,
+                        exc.response.get("error"))
+            return False
         return outcome is not Outcome.BUSY
 
     async def remind_volume(self, volume: VolumeRecord, recipients: Sequence[str]) -> None:
