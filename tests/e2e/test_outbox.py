@@ -10,6 +10,8 @@ import asyncio
 from collections import Counter
 from contextlib import AsyncExitStack
 
+import sqlalchemy as sa
+
 from bot.clock import ManualClock
 from bot.reserve.simulator.config import SimConfig
 from bot.reserve.simulator.embedded import EmbeddedSimulator
@@ -105,6 +107,11 @@ async def test_a_post_answered_500_is_not_replayed_by_the_client_but_by_the_outb
         assert not any("ssh -p" in h.text_of(m) for m in h.slack.dms(ALICE))
         await h.advance(30)  # the next sweep: the details are read again and sent, once
         assert sum("ssh -p" in h.text_of(m) for m in h.slack.dms(ALICE)) == 1
+        # The outbox row names the post, never its content: no SSH details in the database.
+        async with h.rt.db.transaction() as repos:
+            rows = (await repos.session.execute(sa.text(
+                "SELECT key, kind, target, payload FROM outbox"))).all()
+        assert ("connection/" in str(rows)) and "ssh -p" not in str(rows)
 
 
 async def test_a_refused_dm_is_kept_and_posted_by_a_later_pass(tmp_path):
