@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -35,6 +35,13 @@ SLACK_LATENCY = {"chat.postMessage": 0.3, "conversations.open": 0.1}
 _HOP = {"content-length", "transfer-encoding", "content-encoding", "connection", "keep-alive"}
 
 
+@dataclass
+class Held:
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)
+    release: asyncio.Event = field(default_factory=asyncio.Event)
+    dropped: bool = False
+
+
 class CountingProxy:
     """A loopback reverse proxy that counts requests by time and can hold some of them (a real
     Slack takes ~100-300 ms to post: the window in which replicas race)."""
@@ -44,6 +51,7 @@ class CountingProxy:
         self._origin = f"{parts.scheme}://{parts.netloc}"
         self._prefix = parts.path.rstrip("/")
         self._delays = delays or {}
+        self._held: Held | None = None
         self.calls: list[tuple[float, str, str]] = []  # (monotonic time, method, path)
         self.url = ""
 
@@ -65,9 +73,18 @@ class CountingProxy:
 
     async def _forward(self, request: web.Request) -> web.Response:
         self.calls.append((time.monotonic(), request.method, request.path))
-        delay = self._delays.get(request.path.rsplit("/", 1)[-1])
+        method = request.path.rsplit("/", 1)[-1]
+        delay = self._delays.get(method)
         if delay:
             await asyncio.sleep(delay)  # the upstream's latency, in real time
+        held = self._held if method == "chat.postMessage" else None
+        if held is not None:
+            self._held = None
+            held.arrived.set()
+            await held.release.wait()
+            if request.transport is None or request.transport.is_closing():
+                held.dropped = True  # its sender died meanwhile: it never reaches upstream
+                return web.Response(status=502)
         headers = {k: v for k, v in request.headers.items() if k.lower() not in {"host", *_HOP}}
         async with self._session.request(request.method, self._origin + request.path_qs,
                                          headers=headers, data=await request.read()) as reply:
@@ -76,6 +93,11 @@ class CountingProxy:
             if "content-encoding" in {k.lower() for k in reply.headers}:
                 out["Content-Encoding"] = reply.headers["Content-Encoding"]
             return web.Response(status=reply.status, body=body, headers=out)
+
+    def hold_next_post(self) -> Held:
+        """Hold the next chat.postMessage until `release` is set; drop it if its sender died."""
+        self._held = Held()
+        return self._held
 
     def between(self, start: float, end: float) -> int:
         return sum(1 for at, _, _ in self.calls if start <= at < end)
@@ -164,14 +186,24 @@ async def run(tmp_path: Path, *, database_url: str | None, replicas: int = 3,
             await an_hour(n)
 
         takeover = None
-        if replicas > 1:  # kill -9 the sweeping replica; another takes the sweeps over
+        if replicas > 1:
+            # kill -9 the sweeping replica while its reminder post is on the way to Slack (it
+            # has claimed it; Slack never gets it): another replica takes the sweeps over and,
+            # once the claim expires, posts that reminder.
             holder = await wait_for(lambda: _sweeper(w), what="a sweeping replica")
             killed = _bot_of(bots, holder)
+            seen = len(reminder_dms())
+            held = slack.hold_next_post()
+            await w.advance(3600)
+            await asyncio.wait_for(held.arrived.wait(), 30)
             assert await killed.kill() == -signal.SIGKILL
             began = time.monotonic()
+            held.release.set()
             await wait_for(lambda: _new_sweeper(w, holder), within=30, what="a takeover")
             takeover = time.monotonic() - began
-            await an_hour(hours)
+            await wait_for(lambda: len(reminder_dms()) > seen, within=30,
+                           what="the reminder the killed replica had claimed")
+            assert held.dropped, "the killed replica's post reached Slack"
             await killed.start()  # it comes back as one replica among others
             leader = await wait_for(lambda: _sweeper(w), what="a sweeping replica")
             successor = _bot_of(bots, leader)
