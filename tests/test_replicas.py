@@ -1,7 +1,8 @@
 """Three replicas on one PostgreSQL database, as real processes: one post per notice.
 
 Through a launch, a degrade and a manual recovery, hours of reminders, a `kill -9` of the
-sweeping replica (another takes the sweeps over), a SIGTERM of its successor and a terminate:
+sweeping replica while its claimed reminder is on its way to Slack (another replica takes the
+sweeps over and, once the claim expires, posts it), a SIGTERM of its successor and a terminate:
 0 duplicate and 0 missed posts, counted from every chat.postMessage FakeSlack accepted. The
 sweeps run on one replica at a time, so AI Reserve sees no more calls per poll interval from
 three replicas than from one (scenario: tests/replicas.py; figures: `make bench`).

@@ -42,7 +42,7 @@ from bot.slack.blocks import home as home_blocks
 from bot.slack.blocks import notices as notice_blocks
 from bot.slack.blocks import volumes as volume_blocks
 from bot.slack.blocks.message import Message
-from bot.slack.outbox import DEFAULT_CLAIM, Outcome, SlackOutbox
+from bot.slack.outbox import DEFAULT_CLAIM, POST_ERRORS, Outcome, SlackOutbox, reason
 from storage.db import Database
 from storage.leases import replica_id
 
@@ -159,10 +159,10 @@ class SlackNotifier:
             if record is not None:
                 try:
                     done = await self._deliver(notice, record, top)
-                except SlackApiError as exc:
+                except POST_ERRORS as exc:
                     # Left pending: the next sweep tries again; later notices still go.
                     log.warning("could not deliver %s notice for %s: %s", notice.kind,
-                                notice.cluster_id, exc.response.get("error"))
+                                notice.cluster_id, reason(exc))
                     done = False
             async with self._db.transaction() as repos:
                 if done:
@@ -216,9 +216,9 @@ class SlackNotifier:
             outcome = await self.outbox.once(
                 f"connection/{cluster.id}", kind="connection", target=owner,
                 send=partial(self.outbox.dm, owner, message.as_kwargs()))
-        except SlackApiError as exc:  # released: the next sweep reads them again and retries
+        except POST_ERRORS as exc:  # released: the next sweep reads them again and retries
             log.warning("could not DM the connection details of %s: %s", cluster.id,
-                        exc.response.get("error"))
+                        reason(exc))
             return False
         return outcome is not Outcome.BUSY
 

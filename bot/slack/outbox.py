@@ -35,6 +35,15 @@ from storage.leases import wall_clock
 log = logging.getLogger(__name__)
 
 DEFAULT_CLAIM = timedelta(minutes=2)
+# What a refused or lost post raises: the claim is released and the post tried again later.
+POST_ERRORS = (SlackApiError, aiohttp.ClientError, TimeoutError)
+
+
+def reason(exc: BaseException) -> str:
+    """A log-safe reason: Slack's error code, or the exception's type (never a message body)."""
+    if isinstance(exc, SlackApiError):
+        return str(exc.response.get("error"))
+    return type(exc).__name__
 
 
 class Outcome(enum.Enum):
@@ -121,8 +130,7 @@ class SlackOutbox:
         try:
             return await self.once(key, kind="dm" if user else "post",
                                    target=str(user or channel), send=send, payload=payload)
-        except (SlackApiError, aiohttp.ClientError, TimeoutError) as exc:
-            reason = (exc.response.get("error") if isinstance(exc, SlackApiError)
-                      else type(exc).__name__)
-            log.warning("could not post %s (%s); it will be retried", key.split("/")[0], reason)
+        except POST_ERRORS as exc:
+            log.warning("could not post %s (%s); it will be retried", key.split("/")[0],
+                        reason(exc))
             return Outcome.BUSY
