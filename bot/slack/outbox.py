@@ -31,6 +31,7 @@ from bot.clock import Clock
 from bot.slack.blocks.message import Message
 from storage.db import Database
 from storage.leases import wall_clock
+from storage.outbox import MAX_ATTEMPTS
 
 log = logging.getLogger(__name__)
 
@@ -131,6 +132,12 @@ class SlackOutbox:
             return await self.once(key, kind="dm" if user else "post",
                                    target=str(user or channel), send=send, payload=payload)
         except POST_ERRORS as exc:
-            log.warning("could not post %s (%s); it will be retried", key.split("/")[0],
-                        reason(exc))
+            async with self._db.transaction() as repos:
+                item = await repos.outbox.get(key)
+            if item is not None and item.attempts >= MAX_ATTEMPTS:
+                log.error("gave up posting %s after %d attempts (%s)", key.split("/")[0],
+                          item.attempts, reason(exc))
+            else:
+                log.warning("could not post %s (%s); it will be retried", key.split("/")[0],
+                            reason(exc))
             return Outcome.BUSY

@@ -124,3 +124,15 @@ async def test_a_refused_dm_is_kept_and_posted_by_a_later_pass(tmp_path):
         await notifier.deliver_notices()  # a delivery pass retries what is stored
         await notifier.deliver_notices()
         assert [m.text for m in h.slack.dms(ALICE)] == ["Your cluster is ready."]
+
+
+async def test_a_dm_refused_every_time_is_given_up_after_max_attempts(tmp_path, caplog):
+    async with bot(tmp_path) as h:
+        notifier = _notifier(h)
+        h.slack.fail_next("chat.postMessage", error="internal_error", status=500, count=20)
+        await notifier.tell(ALICE, "Your cluster is ready.")
+        for _ in range(10):
+            await notifier.deliver_notices()
+        refused = [c for c in h.slack.calls_to("chat.postMessage") if c.status == 500]
+        assert len(refused) == 5  # MAX_ATTEMPTS, then left alone
+        assert "gave up posting tell after 5 attempts" in caplog.text
