@@ -1,4 +1,5 @@
-"""`python -m benchmarks [ack] [sweep] [storage] [saga]`: run the benchmarks (default: all).
+"""`python -m benchmarks [ack] [sweep] [storage] [envelope] [saga] [replicas]`: run the
+benchmarks (all by default), report.
 
 The report goes to stdout; the bot's own log is kept to errors so it doesn't drown the figures
 (the sweep benchmark adopts hundreds of clusters, and each adoption is a logged warning).
@@ -15,7 +16,7 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from benchmarks import ack, envelope, saga, storage, sweep
+from benchmarks import ack, envelope, replicas, saga, storage, sweep
 from benchmarks.report import Table
 
 BENCHMARKS: dict[str, Callable[[], Coroutine[Any, Any, list[Table]]]] = {
@@ -24,6 +25,7 @@ BENCHMARKS: dict[str, Callable[[], Coroutine[Any, Any, list[Table]]]] = {
     "storage": storage.run,
     "envelope": envelope.run,
     "saga": saga.run_bench,
+    "replicas": replicas.run,
 }
 
 

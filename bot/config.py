@@ -49,6 +49,8 @@ class Settings(BaseSettings):
     # 1 s is allowed so that tests of real processes (tests/procs.py) see sweeps, takeovers and
     # readiness within seconds; production keeps the default (AI Reserve's 120/min budget).
     poll_interval_seconds: int = Field(default=30, ge=1, le=3600)
+    # How long a replica's claim on a post lasts: if it dies posting, another posts after this.
+    outbox_claim_seconds: int = Field(default=120, ge=2, le=3600)
     policy_file: Path | None = None
     # Tests and demos only: a file holding seconds to add to the wall clock, re-read whenever
     # it changes (tests/procs.py moves every bot process's time together with the simulator's).

@@ -25,7 +25,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.clock import Clock, ProviderClock, SystemClock
 from bot.config import Settings
 from bot.domain.policy import Policy
-from bot.jobs.scheduler import build_scheduler
+from bot.jobs.scheduler import SWEEPS_LEASE, build_scheduler, sweeps_lease_ttl
 from bot.policy_file import load_policy_or_default
 from bot.reserve.client import AsyncAIReserveClient
 from bot.reserve.simulator.config import SimConfig
@@ -52,6 +52,7 @@ from bot.slack.inflight import InFlight
 from bot.slack.notifier import SlackNotifier
 from bot.slack.retry import Sleep, retry_handlers
 from storage.db import Database
+from storage.leases import Lease, replica_id
 
 log = logging.getLogger(__name__)
 
@@ -119,8 +120,10 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         approvals_channel = policy.approvals_channel or settings.approvals_channel or ""
         people = People(policy=policy, directory=SlackDirectory(slack), clock=clock)
         home = HomeService(db=db, people=people, clock=clock)
+        replica = replica_id()  # this process among the replicas sharing the database
         notifier = SlackNotifier(client=slack, db=db, clock=clock, people=people, home=home,
-                                 approvals_channel=approvals_channel)
+                                 approvals_channel=approvals_channel, holder=replica,
+                                 claim_ttl=timedelta(seconds=settings.outbox_claim_seconds))
         audit = AuditLog(db=db, clock=clock)
         quoting = QuotingService(provider=provider, db=db, clock=clock)
         launching = LaunchService(provider=provider, quoting=quoting, notifier=notifier,
@@ -163,7 +166,10 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         # Carry on whatever a previous run left half-done before taking new work.
         await launching.resume(at_start=True)
         if scheduler:
-            jobs = build_scheduler(services,
+            lease = Lease(db=db, name=SWEEPS_LEASE, holder=replica,
+                          ttl=sweeps_lease_ttl(settings.poll_interval_seconds))
+            stack.push_async_callback(lease.release)  # a clean stop hands the sweeps over now
+            jobs = build_scheduler(services, lease=lease,
                                    poll_interval_seconds=settings.poll_interval_seconds)
             jobs.start()
             stack.callback(jobs.shutdown, wait=False)

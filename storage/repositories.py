@@ -34,6 +34,8 @@ from storage.audit import AuditRepo
 from storage.budgets import BudgetLocks
 from storage.claims import ClaimRepo
 from storage.launches import LaunchIntentRepo, RequestQuoteRepo
+from storage.leases import LeaseRepo
+from storage.outbox import DmChannelRepo, OutboxRepo
 from storage.statements import MANAGED, insert, rowcount
 from storage.tables import (
     APPROVALS,
@@ -384,3 +386,6 @@ class Repos:
         self.budgets = BudgetLocks(session)
         self.request_quotes = RequestQuoteRepo(session)
         self.launches = LaunchIntentRepo(session)
+        self.outbox = OutboxRepo(session)
+        self.leases = LeaseRepo(session)
+        self.dm_channels = DmChannelRepo(session)

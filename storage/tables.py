@@ -212,6 +212,50 @@ class NoticeRow(Base, table=True):
     facts: dict[str, Any] = Field(sa_type=sa.JSON)
     created_at: datetime = Field(sa_type=UtcDateTime)
     delivered_at: datetime | None = Field(default=None, index=True, sa_type=UtcDateTime)
+    # Who is posting it now (added by 0005): one replica claims a notice before calling Slack;
+    # a claim that outlives `claimed_until` (its replica died) may be taken over.
+    claimed_by: str | None = Field(default=None, sa_type=sa.String)
+    claimed_until: datetime | None = Field(default=None, sa_type=UtcDateTime)
+
+
+class OutboxRow(Base, table=True):
+    """Every other post, keyed by what it says to whom: claimed, posted, then marked delivered.
+
+    `payload` (the message) is kept when another replica may have to post it after a failure;
+    it is NULL for posts rebuilt at delivery time (SSH details are read from the provider then,
+    never stored) and for message upserts (the key only guards the first chat.postMessage).
+    """
+
+    __tablename__ = "outbox"
+
+    key: str = Field(primary_key=True, sa_type=sa.String)
+    kind: str = Field(sa_type=sa.String)
+    target: str = Field(sa_type=sa.String)  # a user (DM) or a channel
+    payload: dict[str, Any] | None = Field(default=None, sa_type=sa.JSON(none_as_null=True))
+    created_at: datetime = Field(sa_type=UtcDateTime)
+    claimed_by: str | None = Field(default=None, sa_type=sa.String)
+    claimed_until: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    delivered_at: datetime | None = Field(default=None, index=True, sa_type=UtcDateTime)
+    attempts: int = Field(sa_type=sa.Integer, sa_column_kwargs=_default(sa.text("0")))
+
+
+class LeaseRow(Base, table=True):
+    """Named leases: one holder at a time until `expires_at` (the sweeps run on one replica)."""
+
+    __tablename__ = "leases"
+
+    name: str = Field(primary_key=True, sa_type=sa.String)
+    holder: str = Field(sa_type=sa.String)
+    expires_at: datetime = Field(sa_type=UtcDateTime)
+
+
+class DmChannelRow(Base, table=True):
+    """The DM channel of each person (conversations.open once per user, not once per post)."""
+
+    __tablename__ = "dm_channels"
+
+    user_id: str = Field(primary_key=True, sa_type=sa.String)
+    channel_id: str = Field(sa_type=sa.String)
 
 
 class VolumeRow(Base, table=True):
@@ -297,6 +341,9 @@ AUDIT = metadata.tables["audit"]
 ACTION_CLAIMS = metadata.tables["action_claims"]
 REQUEST_QUOTES = metadata.tables["request_quotes"]
 LAUNCH_INTENTS = metadata.tables["launch_intents"]
+OUTBOX = metadata.tables["outbox"]
+LEASES = metadata.tables["leases"]
+DM_CHANNELS = metadata.tables["dm_channels"]
 
 
 # -- rows <-> domain models ------------------------------------------------------------------

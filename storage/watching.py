@@ -7,7 +7,7 @@ given, never commit, and take and return domain models.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
@@ -46,12 +46,36 @@ class NoticeRepo:
                 added.append(notice)
         return added
 
-    async def pending(self, limit: int = 100) -> list[Notice]:
-        """Notices not delivered yet, oldest first (in the order they were stored)."""
-        return await self._list(
-            sa.select(NOTICES).where(NOTICES.c.delivered_at.is_(None))
-            .order_by(NOTICES.c.id).limit(limit)
+    async def pending(self, limit: int = 100, *, now: datetime | None = None) -> list[Notice]:
+        """Notices not delivered yet, oldest first (in the order they were stored); with `now`,
+        only those nobody is posting (unclaimed, or the claim expired by `now`)."""
+        stmt = sa.select(NOTICES).where(NOTICES.c.delivered_at.is_(None))
+        if now is not None:
+            stmt = stmt.where(_claim_free(now))
+        return await self._list(stmt.order_by(NOTICES.c.id).limit(limit))
+
+    async def claim(self, cluster_id: str, key: str, *, holder: str, now: datetime,
+                    ttl: timedelta) -> bool:
+        """Claim an undelivered notice for posting until `now + ttl`: True for exactly one of
+        any number of racing replicas; False once delivered or while another claim is live.
+
+        One compare-and-set UPDATE: PostgreSQL re-checks the loser's WHERE against the row the
+        winner committed; SQLite runs one writer at a time."""
+        stmt = (
+            sa.update(NOTICES)
+            .where(NOTICES.c.cluster_id == cluster_id, NOTICES.c.key == key,
+                   NOTICES.c.delivered_at.is_(None), _claim_free(now))
+            .values(claimed_by=holder, claimed_until=now + ttl)
         )
+        return await rowcount(self._session, stmt) == 1
+
+    async def release(self, cluster_id: str, key: str, *, holder: str) -> None:
+        """Give a claim back (Slack refused the post): the next delivery pass tries again."""
+        await self._session.execute(
+            sa.update(NOTICES)
+            .where(NOTICES.c.cluster_id == cluster_id, NOTICES.c.key == key,
+                   NOTICES.c.claimed_by == holder, NOTICES.c.delivered_at.is_(None))
+            .values(claimed_until=None))
 
     async def mark_delivered(self, cluster_id: str, key: str, *, now: datetime) -> None:
         """Record the delivery; a notice delivered before keeps its first delivery time.
@@ -76,7 +100,12 @@ class NoticeRepo:
 
     async def _list(self, stmt: sa.Select[Any]) -> list[Notice]:
         rows = (await self._session.execute(stmt)).mappings()
-        return [to_domain(Notice, row, skip=("id",)) for row in rows]
+        return [to_domain(Notice, row, skip=("id", "claimed_by", "claimed_until"))
+                for row in rows]
+
+
+def _claim_free(now: datetime) -> sa.ColumnElement[bool]:
+    return sa.or_(NOTICES.c.claimed_until.is_(None), NOTICES.c.claimed_until <= now)
 
 
 class VolumeRepo:

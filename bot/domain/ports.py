@@ -24,8 +24,9 @@ class Notifier(Protocol):
         ...
 
     async def send_connection_details(self, cluster: ClusterRecord,
-                                      details: ConnectionDetails) -> None:
-        """DM the owner, and only the owner, how to reach the nodes."""
+                                      details: ConnectionDetails) -> bool:
+        """DM the owner, and only the owner, how to reach the nodes — once across replicas.
+        True when they are sent (now or before); False while another replica sends them."""
         ...
 
     async def deliver_notices(self) -> None:
@@ -50,8 +51,8 @@ class Notifier(Protocol):
         """Re-publish one person's App Home tab."""
         ...
 
-    async def tell(self, user_id: str, text: str) -> None:
-        """A short direct message to one person."""
+    async def tell(self, user_id: str, text: str, *, key: str | None = None) -> None:
+        """A short direct message to one person, once per `key` (default: per text)."""
         ...
 
 

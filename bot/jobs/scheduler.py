@@ -1,29 +1,80 @@
 """APScheduler only ticks: fixed interval sweeps, never a job per cluster (the DB owns what's due).
 
 `coalesce=True` folds missed runs into one, `max_instances=1` keeps a slow sweep from
-overlapping itself.
+overlapping itself. With several replicas on one database the sweeps run on ONE of them: the
+holder of the `sweeps` lease (`storage.leases`). Every replica's keeper job tries to take or renew
+it every `ttl / 3`; the lease lasts 0.6 poll intervals (at least 2 s), so when the sweeping
+replica dies another one takes over within one poll interval (≥ 4 s) — and sweeps at once. A
+sweep on a replica that does not hold the lease does nothing, so provider calls per sweep don't
+grow with the replica count.
 """
 
 from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bot.jobs import sweeps
 from bot.services.container import Services
 
+log = logging.getLogger(__name__)
+
 # With the 30 s launch lease, an unconfirmed launch is resolved within a minute.
 RESUME_SECONDS = 20
 VOLUME_SECONDS = 300
+SWEEPS_LEASE = "sweeps"
+LEASE_SHARE = 0.6  # of a poll interval
+MIN_LEASE_SECONDS = 2.0  # below this a busy event loop would hand the lease back and forth
+
+Sweep = Callable[[Services], Awaitable[None]]
 
 
-def build_scheduler(services: Services, *, poll_interval_seconds: int) -> AsyncIOScheduler:
+class Lease(Protocol):
+    """`storage.leases.Lease`, as the scheduler uses it."""
+
+    held: bool
+    ttl: timedelta
+
+    async def hold(self) -> bool: ...
+
+
+def sweeps_lease_ttl(poll_interval_seconds: int) -> timedelta:
+    return timedelta(seconds=max(poll_interval_seconds * LEASE_SHARE, MIN_LEASE_SECONDS))
+
+
+def leased(lease: Lease | None, sweep: Sweep) -> Sweep:
+    """`sweep`, run only while this replica holds `lease` (renewed on the way in)."""
+    async def run(services: Services) -> None:
+        if lease is None or await lease.hold():
+            await sweep(services)
+    run.__name__ = run.__qualname__ = sweep.__name__
+    return run
+
+
+def build_scheduler(services: Services, *, poll_interval_seconds: int,
+                    lease: Lease | None = None) -> AsyncIOScheduler:
     scheduler = AsyncIOScheduler(timezone="UTC", job_defaults={
         "coalesce": True, "max_instances": 1, "misfire_grace_time": poll_interval_seconds,
     })
-    scheduler.add_job(sweeps.watch_clusters, "interval", args=[services], id="watch_clusters",
-                      seconds=poll_interval_seconds)
-    scheduler.add_job(sweeps.resume_launches, "interval", args=[services],
-                      id="resume_launches", seconds=RESUME_SECONDS)
-    scheduler.add_job(sweeps.remind_volumes, "interval", args=[services],
-                      id="remind_volumes", seconds=VOLUME_SECONDS)
+    jobs: tuple[tuple[Sweep, float], ...] = (
+        (sweeps.watch_clusters, poll_interval_seconds),
+        (sweeps.resume_launches, RESUME_SECONDS),
+        (sweeps.remind_volumes, VOLUME_SECONDS),
+    )
+    for sweep, seconds in jobs:
+        scheduler.add_job(leased(lease, sweep), "interval", args=[services],
+                          id=sweep.__name__, seconds=seconds)
+    if lease is not None:
+        async def keep() -> None:
+            was = lease.held
+            if await lease.hold() and not was:  # just took over: sweep now, not a tick later
+                scheduler.modify_job(sweeps.watch_clusters.__name__,
+                                     next_run_time=datetime.now(UTC))
+        scheduler.add_job(keep, "interval", id="keep_lease",
+                          seconds=lease.ttl.total_seconds() / 3,
+                          next_run_time=datetime.now(UTC))
     return scheduler

@@ -133,10 +133,13 @@ class WatchService:
         return notices
 
     async def _send_connection(self, record: ClusterRecord, wire: Cluster) -> ClusterRecord:
+        """DM the details just read from the provider (never stored): claimed in the outbox,
+        so one replica sends them; the record says so once they are out."""
         details = connection_details(wire)
         if details is None or record.owner_id is None:
             return record
-        await self._notifier.send_connection_details(record, details)
+        if not await self._notifier.send_connection_details(record, details):
+            return record  # another replica is sending them now
         async with self._db.transaction() as repos:
             return await repos.clusters.update(record.id, now=self._clock.now(),
                                                connection_sent_at=self._clock.now())

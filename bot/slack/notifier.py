@@ -11,8 +11,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
-from datetime import datetime
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from datetime import datetime, timedelta
+from functools import partial
+from hashlib import sha256
+from typing import Any
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
@@ -40,19 +43,27 @@ from bot.slack.blocks import notices as notice_blocks
 from bot.slack.blocks import payment as payment_blocks
 from bot.slack.blocks import volumes as volume_blocks
 from bot.slack.blocks.message import Message
+from bot.slack.outbox import DEFAULT_CLAIM, POST_ERRORS, Outcome, SlackOutbox, reason
 from storage.db import Database
+from storage.leases import replica_id
 
 log = logging.getLogger(__name__)
+
+# One post of a notice: its outbox key, where it goes, and the call that posts it.
+Post = tuple[str, str, Callable[[], Awaitable[object]]]
 
 APPROVAL = "approval"
 PROGRESS = "progress"
 # Posting into a channel the bot can't reach: tell the requester by DM instead.
 _UNREACHABLE = {"channel_not_found", "not_in_channel", "is_archived", "restricted_action"}
+# How long a replica waits for another that is posting the same card (then it edits it).
+_WAIT_STEPS, _WAIT_SECONDS = 100, 0.05
 
 
 class SlackNotifier:
     def __init__(self, *, client: AsyncWebClient, db: Database, approvals_channel: str,
-                 people: People, home: HomeService, clock: Clock) -> None:
+                 people: People, home: HomeService, clock: Clock, holder: str | None = None,
+                 claim_ttl: timedelta = DEFAULT_CLAIM) -> None:
         self._client = client
         self._db = db
         self._approvals_channel = approvals_channel
@@ -61,6 +72,8 @@ class SlackNotifier:
         self._home = home
         self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._delivering = asyncio.Lock()
+        self.outbox = SlackOutbox(client=client, db=db, clock=clock,
+                                  holder=holder or replica_id(), claim_ttl=claim_ttl)
 
     async def refresh_request(self, request_id: str, *,
                               superseded_quote_id: str | None = None,
@@ -120,83 +133,122 @@ class SlackNotifier:
         await self._refresh_homes([record.owner_id])
 
     async def deliver_notices(self) -> None:
-        async with self._delivering:  # one delivery pass at a time: each notice posted once
-            stuck: set[tuple[str, str]] = set()  # refused by Slack this pass: next sweep
+        """Post every notice nobody else is posting, each claimed first (see `SlackOutbox`)."""
+        async with self._delivering:  # one delivery pass per process; the claims across them
+            await self.outbox.retry()
+            skipped: set[tuple[str, str]] = set()  # refused by Slack or busy: a later pass
             while True:
                 async with self._db.transaction() as repos:
-                    pending = [n for n in await repos.notices.pending(limit=100 + len(stuck))
-                               if (n.cluster_id, n.key) not in stuck]
+                    pending = [n for n in await repos.notices.pending(
+                                   limit=100 + len(skipped), now=self.outbox.claim_clock())
+                               if (n.cluster_id, n.key) not in skipped]
                 if not pending:
                     return
-                stuck |= await self._deliver_batch(pending)
+                skipped |= await self._deliver_batch(pending)
 
     async def _deliver_batch(self, pending: Sequence[Notice]) -> set[tuple[str, str]]:
-        """Post each notice, then mark it delivered; returns those Slack refused."""
-        stuck: set[tuple[str, str]] = set()
+        """Claim, post and mark each notice delivered; returns those not delivered now."""
+        skipped: set[tuple[str, str]] = set()
+        holder, ttl = self.outbox.holder, self.outbox.claim_ttl
         for notice in pending:
+            ident = (notice.cluster_id, notice.key)
             async with self._db.transaction() as repos:
+                if not await repos.notices.claim(*ident, holder=holder,
+                                                 now=self.outbox.claim_clock(), ttl=ttl):
+                    skipped.add(ident)  # delivered or being delivered by another replica
+                    continue
                 record = await repos.clusters.get(notice.cluster_id)
                 top = await repos.messages.get(PROGRESS, _top_subject(record)) if record else None
+            done = True
             if record is not None:
                 try:
-                    await self._deliver(notice, record, top)
-                except SlackApiError as exc:
+                    done = await self._deliver(notice, record, top)
+                except POST_ERRORS as exc:
                     # Left pending: the next sweep tries again; later notices still go.
                     log.warning("could not deliver %s notice for %s: %s", notice.kind,
-                                notice.cluster_id, exc.response.get("error"))
-                    stuck.add((notice.cluster_id, notice.key))
-                    continue
+                                notice.cluster_id, reason(exc))
+                    done = False
             async with self._db.transaction() as repos:
-                await repos.notices.mark_delivered(notice.cluster_id, notice.key,
-                                                   now=self._clock.now())
-        return stuck
+                if done:
+                    await repos.notices.mark_delivered(*ident, now=self._clock.now())
+                else:
+                    await repos.notices.release(*ident, holder=holder)
+                    skipped.add(ident)
+        return skipped
 
     async def _deliver(self, notice: Notice, record: ClusterRecord,
-                       top: MessageRef | None) -> None:
+                       top: MessageRef | None) -> bool:
+        """Each post of the notice once (keyed under the notice); False if one is still busy
+        at another replica (one that died mid-notice: its claims expire, a later pass ends)."""
         now = self._clock.now()
+        prefix = f"notice/{notice.cluster_id}/{notice.key}"
+        posts: list[Post] = []
         if notice.kind is NoticeKind.REMINDER:
             if record.status not in (ClusterState.RUNNING, ClusterState.DEGRADED):
-                return  # terminated since it was queued: reminders stop at once
+                return True  # terminated since it was queued: reminders stop at once
             owners = ([record.owner_id] if record.owner_id
                       else sorted(await self._people.approvers()))
-            for person in owners:
-                await self._dm(person, notice_blocks.reminder_dm(notice, record, now=now))
-            return
-        if notice.kind in (NoticeKind.PAST_DUE, NoticeKind.GRACE_ENDING):
-            await self._payment(notice, record, now=now)
-            return
-        message = (await self._receipt(record) if notice.kind is NoticeKind.RECEIPT
-                   else notice_blocks.thread_notice(notice, record, now=now))
-        if top is not None:
-            await self._client.chat_postMessage(
-                channel=top.channel_id, thread_ts=top.ts,
-                reply_broadcast=notice.kind.broadcast, **message.as_kwargs())
-        else:  # no top message to thread under (it could not be posted): the channel itself
-            await self._client.chat_postMessage(channel=record.channel_id, **message.as_kwargs())
-        for channel in record.notify_channels:
-            await self._client.chat_postMessage(channel=channel, **message.as_kwargs())
+            reminder = notice_blocks.reminder_dm(notice, record, now=now).as_kwargs()
+            posts = [(f"{prefix}/dm/{person}", person, partial(self.outbox.dm, person, reminder))
+                     for person in owners]
+        elif notice.kind in (NoticeKind.PAST_DUE, NoticeKind.GRACE_ENDING):
+            posts = await self._payment_posts(notice, record, prefix=prefix, now=now)
+        else:
+            kwargs = (await self._receipt(record) if notice.kind is NoticeKind.RECEIPT
+                      else notice_blocks.thread_notice(notice, record, now=now)).as_kwargs()
+            if top is not None:
+                posts.append((f"{prefix}/thread", top.channel_id, partial(
+                    self._client.chat_postMessage, channel=top.channel_id, thread_ts=top.ts,
+                    reply_broadcast=notice.kind.broadcast, **kwargs)))
+            else:  # no top message to thread under (it could not be posted): the channel
+                posts.append((f"{prefix}/channel", record.channel_id, partial(
+                    self._client.chat_postMessage, channel=record.channel_id, **kwargs)))
+            posts += [(f"{prefix}/notify/{channel}", channel, partial(
+                self._client.chat_postMessage, channel=channel, **kwargs))
+                for channel in record.notify_channels]
+        outcomes = [await self.outbox.once(key, kind="notice", target=target, send=send)
+                    for key, target, send in posts]
+        return Outcome.BUSY not in outcomes
 
-    async def _payment(self, notice: Notice, record: ClusterRecord, *, now: datetime) -> None:
+    async def _payment_posts(self, notice: Notice, record: ClusterRecord, *, prefix: str,
+                             now: datetime) -> list[Post]:
         """The owner (the approvers while nobody owns it) by DM, and the approvals channel."""
         paid = record.observed is not None and record.observed.payment_status != "past_due"
         if paid or record.status not in (ClusterState.RUNNING, ClusterState.DEGRADED):
-            return  # paid, or terminated, since it was queued: the cluster's own notice follows
-        message = payment_blocks.payment_notice(notice, record, now=now)
+            return []  # paid, or terminated, since it was queued: the cluster's own notice follows
+        kwargs = payment_blocks.payment_notice(notice, record, now=now).as_kwargs()
         owners = [record.owner_id] if record.owner_id else sorted(await self._people.approvers())
-        for person in owners:
-            await self._dm(person, message)
+        posts: list[Post] = [
+            (f"{prefix}/dm/{person}", person, partial(self.outbox.dm, person, kwargs))
+            for person in owners]
         if self._approvals_channel:
-            await self._client.chat_postMessage(channel=self._approvals_channel,
-                                                **message.as_kwargs())
+            posts.append((f"{prefix}/approvals", self._approvals_channel, partial(
+                self._client.chat_postMessage, channel=self._approvals_channel, **kwargs)))
+        return posts
 
     async def send_connection_details(self, cluster: ClusterRecord,
-                                      details: ConnectionDetails) -> None:
-        if cluster.owner_id is not None:
-            await self._dm(cluster.owner_id, cluster_blocks.connection_dm(cluster, details))
+                                      details: ConnectionDetails) -> bool:
+        """DM the owner once (claimed under `connection/<cluster>`); False while another
+        replica is sending them or Slack refused (the next sweep tries again). `details` come
+        from the provider now and are never stored."""
+        if cluster.owner_id is None:
+            return False
+        owner, message = cluster.owner_id, cluster_blocks.connection_dm(cluster, details)
+        try:
+            outcome = await self.outbox.once(
+                f"connection/{cluster.id}", kind="connection", target=owner,
+                send=partial(self.outbox.dm, owner, message.as_kwargs()))
+        except POST_ERRORS as exc:  # released: the next sweep reads them again and retries
+            log.warning("could not DM the connection details of %s: %s", cluster.id,
+                        reason(exc))
+            return False
+        return outcome is not Outcome.BUSY
 
     async def remind_volume(self, volume: VolumeRecord, recipients: Sequence[str]) -> None:
+        due = (volume.next_reminder_at or self._clock.now()).isoformat()
+        message = volume_blocks.volume_reminder(volume, now=self._clock.now())
         for person in recipients:
-            await self._dm(person, volume_blocks.volume_reminder(volume, now=self._clock.now()))
+            await self.outbox.dm_once(f"volume/{volume.id}/{due}/{person}", person, message)
 
     async def _receipt(self, record: ClusterRecord) -> Message:
         requester, approvers, auto = None, [], False
@@ -227,15 +279,16 @@ class SlackNotifier:
             message = envelope_blocks.envelope_final_warning(cluster, now=now,
                                                              terminate_at=terminate_at)
         for person in recipients:
-            await self._dm(person, message)
+            await self.outbox.dm_once(
+                f"envelope/{cluster.id}/{stage}/{ends_at.isoformat()}/{person}", person, message)
 
     async def envelope_extended(self, cluster: ClusterRecord, *, by: str, hours: int) -> None:
         message = envelope_blocks.envelope_extended(cluster, by=by, hours=hours)
         async with self._db.transaction() as repos:
             top = await repos.messages.get(PROGRESS, _top_subject(cluster))
         if top is not None:
-            await self._client.chat_postMessage(channel=top.channel_id, thread_ts=top.ts,
-                                                **message.as_kwargs())
+            await self.outbox.post_once(f"extended/{cluster.id}/{cluster.lifetime_hours}",
+                                        top.channel_id, message, thread_ts=top.ts)
         await self.refresh_cluster(cluster.id)
 
     async def refresh_home(self, user_id: str) -> None:
@@ -255,45 +308,79 @@ class SlackNotifier:
                 log.warning("could not publish the home of %s: %s", user_id,
                             exc.response.get("error"))
 
-    async def tell(self, user_id: str, text: str) -> None:
-        await self._dm(user_id, common_blocks.notice(text))
+    async def tell(self, user_id: str, text: str, *, key: str | None = None) -> None:
+        """A DM, once per `key` across replicas; without a key, the same words to the same
+        person are said once (pass a key for a message that may be repeated)."""
+        key = key or sha256(text.encode()).hexdigest()[:24]
+        await self.outbox.dm_once(f"tell/{user_id}/{key}", user_id, common_blocks.notice(text))
 
     # --- plumbing -------------------------------------------------------------------------
 
-    async def _dm(self, user_id: str, message: Message) -> None:
-        opened = await self._client.conversations_open(users=user_id)
-        channel = opened["channel"]["id"]
-        await self._client.chat_postMessage(channel=channel, **message.as_kwargs())
-
     async def _upsert(self, kind: str, subject: str, channel: str, message: Message, *,
                       create: bool = True, fallback_user: str | None = None) -> None:
+        """Edit the stored message; post it first if there is none. The first post is claimed
+        (key `message/<kind>/<subject>`): a replica that finds another posting it waits for
+        the coordinates and edits instead, so no replica posts a second card."""
         async with self._db.transaction() as repos:
             ref = await repos.messages.get(kind, subject)
+        key, stale = f"message/{kind}/{subject}", None
         if ref is not None:
-            try:
-                await self._client.chat_update(channel=ref.channel_id, ts=ref.ts,
-                                               **message.as_kwargs())
+            if await self._edit(ref, message, kind=kind, subject=subject):
                 return
-            except SlackApiError as exc:
-                if exc.response.get("error") != "message_not_found":
-                    raise
-                log.warning("%s message for %s was deleted; posting it again", kind, subject)
+            key, stale = f"{key}/{ref.ts}", ref.ts  # deleted in Slack: a key of its own
         if not create:
             return
+        for _ in range(_WAIT_STEPS):
+            now = self.outbox.claim_clock()
+            async with self._db.transaction() as repos:
+                if await repos.outbox.claim(key, kind="message", target=channel,
+                                            holder=self.outbox.holder, now=now,
+                                            ttl=self.outbox.claim_ttl):
+                    break
+                ref = await repos.messages.get(kind, subject)
+            if ref is not None and ref.ts != stale:
+                await self._edit(ref, message, kind=kind, subject=subject)
+                return
+            await asyncio.sleep(_WAIT_SECONDS)  # another replica is posting it right now
+        else:
+            log.warning("%s message for %s is still being posted elsewhere", kind, subject)
+            return
         try:
-            posted = await self._client.chat_postMessage(channel=channel, **message.as_kwargs())
+            posted = await self._post(channel, message, fallback_user=fallback_user)
+        except Exception:
+            async with self._db.transaction() as repos:
+                await repos.outbox.release(key, holder=self.outbox.holder)
+            raise
+        async with self._db.transaction() as repos:  # coordinates and delivery: one commit
+            await repos.messages.put(kind, subject,
+                                     MessageRef(channel_id=posted["channel"], ts=posted["ts"]),
+                                     now=self._clock.now())
+            await repos.outbox.delivered(key, now=self._clock.now())
+
+    async def _edit(self, ref: MessageRef, message: Message, *, kind: str,
+                    subject: str) -> bool:
+        """chat.update (idempotent); False if the message was deleted in Slack."""
+        try:
+            await self._client.chat_update(channel=ref.channel_id, ts=ref.ts,
+                                           **message.as_kwargs())
+            return True
+        except SlackApiError as exc:
+            if exc.response.get("error") != "message_not_found":
+                raise
+            log.warning("%s message for %s was deleted; posting it again", kind, subject)
+            return False
+
+    async def _post(self, channel: str, message: Message, *,
+                    fallback_user: str | None) -> Any:
+        try:
+            return await self._client.chat_postMessage(channel=channel, **message.as_kwargs())
         except SlackApiError as exc:
             if fallback_user is None or exc.response.get("error") not in _UNREACHABLE:
                 raise
             log.warning("can't post to %s (%s); using a DM", channel, exc.response.get("error"))
             opened = await self._client.conversations_open(users=fallback_user)
-            posted = await self._client.chat_postMessage(channel=opened["channel"]["id"],
-                                                         **message.as_kwargs())
-        async with self._db.transaction() as repos:
-            await repos.messages.put(kind, subject,
-                                     MessageRef(channel_id=posted["channel"], ts=posted["ts"]),
-                                     now=self._clock.now())
-
+            return await self._client.chat_postMessage(channel=opened["channel"]["id"],
+                                                       **message.as_kwargs())
 
 
 def _top_subject(record: ClusterRecord | None) -> str:

@@ -2,7 +2,9 @@
 
 slack_sdk's own handler sleeps on the real clock; this one takes the sleep from outside, so
 tests can assert the wait without spending it. Notices are posted once each: a retried call
-is the same call, and Slack answers 429 without having posted anything.
+is the same call, and Slack answers 429 without having posted anything. A chat.postMessage
+that failed with a 5xx or a broken connection may have been posted: it is not retried here
+(the outbox tries it again later, from whichever replica claims it).
 """
 
 from __future__ import annotations
@@ -46,9 +48,34 @@ class RateLimitRetry(AsyncRetryHandler):
         state.increment_current_attempt()
 
 
+# Posts Slack may have made before the answer failed: never resent blindly (chat.postMessage
+# has no idempotency key). The outbox claims each post, and retries it on a later pass.
+_NOT_REPLAYABLE = ("/chat.postMessage",)
+
+
+def _replayable(request: HttpRequest) -> bool:
+    return not request.url.rstrip("/").endswith(_NOT_REPLAYABLE)
+
+
+class ConnectionErrorRetry(AsyncConnectionErrorRetryHandler):
+    async def _can_retry_async(self, *, state: RetryState, request: HttpRequest,
+                               response: HttpResponse | None = None,
+                               error: Exception | None = None) -> bool:
+        return _replayable(request) and await super()._can_retry_async(
+            state=state, request=request, response=response, error=error)
+
+
+class ServerErrorRetry(AsyncServerErrorRetryHandler):
+    async def _can_retry_async(self, *, state: RetryState, request: HttpRequest,
+                               response: HttpResponse | None = None,
+                               error: Exception | None = None) -> bool:
+        return _replayable(request) and await super()._can_retry_async(
+            state=state, request=request, response=response, error=error)
+
+
 def retry_handlers(sleep: Sleep = asyncio.sleep) -> list[AsyncRetryHandler]:
     return [
         RateLimitRetry(sleep=sleep),
-        AsyncConnectionErrorRetryHandler(max_retry_count=2),
-        AsyncServerErrorRetryHandler(max_retry_count=2),
+        ConnectionErrorRetry(max_retry_count=2),
+        ServerErrorRetry(max_retry_count=2),
     ]

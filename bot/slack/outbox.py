@@ -1,0 +1,143 @@
+"""Posting once across replicas: every post is claimed in the database before Slack is called.
+
+`once(key, send)` claims `key` in the outbox (one compare-and-set, see `storage.outbox`), calls
+`send`, and marks the key delivered. Of any number of replicas doing the same work, one posts;
+the others see DONE (posted already) or BUSY (another replica holds a live claim). A replica that
+dies holding a claim loses it when the claim expires, and the post goes out from another one.
+chat.postMessage has no idempotency key, so the one window left is between Slack accepting a post
+and the row being marked delivered (a crash exactly there posts again after the expiry).
+
+A *durable* post stores its message with the claim: if Slack refuses it, the claim is released
+and `retry()` (every delivery pass) posts it later from whichever replica gets there. Posts
+rebuilt at delivery time store nothing: SSH details are read from the provider when they are
+sent, never written to the database.
+
+DM channels come from the `dm_channels` table: conversations.open once per person.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+import aiohttp
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.clock import Clock
+from bot.slack.blocks.message import Message
+from storage.db import Database
+from storage.leases import wall_clock
+from storage.outbox import MAX_ATTEMPTS
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CLAIM = timedelta(minutes=2)
+# What a refused or lost post raises: the claim is released and the post tried again later.
+POST_ERRORS = (SlackApiError, aiohttp.ClientError, TimeoutError)
+
+
+def reason(exc: BaseException) -> str:
+    """A log-safe reason: Slack's error code, or the exception's type (never a message body)."""
+    if isinstance(exc, SlackApiError):
+        return str(exc.response.get("error"))
+    return type(exc).__name__
+
+
+class Outcome(enum.Enum):
+    POSTED = "posted"  # this call posted it
+    DONE = "done"  # posted earlier (by this replica or another)
+    BUSY = "busy"  # another replica holds a live claim: it is posting it now
+
+
+class SlackOutbox:
+    def __init__(self, *, client: AsyncWebClient, db: Database, clock: Clock, holder: str,
+                 claim_ttl: timedelta = DEFAULT_CLAIM,
+                 claim_clock: Callable[[], datetime] = wall_clock) -> None:
+        self._client = client
+        self._db = db
+        self._clock = clock  # when things happened (delivered_at)
+        self.claim_clock = claim_clock  # how long claims last: real time, shared by processes
+        self.holder = holder
+        self.claim_ttl = claim_ttl
+
+    async def once(self, key: str, *, kind: str, target: str,
+                   send: Callable[[], Awaitable[object]],
+                   payload: dict[str, Any] | None = None) -> Outcome:
+        """Claim `key`, `send`, mark delivered. A failing `send` releases the claim and raises."""
+        async with self._db.transaction() as repos:
+            claimed = await repos.outbox.claim(key, kind=kind, target=target, holder=self.holder,
+                                               now=self.claim_clock(), ttl=self.claim_ttl,
+                                               payload=payload)
+            if not claimed:
+                item = await repos.outbox.get(key)
+                return Outcome.DONE if item and item.delivered_at else Outcome.BUSY
+        try:
+            await send()
+        except Exception:
+            async with self._db.transaction() as repos:
+                await repos.outbox.release(key, holder=self.holder)
+            raise
+        async with self._db.transaction() as repos:
+            await repos.outbox.delivered(key, now=self._clock.now())
+        return Outcome.POSTED
+
+    async def dm_once(self, key: str, user_id: str, message: Message) -> Outcome:
+        """A durable DM: a refusal is logged and retried by a later `retry()`."""
+        return await self._durable(key, {"user": user_id, "message": message.as_kwargs()})
+
+    async def post_once(self, key: str, channel: str, message: Message, *,
+                        thread_ts: str | None = None) -> Outcome:
+        """A durable channel post (a thread reply with `thread_ts`)."""
+        return await self._durable(key, {"channel": channel, "thread_ts": thread_ts,
+                                         "message": message.as_kwargs()})
+
+    async def retry(self) -> int:
+        """Post the durable posts left behind (refused by Slack, or their replica died)."""
+        async with self._db.transaction() as repos:
+            items = await repos.outbox.retryable(now=self.claim_clock())
+        posted = 0
+        for item in items:
+            assert item.payload is not None  # retryable() returns stored posts only
+            if await self._durable(item.key, item.payload) is Outcome.POSTED:
+                posted += 1
+        return posted
+
+    async def dm(self, user_id: str, kwargs: dict[str, Any]) -> None:
+        """Post to a person's DM channel (opened once, then read from the database)."""
+        async with self._db.transaction() as repos:
+            channel = await repos.dm_channels.get(user_id)
+        if channel is None:
+            opened = await self._client.conversations_open(users=user_id)
+            channel = str(opened["channel"]["id"])
+            async with self._db.transaction() as repos:
+                await repos.dm_channels.put(user_id, channel)
+        await self._client.chat_postMessage(channel=channel, **kwargs)
+
+    async def _durable(self, key: str, payload: dict[str, Any]) -> Outcome:
+        user, channel = payload.get("user"), payload.get("channel")
+        kwargs: dict[str, Any] = dict(payload["message"])
+
+        async def send() -> None:
+            if user is not None:
+                await self.dm(str(user), kwargs)
+            else:
+                thread = {"thread_ts": payload["thread_ts"]} if payload.get("thread_ts") else {}
+                await self._client.chat_postMessage(channel=str(channel), **thread, **kwargs)
+
+        try:
+            return await self.once(key, kind="dm" if user else "post",
+                                   target=str(user or channel), send=send, payload=payload)
+        except POST_ERRORS as exc:
+            async with self._db.transaction() as repos:
+                item = await repos.outbox.get(key)
+            if item is not None and item.attempts >= MAX_ATTEMPTS:
+                log.error("gave up posting %s after %d attempts (%s)", key.split("/")[0],
+                          item.attempts, reason(exc))
+            else:
+                log.warning("could not post %s (%s); it will be retried", key.split("/")[0],
+                            reason(exc))
+            return Outcome.BUSY

@@ -1,0 +1,138 @@
+"""Several bots on one database in one process (in-process replicas: each its own Database,
+notifier and claims; one FakeSlack, one simulator, one clock). Every replica polls and delivers
+at once — no sweeps lease here — and still each notice, reminder, SSH DM and card is posted once:
+the database claims alone hold. Also: a post Slack answers with a 5xx is not replayed by the Web
+API client but by the outbox; DM channels are opened once per person."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from contextlib import AsyncExitStack
+
+import sqlalchemy as sa
+
+from bot.clock import ManualClock
+from bot.reserve.simulator.config import SimConfig
+from bot.reserve.simulator.embedded import EmbeddedSimulator
+from bot.slack.ids import Action
+from bot.slack.notifier import SlackNotifier
+from tests.e2e.harness import ALICE, APPROVALS, BOB, START, Harness, bot, fake_slack
+
+REPLICAS = 3
+
+
+async def _together(replicas: list[Harness], seconds: float) -> None:
+    """Time passes; every replica polls and delivers at the same moment."""
+    replicas[0].clock.advance(seconds)
+    await asyncio.gather(*(r.rt.services.watching.sync_live() for r in replicas))
+    await asyncio.gather(*(r.rt.settle() for r in replicas))
+
+
+def _notifier(h: Harness) -> SlackNotifier:
+    notifier = h.rt.services.approvals._notifier  # the runtime's one SlackNotifier
+    assert isinstance(notifier, SlackNotifier)
+    return notifier
+
+
+def _posted_twice(h: Harness) -> list[str]:
+    accepted = Counter((c.response.get("channel"), c.args.get("thread_ts"), c.args.get("text"))
+                       for c in h.slack.calls_to("chat.postMessage") if c.ok)
+    return [f"{n}× {text}" for (_, _, text), n in accepted.items() if n > 1]
+
+
+async def test_replicas_delivering_at_once_post_each_notice_once(tmp_path, database_url):
+    clock = ManualClock(START)
+    async with AsyncExitStack() as stack:
+        sim = await stack.enter_async_context(EmbeddedSimulator(SimConfig.fast(), clock))
+        slack = await stack.enter_async_context(fake_slack(clock))
+        replicas = [await stack.enter_async_context(bot(
+            tmp_path, slack=slack, sim=sim, clock=clock, database_url=database_url))
+            for _ in range(REPLICAS)]
+        first = replicas[0]
+        card = await first.request(quote_text="quote h100x8 nodes=2")
+        await replicas[1].click(card, Action.APPROVE, user=BOB)
+        for _ in range(2):
+            await _together(replicas, 30)  # boots: the SSH details, once
+        [cluster_id] = [c.id for c in sim.engine.list_clusters()]
+        await first.fail_node(cluster_id)
+        await _together(replicas, 30)
+        [degraded] = await first.notices(cluster_id, "degraded")
+        await replicas[2].click(degraded, Action.RECOVER, user=ALICE)
+        for _ in range(4):
+            await _together(replicas, 30)
+        for _ in range(3):
+            await _together(replicas, 3600)  # an accrued hour each: one reminder each
+
+        assert _posted_twice(first) == []
+        assert sum("ssh -p" in first.text_of(m) for m in slack.dms(ALICE)) == 1
+        reminders = [m for m in slack.dms(ALICE) if Action.KEEP_RUNNING in first.text_of(m)]
+        assert len(reminders) == 3
+        assert len(await first.notices(cluster_id, "running again")) == 1
+        assert len(slack.messages(APPROVALS)) == 1
+        async with first.rt.db.transaction() as repos:
+            assert await repos.notices.pending() == []
+        # One conversations.open per person, whatever the number of DMs and replicas.
+        opened = Counter(c.args.get("users") for c in slack.calls_to("conversations.open"))
+        assert opened[ALICE] == 1
+
+
+async def test_a_deleted_card_is_posted_again_once_by_racing_replicas(tmp_path, database_url):
+    clock = ManualClock(START)
+    async with AsyncExitStack() as stack:
+        sim = await stack.enter_async_context(EmbeddedSimulator(SimConfig.fast(), clock))
+        slack = await stack.enter_async_context(fake_slack(clock))
+        replicas = [await stack.enter_async_context(bot(
+            tmp_path, slack=slack, sim=sim, clock=clock, database_url=database_url))
+            for _ in range(REPLICAS)]
+        card = await replicas[0].request()
+        card.deleted = True  # someone deleted it in Slack
+        [request] = await replicas[0].requests_in_db()
+        await asyncio.gather(*(_notifier(r).refresh_request(request.id)
+                               for r in replicas))
+        assert len(slack.messages(APPROVALS)) == 1  # one new card, not three
+        posted = [c for c in slack.calls_to("chat.postMessage")
+                  if c.ok and c.response.get("channel") == APPROVALS]
+        assert len(posted) == 2  # the deleted one and its successor
+
+
+async def test_a_post_answered_500_is_not_replayed_by_the_client_but_by_the_outbox(tmp_path):
+    async with bot(tmp_path) as h:
+        card = await h.request(quote_text="quote h100x8 nodes=2")
+        await h.click(card, Action.APPROVE, user=BOB)
+        h.slack.fail_next("chat.postMessage", error="internal_error", status=500, count=1)
+        await h.advance(60)  # running: the SSH details DM meets the 500
+        refused = [c for c in h.slack.calls_to("chat.postMessage") if c.status == 500]
+        assert len(refused) == 1  # the Web API client did not send it again
+        assert not any("ssh -p" in h.text_of(m) for m in h.slack.dms(ALICE))
+        await h.advance(30)  # the next sweep: the details are read again and sent, once
+        assert sum("ssh -p" in h.text_of(m) for m in h.slack.dms(ALICE)) == 1
+        # The outbox row names the post, never its content: no SSH details in the database.
+        async with h.rt.db.transaction() as repos:
+            rows = (await repos.session.execute(sa.text(
+                "SELECT key, kind, target, payload FROM outbox"))).all()
+        assert ("connection/" in str(rows)) and "ssh -p" not in str(rows)
+
+
+async def test_a_refused_dm_is_kept_and_posted_by_a_later_pass(tmp_path):
+    async with bot(tmp_path) as h:
+        notifier = _notifier(h)
+        h.slack.fail_next("chat.postMessage", error="internal_error", status=500, count=1)
+        await notifier.tell(ALICE, "Your cluster is ready.")
+        assert h.slack.dms(ALICE) == []
+        await notifier.tell(ALICE, "Your cluster is ready.")  # the same words: still once
+        await notifier.deliver_notices()  # a delivery pass retries what is stored
+        await notifier.deliver_notices()
+        assert [m.text for m in h.slack.dms(ALICE)] == ["Your cluster is ready."]
+
+
+async def test_a_dm_refused_every_time_is_given_up_after_max_attempts(tmp_path, caplog):
+    async with bot(tmp_path) as h:
+        notifier = _notifier(h)
+        h.slack.fail_next("chat.postMessage", error="internal_error", status=500, count=20)
+        await notifier.tell(ALICE, "Your cluster is ready.")
+        for _ in range(10):
+            await notifier.deliver_notices()
+        refused = [c for c in h.slack.calls_to("chat.postMessage") if c.status == 500]
+        assert len(refused) == 5  # MAX_ATTEMPTS, then left alone
+        assert "gave up posting tell after 5 attempts" in caplog.text
