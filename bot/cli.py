@@ -11,7 +11,10 @@ import contextlib
 import logging
 import sys
 from collections.abc import Sequence
+from datetime import datetime, timedelta
+from pathlib import Path
 
+from bot.clock import SystemClock
 from bot.config import ConfigError, Settings, load_settings
 
 
@@ -42,10 +45,32 @@ def configure_logging(level: str) -> None:
         logging.getLogger(name).setLevel(max(logging.getLevelName(level), floor))
 
 
+class OffsetFileClock:
+    """The wall clock plus the seconds written in a file (CLOCK_OFFSET_FILE; tests and demos).
+
+    Re-read whenever the file changes, so several bot processes move forward together."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._seen: int | None = None
+        self._offset = timedelta()
+
+    def now(self) -> datetime:
+        try:
+            changed = self._path.stat().st_mtime_ns
+            if changed != self._seen:
+                self._offset = timedelta(seconds=float(self._path.read_text() or 0))
+                self._seen = changed
+        except (OSError, ValueError):
+            pass  # missing or half-written: keep the last offset
+        return SystemClock().now() + self._offset
+
+
 async def _serve(settings: Settings) -> None:
     from bot import runtime
 
-    async with runtime.start(settings) as rt:
+    clock = OffsetFileClock(settings.clock_offset_file) if settings.clock_offset_file else None
+    async with runtime.start(settings, clock=clock) as rt:
         await runtime.serve(rt)
 
 

@@ -46,8 +46,13 @@ class Settings(BaseSettings):
     aireserve_api_key: SecretStr | None = None
     approvals_channel: str | None = None
     approvers: Annotated[tuple[str, ...], NoDecode] = ()
-    poll_interval_seconds: int = Field(default=30, ge=5, le=3600)
+    # 1 s is allowed so that tests of real processes (tests/procs.py) see sweeps, takeovers and
+    # readiness within seconds; production keeps the default (AI Reserve's 120/min budget).
+    poll_interval_seconds: int = Field(default=30, ge=1, le=3600)
     policy_file: Path | None = None
+    # Tests and demos only: a file holding seconds to add to the wall clock, re-read whenever
+    # it changes (tests/procs.py moves every bot process's time together with the simulator's).
+    clock_offset_file: Path | None = None
     log_level: str = "INFO"
 
     @field_validator("approvers", mode="before")

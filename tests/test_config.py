@@ -28,7 +28,7 @@ def test_approvers_are_split_and_checked():
 
 @pytest.mark.parametrize(("env", "starts"), [
     ({"PORT": "http"}, "PORT:"),
-    ({"POLL_INTERVAL_SECONDS": "1"}, "POLL_INTERVAL_SECONDS:"),
+    ({"POLL_INTERVAL_SECONDS": "0"}, "POLL_INTERVAL_SECONDS:"),
     ({"APPROVALS_CHANNEL": "#approvals"}, "APPROVALS_CHANNEL:"),
     ({"SLACK_API_URL": "slack.com"}, "SLACK_API_URL:"),
     ({"LOG_LEVEL": "LOUD"}, "LOG_LEVEL:"),

@@ -12,6 +12,7 @@ import contextlib
 import signal
 import sys
 from collections.abc import Callable
+from datetime import datetime
 
 from bot.clock import Clock, ManualClock, SystemClock
 from bot.reserve.simulator.config import SimConfig
@@ -29,6 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="port to bind, 0 for any free one (default %(default)s)")
     parser.add_argument("--virtual-clock", action="store_true",
                         help="freeze time; move it with POST /_sim/clock/advance {seconds}")
+    parser.add_argument("--start-at", type=_start, default=None, metavar="ISO|now",
+                        help="where the virtual clock starts: an ISO 8601 instant with a zone, "
+                             "or 'now' (default 2026-11-29T10:00Z)")
     parser.add_argument("--profile", choices=("fast", "realistic"), default="realistic",
                         help="fast: second-long boots, no rate limits; realistic: minutes-long "
                              "boots, rate limits on (default %(default)s)")
@@ -46,10 +50,23 @@ def _port(text: str) -> int:
     return port
 
 
+def _start(text: str) -> datetime:
+    if text == "now":
+        return SystemClock().now()
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        when = None
+    if when is None or when.tzinfo is None:
+        raise argparse.ArgumentTypeError(f"not an ISO 8601 instant with a zone: {text!r}")
+    return when
+
+
 def build(args: argparse.Namespace) -> EmbeddedSimulator:
     """The simulator the arguments describe, not yet serving."""
     config = SimConfig.fast() if args.profile == "fast" else SimConfig.realistic()
-    clock: Clock = ManualClock() if args.virtual_clock else SystemClock()
+    start = getattr(args, "start_at", None)
+    clock: Clock = ManualClock(start) if args.virtual_clock else SystemClock()
     # An empty --api-key would lock everyone out (empty tokens are refused): treat it as unset.
     api_key = args.api_key or None
     return EmbeddedSimulator(config, clock, api_key=api_key, host=args.host, port=args.port)
