@@ -125,7 +125,7 @@ async def start(settings: Settings, *, clock: Clock | None = None,
                                     people=people, audit=audit, db=db, clock=clock)
         launching.judge = approvals.judge
         termination = TerminationService(watching=watching, provider=provider, people=people,
-                                         audit=audit, db=db, clock=clock)
+                                         notifier=notifier, audit=audit, db=db, clock=clock)
         services = Services(
             clock=clock, people=people, audit=audit, home=home, quoting=quoting,
             launching=launching, watching=watching, approvals=approvals,

@@ -42,6 +42,7 @@ from storage.tables import (
     row_values,
     to_domain,
 )
+from storage.terminations import TerminationRepo
 from storage.watching import NoticeRepo, VolumeRepo
 
 _LIVE = tuple(s.value for s in ClusterState if s.is_live)
@@ -336,3 +337,4 @@ class Repos:
         self.notices = NoticeRepo(session)
         self.volumes = VolumeRepo(session)
         self.audit = AuditRepo(session)
+        self.terminations = TerminationRepo(session)

@@ -21,6 +21,8 @@ def build_scheduler(services: Services, *, poll_interval_seconds: int) -> AsyncI
     })
     scheduler.add_job(sweeps.watch_clusters, "interval", args=[services], id="watch_clusters",
                       seconds=poll_interval_seconds)
+    scheduler.add_job(sweeps.finish_terminations, "interval", args=[services],
+                      id="finish_terminations", seconds=poll_interval_seconds)
     scheduler.add_job(sweeps.resume_launches, "interval", args=[services],
                       id="resume_launches", seconds=RESUME_SECONDS)
     scheduler.add_job(sweeps.remind_volumes, "interval", args=[services],

@@ -27,8 +27,9 @@ from storage.tables import metadata, row_values
 
 TABLES = {
     "quotes", "requests", "approvals", "clusters", "messages", "notices", "volumes", "audit",
+    "terminations",
 }
-HEAD = "0003"
+HEAD = "0007"
 
 
 def _sqlite_tables(path) -> set[str]:
@@ -240,7 +241,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0099"
-down_revision = "0003"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 
@@ -351,7 +352,7 @@ async def test_downgrade_to_0001_with_watching_rows(db_url):
             await conn.run_sync(_alembic, "downgrade", "0001")
         assert await _look(db, _version) == ["0001"]
         assert await _look(db, _tables) == (
-            TABLES - {"notices", "volumes", "audit"} | {"alembic_version"})
+            TABLES - {"notices", "volumes", "audit", "terminations"} | {"alembic_version"})
         # 0001 requires an owner: the unclaimed cluster is kept with an empty one.
         assert await _look(db, _rows, "SELECT id, owner_id FROM clusters") == [("c-1", "")]
         assert "observed" not in await _look(db, _columns, "clusters")
@@ -425,7 +426,7 @@ async def test_downgrade_to_0002_with_policy_rows(db_url):
         async with db.engine.begin() as conn:  # foreign keys enforced, as the engine has them
             await conn.run_sync(_alembic, "downgrade", "0002")
         assert await _look(db, _version) == ["0002"]
-        assert await _look(db, _tables) == TABLES - {"audit"} | {"alembic_version"}
+        assert await _look(db, _tables) == TABLES - {"audit", "terminations"} | {"alembic_version"}
         assert not await _look(db, _columns, "requests") & {
             "approvals_needed", "override_rule", "lifetime_hours"}
         assert not await _look(db, _columns, "clusters") & {
