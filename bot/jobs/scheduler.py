@@ -6,25 +6,47 @@ overlapping itself.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
+from bot.health import Sweeps
 from bot.jobs import sweeps
 from bot.services.container import Services
+
+Job = Callable[[Services], Awaitable[None]]
 
 RESUME_SECONDS = 60
 VOLUME_SECONDS = 300
 
 
-def build_scheduler(services: Services, *, poll_interval_seconds: int) -> AsyncIOScheduler:
+def tracked(job: Job, tracker: Sweeps) -> Job:
+    """The job, counted while it runs and stamped when it finishes (readiness, graceful stop)."""
+
+    async def run(services: Services) -> None:
+        tracker.begin()
+        ok = False
+        try:
+            await job(services)
+            ok = True
+        finally:
+            tracker.end(job.__name__, ok=ok)
+
+    run.__name__ = run.__qualname__ = job.__name__
+    return run
+
+
+def build_scheduler(services: Services, *, poll_interval_seconds: int,
+                    tracker: Sweeps | None = None) -> AsyncIOScheduler:
+    tracker = tracker or Sweeps()
     scheduler = AsyncIOScheduler(timezone="UTC", job_defaults={
         "coalesce": True, "max_instances": 1, "misfire_grace_time": poll_interval_seconds,
     })
-    scheduler.add_job(sweeps.watch_clusters, "interval", args=[services], id="watch_clusters",
-                      seconds=poll_interval_seconds)
-    scheduler.add_job(sweeps.finish_terminations, "interval", args=[services],
-                      id="finish_terminations", seconds=poll_interval_seconds)
-    scheduler.add_job(sweeps.resume_launches, "interval", args=[services],
-                      id="resume_launches", seconds=RESUME_SECONDS)
-    scheduler.add_job(sweeps.remind_volumes, "interval", args=[services],
-                      id="remind_volumes", seconds=VOLUME_SECONDS)
+    every = ((sweeps.watch_clusters, poll_interval_seconds),
+             (sweeps.finish_terminations, poll_interval_seconds),
+             (sweeps.resume_launches, RESUME_SECONDS),
+             (sweeps.remind_volumes, VOLUME_SECONDS))
+    for job, seconds in every:
+        scheduler.add_job(tracked(job, tracker), "interval", args=[services], id=job.__name__,
+                          seconds=seconds)
     return scheduler

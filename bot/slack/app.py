@@ -72,10 +72,6 @@ def http_app(bolt: AsyncApp, *, signing_secret: str) -> web.Application:
         await asyncio.sleep(0)
         return await to_aiohttp_response(response)
 
-    async def health(_: web.Request) -> web.Response:
-        return web.json_response({"ok": True})
-
     web_app = web.Application(client_max_size=MAX_BODY)
     web_app.router.add_post(EVENTS_PATH, events)
-    web_app.router.add_get("/healthz", health)
     return web_app
