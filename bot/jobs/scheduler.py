@@ -6,13 +6,17 @@ overlapping itself.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bot.health import Sweeps
 from bot.jobs import sweeps
+from bot.reserve import errors as api
 from bot.services.container import Services
+
+log = logging.getLogger(__name__)
 
 Job = Callable[[Services], Awaitable[None]]
 
@@ -25,12 +29,14 @@ def tracked(job: Job, tracker: Sweeps) -> Job:
 
     async def run(services: Services) -> None:
         tracker.begin()
-        ok = False
         try:
             await job(services)
-            ok = True
+        except api.ApiError as exc:  # AI Reserve down or pausing us: the next run tries again
+            log.warning("%s: AI Reserve: %s (%s)", job.__name__, exc.code, exc.message)
         finally:
-            tracker.end(job.__name__, ok=ok)
+            # Finished either way: readiness asks whether the sweeps still run, not whether
+            # AI Reserve answered them.
+            tracker.end(job.__name__)
 
     run.__name__ = run.__qualname__ = job.__name__
     return run

@@ -12,7 +12,7 @@ import logging
 
 from bot.clock import Clock
 from bot.domain.ports import Notifier
-from bot.reserve.port import ClusterProvider
+from bot.reserve.port import MAX_PAGE_SIZE, ClusterProvider
 from bot.reserve.schemas import Cluster
 from bot.services.audit import AuditLog
 from bot.services.observing import record_from_wire
@@ -39,7 +39,8 @@ class ReconcileService:
     async def reconcile(self) -> dict[str, Cluster]:
         """Adopt every live provider cluster the bot doesn't know. Returns the provider's whole
         listing by id, so the watcher polls from it instead of one GET per cluster."""
-        listing = {c.id: c async for c in self._provider.iter_clusters()}
+        listing = {c.id: c async for c in self._provider.iter_clusters(
+            page_size=MAX_PAGE_SIZE)}
         live = [c for c in listing.values() if c.status.is_live]
         async with self._db.transaction() as repos:
             known = await repos.clusters.ids([c.id for c in live])
