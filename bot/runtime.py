@@ -216,23 +216,28 @@ async def _stop_work(rt: Runtime, jobs: AsyncIOScheduler | None) -> None:
     rt.health.stopping.set()
     if jobs is not None and jobs.running:
         jobs.shutdown(wait=False)
-    try:
-        async with asyncio.timeout(DRAIN_SECONDS):
-            while True:
-                await rt.inflight.idle()
-                await rt.services.launching.drain()
-                await rt.sweeps.idle()
-                if rt.background:
-                    await asyncio.wait(set(rt.background))
-                if (rt.inflight.count == 0 and not rt.services.launching.busy
-                        and rt.sweeps.running == 0 and not rt.background):
-                    return
-    except TimeoutError:
+    drained = asyncio.create_task(_drain(rt))
+    await asyncio.wait({drained}, timeout=DRAIN_SECONDS)
+    if not drained.done():
         log.warning("stopping after %.0f s with work unfinished (%d listeners, %d sweeps, "
                     "launching: %s); the next start resumes it", DRAIN_SECONDS,
                     rt.inflight.count, rt.sweeps.running, rt.services.launching.busy)
+        drained.cancel()  # and with it what it waited for: as a crash would, but logged
         for task in list(rt.background):
             task.cancel()
+        await asyncio.wait({drained, *rt.background}, timeout=1)
+
+
+async def _drain(rt: Runtime) -> None:
+    while True:
+        await rt.inflight.idle()
+        await rt.services.launching.drain()
+        await rt.sweeps.idle()
+        if rt.background:
+            await asyncio.wait(set(rt.background))
+        if (rt.inflight.count == 0 and not rt.services.launching.busy
+                and rt.sweeps.running == 0 and not rt.background):
+            return
 
 
 @asynccontextmanager

@@ -85,3 +85,20 @@ async def test_start_while_slack_and_ai_reserve_fail_still_serves(tmp_path):
 
         await wait_for(launched, within=60, what="the resumed launch")
         assert len(await w.sim.clusters()) == 1
+
+
+async def test_a_launch_longer_than_the_bound_does_not_hold_the_exit(tmp_path):
+    async with world(tmp_path) as w:
+        bot = await w.bot()
+        card = await w.request_launch(bot)
+        await w.sim.fault("POST /v1/clusters", delay_seconds=30)  # longer than the 20 s bound
+        await bot.requests.click(card, Action.APPROVE, user_id=BOB)
+
+        async def launching() -> bool:
+            return any(r.status is RequestStatus.LAUNCHING for r in await _requests(w))
+
+        await wait_for(launching, what="the launch in flight")
+        began = time.monotonic()
+        assert await bot.stop(signal.SIGTERM, within=30) == 0
+        assert 19 < time.monotonic() - began < 26
+        assert "with work unfinished" in bot.logs()  # the next start resumes it
