@@ -10,7 +10,6 @@ sweep finished within 3 poll intervals and the process isn't stopping; otherwise
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
@@ -18,6 +17,7 @@ from functools import cache
 import sqlalchemy as sa
 from aiohttp import web
 
+from bot.jobs.tracker import Sweeps
 from storage.db import Database
 
 DB_TIMEOUT_SECONDS = 3.0
@@ -33,37 +33,6 @@ def migration_head() -> str | None:
     from storage.migrations import alembic_config
 
     return ScriptDirectory.from_config(alembic_config()).get_current_head()
-
-
-@dataclass
-class Sweeps:
-    """Which sweeps run now and when each last finished (monotonic seconds): for readiness and
-    for a graceful stop, which waits for the running ones."""
-
-    started_at: float = field(default_factory=time.monotonic)
-    finished: dict[str, float] = field(default_factory=dict)
-    running: int = 0
-    _idle: asyncio.Event = field(default_factory=asyncio.Event)
-
-    def __post_init__(self) -> None:
-        self._idle.set()
-
-    def begin(self) -> None:
-        self.running += 1
-        self._idle.clear()
-
-    def end(self, name: str) -> None:
-        self.finished[name] = time.monotonic()
-        self.running -= 1
-        if self.running == 0:
-            self._idle.set()
-
-    async def idle(self) -> None:
-        await self._idle.wait()
-
-    def age(self, name: str) -> float:
-        """Seconds since `name` last finished (since the scheduler started, if never)."""
-        return time.monotonic() - self.finished.get(name, self.started_at)
 
 
 @dataclass

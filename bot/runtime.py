@@ -30,8 +30,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.clock import Clock, SystemClock
 from bot.config import Settings
 from bot.domain.policy import Policy
-from bot.health import Health, Sweeps
+from bot.health import Health
 from bot.jobs.scheduler import build_scheduler
+from bot.jobs.tracker import Sweeps
 from bot.policy_file import load_policy_or_default
 from bot.reserve.client import AsyncAIReserveClient
 from bot.reserve.simulator.config import SimConfig

@@ -11,10 +11,10 @@ from collections.abc import Awaitable, Callable
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-from bot.health import Sweeps
 from bot.jobs import sweeps
-from bot.reserve import errors as api
+from bot.jobs.tracker import Sweeps
 from bot.services.container import Services
+from bot.services.provider_errors import is_provider_trouble
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +31,11 @@ def tracked(job: Job, tracker: Sweeps) -> Job:
         tracker.begin()
         try:
             await job(services)
-        except api.ApiError as exc:  # AI Reserve down or pausing us: the next run tries again
-            log.warning("%s: AI Reserve: %s (%s)", job.__name__, exc.code, exc.message)
+        except Exception as exc:
+            if not is_provider_trouble(exc):
+                raise
+            # AI Reserve down, failing or pausing us: the next run tries again.
+            log.warning("%s: AI Reserve: %s", job.__name__, exc)
         finally:
             # Finished either way: readiness asks whether the sweeps still run, not whether
             # AI Reserve answered them.
