@@ -104,3 +104,38 @@ async def test_real_process_retries_a_failing_terminate_across_a_kill(tmp_path, 
         told = [m for m in w.slack.dms(ALICE) if "no longer bills" in w.text_of(m)]
         assert len(told) == 1 and "after 4 attempts" in w.text_of(told[0])
         assert len([m for m in w.slack.dms(ALICE) if "still billing" in w.text_of(m)]) == 1
+
+
+async def test_two_replicas_make_each_attempt_once_and_tell_once(tmp_path, database_url):
+    async with world(tmp_path, database_url=database_url) as w:
+        first = await w.bot()
+        card = await w.request_launch(first)
+        await first.requests.click(card, Action.APPROVE, user_id="U0BOB")
+        await wait_for(w.sim.clusters, what="the launch")
+        await w.advance(120)
+        await wait_for(lambda: any("ssh -p" in w.text_of(m) for m in w.slack.dms(ALICE)),
+                       what="the cluster running")
+        second = await w.bot()
+        await w.sim.fault(DELETE, status=500, count=3)
+        await w.sim.fault(DELETE, delay_seconds=0.0, count=1000)  # counts the calls after
+        await second.requests.click(w.slack.messages(GENERAL)[-1], Action.TERMINATE,
+                                    user_id=ALICE)
+
+        async def ended() -> bool:
+            await w.advance(20)
+            return any("no longer bills" in w.text_of(m) for m in w.slack.dms(ALICE))
+
+        await wait_for(ended, within=60, interval=0.5, what="the terminated DM")
+        await w.advance(60)  # more sweeps on both replicas: nothing more happens
+        await w.sim.fault("GET /v1/clusters", delay_seconds=0.0, count=1000)
+
+        async def swept() -> bool:  # both replicas' sweeps listed a few times meanwhile
+            lists = next(f for f in await w.sim.faults() if f["route"].startswith("GET"))
+            return lists["remaining"] <= 1000 - 6
+
+        await wait_for(swept, what="more sweeps")
+        counter = next(f for f in await w.sim.faults() if f["route"].startswith("DELETE"))
+        assert counter["remaining"] == 999  # after the 3 failures, exactly one more DELETE
+        dms = [w.text_of(m) for m in w.slack.dms(ALICE)]
+        assert len([t for t in dms if "no longer bills" in t]) == 1
+        assert len([t for t in dms if "still billing" in t]) == 1
