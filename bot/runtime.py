@@ -64,6 +64,7 @@ log = logging.getLogger(__name__)
 SIMULATOR_KEY = "embedded-simulator"
 DRAIN_SECONDS = 20.0  # a graceful stop waits this long for in-flight work, then exits anyway
 START_WAIT_SECONDS = 5.0  # start waits this long for the resume before serving regardless
+FIRST_RETRY_SECONDS = 1.0  # then doubling up to RETRY_CAP_SECONDS
 RETRY_CAP_SECONDS = 60.0
 HTTP_SHUTDOWN_SECONDS = 5.0  # an ack takes milliseconds; the work after it is drained apart
 
@@ -195,7 +196,7 @@ def _keep_trying(rt: Runtime, what: str, work: Callable[[], Awaitable[object]]
     """Run `work` in the background until it succeeds, backing off (real time) between tries."""
 
     async def attempt() -> None:
-        delay = 1.0
+        delay = FIRST_RETRY_SECONDS
         while True:
             try:
                 await work()

@@ -53,3 +53,33 @@ async def test_http_mode_serves_slack_events_and_health(tmp_path):
             assert response.status == 200
         async with session.post(f"{url}/slack/events", data=b"command=/cluster") as response:
             assert response.status == 401  # unsigned
+
+
+async def test_socket_mode_keeps_trying_while_slack_is_down(tmp_path, monkeypatch):
+    import asyncio
+
+    from slack_sdk.errors import SlackApiError
+
+    tries = []
+    stop = asyncio.Event()
+
+    class Handler:
+        def __init__(self, app, app_token):
+            pass
+
+        async def connect_async(self):
+            tries.append("try")
+            if len(tries) < 3:  # apps.connections.open answers 503 twice
+                raise SlackApiError("service_unavailable", {"ok": False})
+            stop.set()
+
+        async def close_async(self):
+            pass
+
+    monkeypatch.setattr(socket_mode, "AsyncSocketModeHandler", Handler)
+    monkeypatch.setattr(runtime, "FIRST_RETRY_SECONDS", 0.01)
+    settings = load_settings({**ENV, "SLACK_APP_TOKEN": "xapp-1-test", "PORT": "0",
+                              "DATABASE_URL": f"sqlite:///{tmp_path / 'b.db'}"})
+    async with runtime.start(settings, scheduler=False) as rt:
+        await asyncio.wait_for(runtime.serve(rt, stop=stop), 10)
+    assert tries == ["try", "try", "try"]
