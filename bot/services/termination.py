@@ -75,16 +75,17 @@ class TerminationService:
             intent = await repos.terminations.add(TerminationIntent(
                 cluster_id=cluster_id, requested_by=by, requested_at=now, next_attempt_at=now,
                 updated_at=now))
-        failure = await self._attempt(cluster_id)
+        await self._attempt(cluster_id)
         async with self._db.transaction() as repos:
             record = await repos.clusters.get(cluster_id)
             intent = await repos.terminations.get(cluster_id) or intent
         assert record is not None
-        if failure is not None:
+        if intent.state is TerminationState.PENDING:  # failed now, or earlier and not yet due
             raise ProviderUnavailable(
-                f"AI Reserve didn't take the terminate of `{cluster_id}` ({failure.code}). It "
-                f"is still billing at {money(record.hourly_cents)}/h; I keep trying and will "
-                "tell you when it is really terminated.")
+                f"AI Reserve hasn't taken the terminate of `{cluster_id}` yet "
+                f"({intent.last_error or 'in progress'}). It is still billing at "
+                f"{money(record.hourly_cents)}/h; I keep trying and will tell you when it is "
+                "really terminated.")
         return record
 
     async def finish(self) -> int:

@@ -139,3 +139,15 @@ async def test_two_replicas_make_each_attempt_once_and_tell_once(tmp_path, datab
         dms = [w.text_of(m) for m in w.slack.dms(ALICE)]
         assert len([t for t in dms if "no longer bills" in t]) == 1
         assert len([t for t in dms if "still billing" in t]) == 1
+
+
+async def test_terminating_again_while_it_still_fails_says_so(tmp_path):
+    async with bot(tmp_path) as h:
+        cluster_id = await h.running_cluster()
+        await h.sim_admin("faults", {"route": DELETE, "status": 502, "count": 10})
+        await h.click(await h.top(cluster_id), Action.TERMINATE, user=ALICE)
+        await h.click(await h.top(cluster_id), Action.TERMINATE, user=ALICE)  # not due yet
+        answers = [h.text_of(m) for m in h.slack.ephemerals(ALICE) if "keep trying" in
+                   h.text_of(m)]
+        assert len(answers) == 2 and all("still billing" in a for a in answers)
+        assert (await _intent(h, cluster_id)).attempts == 1  # the backoff held
