@@ -193,7 +193,8 @@ async def start(settings: Settings, *, clock: Clock | None = None,
 
 def _keep_trying(rt: Runtime, what: str, work: Callable[[], Awaitable[object]]
                  ) -> asyncio.Task[None]:
-    """Run `work` in the background until it succeeds, backing off (real time) between tries."""
+    """Run `work` in the background until it succeeds or the bot stops, backing off (real
+    time) between tries."""
 
     async def attempt() -> None:
         delay = FIRST_RETRY_SECONDS
@@ -204,8 +205,11 @@ def _keep_trying(rt: Runtime, what: str, work: Callable[[], Awaitable[object]]
             except Exception as exc:
                 log.warning("could not %s (%s); trying again in %.0f s", what,
                             type(exc).__name__, delay)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, RETRY_CAP_SECONDS)
+            try:  # a stop ends the wait (and the tries: the next start carries on)
+                await asyncio.wait_for(rt.health.stopping.wait(), delay)
+                return
+            except TimeoutError:
+                delay = min(delay * 2, RETRY_CAP_SECONDS)
 
     task = asyncio.create_task(attempt(), name=what)
     rt.background.add(task)

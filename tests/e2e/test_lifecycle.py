@@ -78,7 +78,12 @@ async def test_start_while_slack_and_ai_reserve_fail_still_serves(tmp_path):
         await bot.wait_for_log("could not resume launches")
         assert bot.running
 
+        began = time.monotonic()  # a stop doesn't wait for the retries to succeed
+        assert await bot.stop(signal.SIGTERM) == 0
+        assert time.monotonic() - began < 10
+
         w.slack._faults.clear()  # Slack is back
+        await bot.start()
 
         async def launched() -> bool:
             return all(r.status is RequestStatus.LAUNCHED for r in await _requests(w))
