@@ -1,7 +1,9 @@
 """APScheduler only ticks: fixed interval sweeps, never a job per cluster (the DB owns what's due).
 
 `coalesce=True` folds missed runs into one, `max_instances=1` keeps a slow sweep from
-overlapping itself.
+overlapping itself. Every job is `tracked`: counted while it runs (a graceful stop waits for it)
+and stamped when it ends (readiness); an AI Reserve error ends a run with a warning, not a
+traceback — the next run tries again.
 """
 
 from __future__ import annotations
