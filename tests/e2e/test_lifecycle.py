@@ -9,6 +9,7 @@ from __future__ import annotations
 import signal
 import time
 
+import aiohttp
 import pytest
 
 from bot.domain.models import RequestStatus
@@ -45,7 +46,18 @@ async def test_sigterm_mid_launch_finishes_the_launch_then_exits_0(tmp_path, dat
 
         await wait_for(launching, what="the launch in flight")
         began = time.monotonic()
-        assert await bot.stop(signal.SIGTERM, within=30) == 0
+        bot.signal(signal.SIGTERM)
+
+        async def refused() -> bool:  # no new work: the port is closed while the launch ends
+            try:
+                await bot.get("/healthz")
+            except aiohttp.ClientConnectionError:
+                return True
+            return False
+
+        await wait_for(refused, what="the listener closed")
+        assert bot.running  # still finishing the launch
+        assert await bot.wait(within=30) == 0
         took = time.monotonic() - began
         [request] = await _requests(w)
         assert request.status is RequestStatus.LAUNCHED and request.cluster_id is not None
