@@ -75,3 +75,36 @@ async def test_a_quota_policy_pauses_every_route_it_applies_to(fake_api, make_cl
     clock.advance(40)
     fake_api.reply("GET", "/clusters/clu_2", (200, cluster_json("clu_2")))
     assert (await client.get_cluster("clu_2")).id == "clu_2"
+
+
+async def test_against_the_simulators_limits_the_client_never_spends_a_429():
+    import aiohttp
+
+    from bot.clock import ManualClock
+    from bot.reserve.client import AsyncAIReserveClient
+    from bot.reserve.simulator.config import SimConfig
+    from bot.reserve.simulator.embedded import EmbeddedSimulator
+    from tests.reserve.conftest import API_KEY, START
+
+    statuses: list[int] = []
+
+    async def on_end(session, context, params) -> None:
+        statuses.append(params.response.status)
+
+    trace = aiohttp.TraceConfig()
+    trace.on_request_end.append(on_end)
+    clock = ManualClock(START)
+    waited: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waited.append(seconds)
+        clock.advance(seconds)
+
+    config = SimConfig.fast().model_copy(update={"rate_limits": True})
+    async with EmbeddedSimulator(config, clock) as sim, \
+            aiohttp.ClientSession(trace_configs=[trace]) as session:
+        client = AsyncAIReserveClient(session, sim.base_url, API_KEY, clock=clock, sleep=sleep)
+        quotes = [await client.quote_cluster("h100-sxm-80gb", 8, 2) for _ in range(65)]
+    assert len({q.id for q in quotes}) == 65  # 30 a minute allowed: two windows waited out
+    assert 429 not in statuses and len(statuses) == 65  # every request sent once, none refused
+    assert len(waited) == 2 and all(0 < w <= 60 for w in waited)
