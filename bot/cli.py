@@ -9,6 +9,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import signal
 import sys
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -67,11 +68,23 @@ class OffsetFileClock:
 
 
 async def _serve(settings: Settings) -> None:
+    """Serve until SIGTERM or SIGINT, then stop gracefully (runtime.start's exit) and return."""
     from bot import runtime
 
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, _stopping, sig, stop)
     clock = OffsetFileClock(settings.clock_offset_file) if settings.clock_offset_file else None
     async with runtime.start(settings, clock=clock) as rt:
-        await runtime.serve(rt)
+        await runtime.serve(rt, stop=stop)
+    logging.getLogger("bot.cli").info("stopped")
+
+
+def _stopping(sig: signal.Signals, stop: asyncio.Event) -> None:
+    logging.getLogger("bot.cli").info("%s: no new work; finishing what runs, then exiting",
+                                      sig.name)
+    stop.set()
 
 
 def cmd_serve(_: argparse.Namespace) -> int:

@@ -3,8 +3,12 @@
     Settings → Database (migrated) → aiohttp session → AI Reserve client (real, or the embedded
     simulator on loopback) → Slack Web API client → notifier → services → Bolt app → scheduler.
 
-`start()` yields a running `Runtime`; leaving it closes everything in reverse order. `serve()`
-then exposes the Bolt app over HTTP (`/slack/events`) or Socket Mode.
+`start()` yields a running `Runtime`; leaving it stops gracefully — the scheduler stops, the
+listeners, launches and sweeps in flight finish (bounded by DRAIN_SECONDS), then everything closes
+in reverse order. `serve()` exposes the Bolt app over HTTP (`/slack/events`) or Socket Mode, and
+the health endpoints (bot/health.py) either way, until its `stop` event is set (SIGTERM/SIGINT in
+bot/cli.py). Nothing at start waits for Slack or AI Reserve: work left by an earlier run is
+resumed in the background, retried until they answer.
 """
 
 from __future__ import annotations
@@ -12,20 +16,24 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 import aiohttp
 from aiohttp import web
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.clock import Clock, ProviderClock, SystemClock
 from bot.config import Settings
 from bot.domain.policy import Policy
+from bot.health import Health
 from bot.jobs.scheduler import SWEEPS_LEASE, build_scheduler, sweeps_lease_ttl
+from bot.jobs.tracker import Sweeps
 from bot.policy_file import load_policy_or_default
 from bot.reserve.client import AsyncAIReserveClient
 from bot.reserve.simulator.config import SimConfig
@@ -57,6 +65,11 @@ from storage.leases import Lease, replica_id
 log = logging.getLogger(__name__)
 
 SIMULATOR_KEY = "embedded-simulator"
+DRAIN_SECONDS = 20.0  # a graceful stop waits this long for in-flight work, then exits anyway
+START_WAIT_SECONDS = 5.0  # start waits this long for the resume before serving regardless
+FIRST_RETRY_SECONDS = 1.0  # then doubling up to RETRY_CAP_SECONDS
+RETRY_CAP_SECONDS = 60.0
+HTTP_SHUTDOWN_SECONDS = 5.0  # an ack takes milliseconds; the work after it is drained apart
 
 
 @dataclass
@@ -70,6 +83,10 @@ class Runtime:
     services: Services
     bolt: AsyncApp
     inflight: InFlight
+    health: Health
+    sweeps: Sweeps
+    background: set[asyncio.Task[None]] = field(default_factory=set)
+    http_url: str | None = None  # where `http_site` listens, once it does
 
     async def settle(self) -> None:
         """Wait until no listener and no launch is still working (after an ack)."""
@@ -133,7 +150,7 @@ async def start(settings: Settings, *, clock: Clock | None = None,
                                     people=people, audit=audit, db=db, clock=clock)
         launching.judge = approvals.judge
         termination = TerminationService(watching=watching, provider=provider, people=people,
-                                         audit=audit, db=db, clock=clock)
+                                         notifier=notifier, audit=audit, db=db, clock=clock)
         services = Services(
             clock=clock, people=people, audit=audit, home=home, quoting=quoting,
             launching=launching, watching=watching, approvals=approvals,
@@ -155,56 +172,147 @@ async def start(settings: Settings, *, clock: Clock | None = None,
                                           seconds=settings.poll_interval_seconds)),
             claims=ButtonClaims(audit=audit, db=db, clock=clock),
         )
-        stack.push_async_callback(launching.drain)
         secret = (settings.slack_signing_secret.get_secret_value()
                   if settings.slack_signing_secret else None)
         inflight = InFlight()
         bolt = build_app(services=services, client=slack, signing_secret=secret,
                          inflight=inflight)
-        stack.push_async_callback(inflight.idle)  # finish listener work before closing
-
-        # Carry on whatever a previous run left half-done before taking new work.
-        await launching.resume(at_start=True)
+        sweeps = Sweeps()
+        jobs = None
         if scheduler:
             lease = Lease(db=db, name=SWEEPS_LEASE, holder=replica,
                           ttl=sweeps_lease_ttl(settings.poll_interval_seconds))
             stack.push_async_callback(lease.release)  # a clean stop hands the sweeps over now
-            jobs = build_scheduler(services, lease=lease,
+            jobs = build_scheduler(services, lease=lease, tracker=sweeps,
                                    poll_interval_seconds=settings.poll_interval_seconds)
+        health = Health(db=db, poll_interval_seconds=settings.poll_interval_seconds,
+                        sweeps=sweeps, scheduler_running=lambda: bool(jobs and jobs.running))
+        rt = Runtime(settings=settings, clock=clock, db=db, provider=provider,
+                     simulator=simulator, slack=slack, services=services, bolt=bolt,
+                     inflight=inflight, health=health, sweeps=sweeps)
+        # Registered last, so it runs first on the way out: stop taking work, finish what runs.
+        stack.push_async_callback(_stop_work, rt, jobs)
+
+        # Carry on whatever a previous run left half-done before taking new work — but never
+        # wait on Slack or AI Reserve to start: if they fail, it goes on in the background.
+        resume = _keep_trying(rt, "resume launches",
+                              lambda: launching.resume(at_start=True))
+        await asyncio.wait({resume}, timeout=START_WAIT_SECONDS)
+        if jobs is not None:
+            sweeps.started_at = time.monotonic()
             jobs.start()
-            stack.callback(jobs.shutdown, wait=False)
-        yield Runtime(settings=settings, clock=clock, db=db, provider=provider,
-                      simulator=simulator, slack=slack, services=services, bolt=bolt,
-                      inflight=inflight)
+        yield rt
+
+
+def _keep_trying(rt: Runtime, what: str, work: Callable[[], Awaitable[object]]
+                 ) -> asyncio.Task[None]:
+    """Run `work` in the background until it succeeds or the bot stops, backing off (real
+    time) between tries."""
+
+    async def attempt() -> None:
+        delay = FIRST_RETRY_SECONDS
+        while True:
+            try:
+                await work()
+                return
+            except Exception as exc:
+                log.warning("could not %s (%s); trying again in %.0f s", what,
+                            type(exc).__name__, delay)
+            try:  # a stop ends the wait (and the tries: the next start carries on)
+                await asyncio.wait_for(rt.health.stopping.wait(), delay)
+                return
+            except TimeoutError:
+                delay = min(delay * 2, RETRY_CAP_SECONDS)
+
+    task = asyncio.create_task(attempt(), name=what)
+    rt.background.add(task)
+    task.add_done_callback(rt.background.discard)
+    return task
+
+
+async def _stop_work(rt: Runtime, jobs: AsyncIOScheduler | None) -> None:
+    """Stop starting anything, then let listeners, launches and sweeps finish (bounded)."""
+    rt.health.stopping.set()
+    rt.sweeps.closed = True  # a run already handed to the executor doesn't begin
+    if jobs is not None and jobs.running:
+        # Pause, not shut down: APScheduler's shutdown cancels the runs in flight, and a sweep
+        # cut mid-post is exactly what a graceful stop avoids. It is shut down once drained.
+        jobs.pause()
+    drained = asyncio.create_task(_drain(rt))
+    await asyncio.wait({drained}, timeout=DRAIN_SECONDS)
+    if not drained.done():
+        log.warning("stopping after %.0f s with work unfinished (%d listeners, %d sweeps, "
+                    "launching: %s); the next start resumes it", DRAIN_SECONDS,
+                    rt.inflight.count, rt.sweeps.running, rt.services.launching.busy)
+        drained.cancel()  # and with it what it waited for: as a crash would, but logged
+        for task in list(rt.background):
+            task.cancel()
+        await asyncio.wait({drained, *rt.background}, timeout=1)
+    if jobs is not None and jobs.running:
+        jobs.shutdown(wait=False)
+
+
+async def _drain(rt: Runtime) -> None:
+    while True:
+        await rt.inflight.idle()
+        await rt.services.launching.drain()
+        await rt.sweeps.idle()
+        if rt.background:
+            await asyncio.wait(set(rt.background))
+        if (rt.inflight.count == 0 and not rt.services.launching.busy
+                and rt.sweeps.running == 0 and not rt.background):
+            return
 
 
 @asynccontextmanager
 async def http_site(runtime: Runtime, *, host: str = "0.0.0.0",
                     port: int | None = None) -> AsyncIterator[str]:
-    """Serve `/slack/events` over HTTP; yields the base URL it listens on."""
+    """Serve `/slack/events` and the health endpoints over HTTP; yields the base URL.
+
+    Leaving it closes the listening socket first (no new work), then gives requests being
+    answered a moment to finish (their listeners' work is drained by `start`)."""
     secret = runtime.settings.slack_signing_secret
     assert secret is not None
-    runner = web.AppRunner(http_app(runtime.bolt, signing_secret=secret.get_secret_value()))
+    app = http_app(runtime.bolt, signing_secret=secret.get_secret_value())
+    runtime.health.add_routes(app)
+    async with _site(app, host=host, port=port, runtime=runtime) as url:
+        yield url
+
+
+@asynccontextmanager
+async def _site(app: web.Application, *, host: str, port: int | None,
+                runtime: Runtime) -> AsyncIterator[str]:
+    runner = web.AppRunner(app, shutdown_timeout=HTTP_SHUTDOWN_SECONDS)
     await runner.setup()
     site = web.TCPSite(runner, host, runtime.settings.port if port is None else port)
     await site.start()
     try:
         bound = runner.addresses[0][1]
-        yield f"http://{'127.0.0.1' if host == '0.0.0.0' else host}:{bound}"
+        runtime.http_url = f"http://{'127.0.0.1' if host == '0.0.0.0' else host}:{bound}"
+        yield runtime.http_url
     finally:
         await runner.cleanup()
 
 
-async def serve(runtime: Runtime) -> None:
-    """Run until cancelled: Socket Mode when an app token is set, HTTP otherwise."""
+async def serve(runtime: Runtime, *, stop: asyncio.Event | None = None) -> None:
+    """Serve until `stop` is set (or forever): Socket Mode when an app token is set, HTTP
+    otherwise. Socket Mode still serves the health endpoints on PORT, and keeps trying to
+    connect while Slack is unreachable instead of exiting."""
+    stop = stop or asyncio.Event()
     if runtime.settings.slack_app_token is not None:
         from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 
         handler = AsyncSocketModeHandler(
             runtime.bolt, runtime.settings.slack_app_token.get_secret_value())
-        log.info("connecting to Slack over Socket Mode")
-        await handler.start_async()  # type: ignore[no-untyped-call]
+        async with _site(runtime.health.app(), host="0.0.0.0", port=None,
+                         runtime=runtime) as url:
+            log.info("connecting to Slack over Socket Mode; health checks on %s/readyz", url)
+            connect = _keep_trying(runtime, "connect to Slack over Socket Mode",
+                                   handler.connect_async)
+            await stop.wait()
+            connect.cancel()
+            await handler.close_async()  # type: ignore[no-untyped-call]
         return
     async with http_site(runtime) as url:
         log.info("listening for Slack on %s/slack/events", url)
-        await asyncio.Event().wait()
+        await stop.wait()

@@ -96,6 +96,20 @@ class Database:
         """
         return self._transaction()
 
+    async def schema_versions(self) -> list[str]:
+        """The migration(s) the database says it is at, read the way a restart would read them.
+
+        For a SQLite file that is a NEW connection to the file: a pooled one keeps answering
+        from its page cache and the WAL index it has mapped even after the file is gone or
+        ruined, so it would call a broken database healthy. Raises whatever the driver raises.
+        """
+        query = "SELECT version_num FROM alembic_version"
+        path = self._engine.url.database
+        if self._is_sqlite and path and path != ":memory:":
+            return await asyncio.to_thread(_sqlite_versions, path, query)
+        async with self._engine.connect() as conn:
+            return [str(v) for (v,) in await conn.execute(sa.text(query))]
+
     async def dispose(self) -> None:
         """Close every pooled connection (an in-memory SQLite database is gone afterwards)."""
         await self._engine.dispose()
@@ -183,3 +197,11 @@ def _sqlite_pragma(conn: Connection, pragma: str) -> None:
         cursor.execute(f"PRAGMA {pragma}")
     finally:
         cursor.close()
+
+
+def _sqlite_versions(path: str, query: str) -> list[str]:
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=2)
+    try:
+        return [str(v) for (v,) in conn.execute(query)]
+    finally:
+        conn.close()

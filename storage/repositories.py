@@ -47,6 +47,7 @@ from storage.tables import (
     row_values,
     to_domain,
 )
+from storage.terminations import TerminationRepo
 from storage.watching import NoticeRepo, VolumeRepo
 
 _LIVE = tuple(s.value for s in ClusterState if s.is_live)
@@ -389,3 +390,4 @@ class Repos:
         self.outbox = OutboxRepo(session)
         self.leases = LeaseRepo(session)
         self.dm_channels = DmChannelRepo(session)
+        self.terminations = TerminationRepo(session)

@@ -329,6 +329,28 @@ class ActionClaimRow(Base, table=True):
     answer: str | None = Field(default=None, sa_type=sa.Text)
 
 
+class TerminationRow(Base, table=True):
+    """A terminate asked for and not yet known done (`TerminationIntent`, added by 0007).
+
+    One row per cluster: a second terminate of the same cluster finds the first one's intent.
+    `next_attempt_at` is also the claim: a replica takes an attempt by moving it forward with a
+    compare-and-set, so two replicas never call AI Reserve for the same attempt.
+    """
+
+    __tablename__ = "terminations"
+
+    cluster_id: str = Field(primary_key=True, foreign_key="clusters.id", sa_type=sa.String)
+    requested_by: str = Field(sa_type=sa.String)
+    requested_at: datetime = Field(sa_type=UtcDateTime)
+    state: str = Field(index=True, sa_type=sa.String)
+    attempts: int = Field(sa_type=sa.Integer)
+    next_attempt_at: datetime = Field(sa_type=UtcDateTime)
+    last_error: str | None = Field(default=None, sa_type=sa.Text)
+    warned_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    done_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    updated_at: datetime = Field(sa_type=UtcDateTime)
+
+
 metadata = Base.metadata
 QUOTES = metadata.tables["quotes"]
 REQUESTS = metadata.tables["requests"]
@@ -344,6 +366,7 @@ LAUNCH_INTENTS = metadata.tables["launch_intents"]
 OUTBOX = metadata.tables["outbox"]
 LEASES = metadata.tables["leases"]
 DM_CHANNELS = metadata.tables["dm_channels"]
+TERMINATIONS = metadata.tables["terminations"]
 
 
 # -- rows <-> domain models ------------------------------------------------------------------

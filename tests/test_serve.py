@@ -10,22 +10,35 @@ ENV = {"SLACK_BOT_TOKEN": "xoxb-test", "APPROVALS_CHANNEL": "C0APPROVALS",
 
 
 async def test_socket_mode_when_an_app_token_is_set(tmp_path, monkeypatch):
-    started = []
+    import asyncio
+
+    import aiohttp
+
+    started, health = [], []
+    stop = asyncio.Event()
 
     class Handler:
         def __init__(self, app, app_token):
             started.append((app, app_token))
 
-        async def start_async(self):
-            return None
+        async def connect_async(self):
+            # Connected: the health endpoints answer on PORT meanwhile.
+            async with aiohttp.ClientSession() as session, \
+                    session.get(f"{rt.http_url}/healthz") as response:
+                health.append(response.status)
+            stop.set()
+
+        async def close_async(self):
+            started.append("closed")
 
     monkeypatch.setattr(socket_mode, "AsyncSocketModeHandler", Handler)
-    settings = load_settings({**ENV, "SLACK_APP_TOKEN": "xapp-1-test",
+    settings = load_settings({**ENV, "SLACK_APP_TOKEN": "xapp-1-test", "PORT": "0",
                               "DATABASE_URL": f"sqlite:///{tmp_path / 'b.db'}"})
     settings.require_slack()  # no signing secret needed in Socket Mode
     async with runtime.start(settings, scheduler=False) as rt:
-        await runtime.serve(rt)
-    assert started == [(rt.bolt, "xapp-1-test")]
+        await runtime.serve(rt, stop=stop)
+    assert started == [(rt.bolt, "xapp-1-test"), "closed"]
+    assert health == [200]
 
 
 async def test_http_mode_serves_slack_events_and_health(tmp_path):
@@ -40,3 +53,33 @@ async def test_http_mode_serves_slack_events_and_health(tmp_path):
             assert response.status == 200
         async with session.post(f"{url}/slack/events", data=b"command=/cluster") as response:
             assert response.status == 401  # unsigned
+
+
+async def test_socket_mode_keeps_trying_while_slack_is_down(tmp_path, monkeypatch):
+    import asyncio
+
+    from slack_sdk.errors import SlackApiError
+
+    tries = []
+    stop = asyncio.Event()
+
+    class Handler:
+        def __init__(self, app, app_token):
+            pass
+
+        async def connect_async(self):
+            tries.append("try")
+            if len(tries) < 3:  # apps.connections.open answers 503 twice
+                raise SlackApiError("service_unavailable", {"ok": False})
+            stop.set()
+
+        async def close_async(self):
+            pass
+
+    monkeypatch.setattr(socket_mode, "AsyncSocketModeHandler", Handler)
+    monkeypatch.setattr(runtime, "FIRST_RETRY_SECONDS", 0.01)
+    settings = load_settings({**ENV, "SLACK_APP_TOKEN": "xapp-1-test", "PORT": "0",
+                              "DATABASE_URL": f"sqlite:///{tmp_path / 'b.db'}"})
+    async with runtime.start(settings, scheduler=False) as rt:
+        await asyncio.wait_for(runtime.serve(rt, stop=stop), 10)
+    assert tries == ["try", "try", "try"]

@@ -1,12 +1,17 @@
 """APScheduler only ticks: fixed interval sweeps, never a job per cluster (the DB owns what's due).
 
 `coalesce=True` folds missed runs into one, `max_instances=1` keeps a slow sweep from
-overlapping itself. With several replicas on one database the sweeps run on ONE of them: the
-holder of the `sweeps` lease (`storage.leases`). Every replica's keeper job tries to take or renew
-it every `ttl / 3`; the lease lasts 0.6 poll intervals (at least 2 s), so when the sweeping
-replica dies another one takes over within one poll interval (≥ 4 s) — and sweeps at once. A
-sweep on a replica that does not hold the lease does nothing, so provider calls per sweep don't
-grow with the replica count.
+overlapping itself.
+
+With several replicas on one database the sweeps run on ONE of them: the holder of the `sweeps`
+lease (`storage.leases`). Every replica's keeper job tries to take or renew it every `ttl / 3`;
+the lease lasts 0.6 poll intervals (at least 2 s), so when the sweeping replica dies another one
+takes over within one poll interval (≥ 4 s) — and sweeps at once. A sweep on a replica that does
+not hold the lease does nothing, so provider calls per sweep don't grow with the replica count.
+
+Every job is also `tracked`: counted while it runs (a graceful stop waits for it) and stamped
+when it ends (readiness); an AI Reserve error ends a run with a warning, not a traceback — the
+next run tries again.
 """
 
 from __future__ import annotations
@@ -19,9 +24,13 @@ from typing import Protocol
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bot.jobs import sweeps
+from bot.jobs.tracker import Sweeps
 from bot.services.container import Services
+from bot.services.provider_errors import is_provider_trouble
 
 log = logging.getLogger(__name__)
+
+Sweep = Callable[[Services], Awaitable[None]]
 
 # With the 30 s launch lease, an unconfirmed launch is resolved within a minute.
 RESUME_SECONDS = 20
@@ -29,8 +38,6 @@ VOLUME_SECONDS = 300
 SWEEPS_LEASE = "sweeps"
 LEASE_SHARE = 0.6  # of a poll interval
 MIN_LEASE_SECONDS = 2.0  # below this a busy event loop would hand the lease back and forth
-
-Sweep = Callable[[Services], Awaitable[None]]
 
 
 class Lease(Protocol):
@@ -55,26 +62,53 @@ def leased(lease: Lease | None, sweep: Sweep) -> Sweep:
     return run
 
 
+def tracked(job: Sweep, tracker: Sweeps) -> Sweep:
+    """The job, counted while it runs and stamped when it finishes (readiness, graceful stop)."""
+
+    async def run(services: Services) -> None:
+        if tracker.closed:
+            return  # the bot is stopping: nothing new starts
+        tracker.begin()
+        try:
+            await job(services)
+        except Exception as exc:
+            if not is_provider_trouble(exc):
+                raise
+            # AI Reserve down, failing or pausing us: the next run tries again.
+            log.warning("%s: AI Reserve: %s", job.__name__, exc)
+        finally:
+            # Finished either way: readiness asks whether the sweeps still run, not whether
+            # AI Reserve answered them (a replica without the lease finishes at once).
+            tracker.end(job.__name__)
+
+    run.__name__ = run.__qualname__ = job.__name__
+    return run
+
+
 def build_scheduler(services: Services, *, poll_interval_seconds: int,
-                    lease: Lease | None = None) -> AsyncIOScheduler:
+                    lease: Lease | None = None,
+                    tracker: Sweeps | None = None) -> AsyncIOScheduler:
+    tracker = tracker or Sweeps()
     scheduler = AsyncIOScheduler(timezone="UTC", job_defaults={
         "coalesce": True, "max_instances": 1, "misfire_grace_time": poll_interval_seconds,
     })
     jobs: tuple[tuple[Sweep, float], ...] = (
         (sweeps.watch_clusters, poll_interval_seconds),
+        (sweeps.finish_terminations, poll_interval_seconds),
         (sweeps.resume_launches, RESUME_SECONDS),
         (sweeps.remind_volumes, VOLUME_SECONDS),
     )
     for sweep, seconds in jobs:
-        scheduler.add_job(leased(lease, sweep), "interval", args=[services],
+        scheduler.add_job(tracked(leased(lease, sweep), tracker), "interval", args=[services],
                           id=sweep.__name__, seconds=seconds)
     if lease is not None:
-        async def keep() -> None:
+        async def keep_lease(_: Services) -> None:
             was = lease.held
             if await lease.hold() and not was:  # just took over: sweep now, not a tick later
                 scheduler.modify_job(sweeps.watch_clusters.__name__,
                                      next_run_time=datetime.now(UTC))
-        scheduler.add_job(keep, "interval", id="keep_lease",
+        scheduler.add_job(tracked(keep_lease, tracker), "interval", args=[services],
+                          id="keep_lease",
                           seconds=lease.ttl.total_seconds() / 3,
                           next_run_time=datetime.now(UTC))
     return scheduler

@@ -32,3 +32,10 @@ async def remind_volumes(services: Services) -> None:
     reminded = await services.volumes.remind_due()
     if reminded:
         log.info("reminded %d orphaned volumes", reminded)
+
+
+async def finish_terminations(services: Services) -> None:
+    """Terminates AI Reserve hasn't taken yet are tried again; finished ones are announced."""
+    moved = await services.termination.finish()
+    if moved:
+        log.info("moved %d terminates on", moved)

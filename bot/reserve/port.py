@@ -24,6 +24,8 @@ from bot.reserve.schemas import (
     Volume,
 )
 
+MAX_PAGE_SIZE = 200  # contract: list endpoints take ?limit= up to 200 (default 50)
+
 StatusFilter = ClusterStatus | str | Iterable[ClusterStatus | str] | None
 """One status, several, or None for all (sent as `?status=a,b`)."""
 
@@ -89,8 +91,10 @@ class ClusterProvider(Protocol):
         """The full cluster: the polling endpoint (status, nodes, billing, recovery)."""
         ...
 
-    def iter_clusters(self, status: StatusFilter = None) -> AsyncIterator[Cluster]:
-        """Every cluster (newest first), across all pages."""
+    def iter_clusters(self, status: StatusFilter = None, *, page_size: int | None = None
+                      ) -> AsyncIterator[Cluster]:
+        """Every cluster (newest first), across all pages (`page_size` per page, at most
+        MAX_PAGE_SIZE; None: the server's default)."""
         ...
 
     async def terminate_cluster(self, cluster_id: str) -> Cluster:

@@ -12,7 +12,11 @@ Retry policy (the caller says whether a request is safe to repeat):
 - capped exponential backoff with full jitter, `random() * min(cap, base * 2**attempt)`, and never
   less than the server's `Retry-After`. A server asking for more than `max_retry_after` seconds is
   not waited for: the error is raised so a person sees "retry in N s" instead of a silent hang;
-- at most `max_retries` retries, then the last error is raised.
+- at most `max_retries` retries, then the last error is raised;
+- what the server said about waiting outlives the call (pauses.py): a route under a
+  `Retry-After`, or under a quota policy its `RateLimit` header shows exhausted, is refused
+  locally (`RateLimited`, window "paused") until the wait has passed — no request is sent; a
+  call that may be retried waits a pause out instead when it is no longer than a 429's would be.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from bot.reserve.errors import (
     error_from_response,
     is_retryable_status,
 )
+from bot.reserve.pauses import RoutePauses, route_of
 from bot.reserve.schemas import Page, WireRequest
 
 log = logging.getLogger("bot.reserve.client")
@@ -144,8 +149,10 @@ class Transport:
         clock: Clock,
         sleep: Callable[[float], Awaitable[None]],
         random: Callable[[], float],
+        pauses: RoutePauses | None = None,
     ) -> None:
         self._session = session
+        self.pauses = pauses or RoutePauses(clock)
         self.base_url = base_url.rstrip("/")
         self._api_key = api_key
         self._timeout = timeout
@@ -183,9 +190,15 @@ class Transport:
             aiohttp.ClientTimeout(total=None, sock_connect=self._timeout, sock_read=self._timeout)
             if stream else aiohttp.ClientTimeout(total=self._timeout)
         )
+        route = route_of(method, path)
         attempt = 0
         while True:
             error: ApiError
+            if (left := self.pauses.left(route)) > 0:
+                if not (retry and self.policy.max_retries and left <= self.policy.max_retry_after):
+                    raise self.pauses.refusal(route, left)
+                log.debug("%s: paused, waiting %.1fs before sending", route, left)
+                await self.sleep(left)  # a short pause is waited out, like a 429's
             provider_clock = self.clock if isinstance(self.clock, ProviderClock) else None
             sent_at = provider_clock.host_now() if provider_clock is not None else None
             try:
@@ -203,6 +216,8 @@ class Transport:
                 log.debug("%s %s -> %d (request %s), attempt %d", method, path, resp.status,
                           resp.headers.get("X-Request-Id"), attempt + 1)
                 ok = 200 <= resp.status < 300
+                if ok:
+                    self.pauses.observe(route, headers=resp.headers, error=None)
                 if ok and stream:
                     return resp
                 try:
@@ -219,6 +234,7 @@ class Transport:
                     error = error_from_response(
                         resp.status, json_or_none(raw), resp.headers, now=self.clock.now()
                     )
+                    self.pauses.observe(route, headers=resp.headers, error=error)
             delay = None
             if retry:
                 delay = self.policy.delay(error, attempt=attempt, random=self.random)

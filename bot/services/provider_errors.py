@@ -35,3 +35,8 @@ def explain(exc: api.ApiError, *, usage: str = "") -> DomainError:
         return ProviderUnavailable("The bot's AI Reserve key was refused; ask an admin to "
                                    "check AIRESERVE_API_KEY.")
     return Conflict(f"AI Reserve said no: {exc.message}")
+
+
+def is_provider_trouble(exc: BaseException) -> bool:
+    """An AI Reserve error (any answer or none): a sweep logs it and tries again next run."""
+    return isinstance(exc, api.ApiError)

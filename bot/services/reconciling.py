@@ -16,7 +16,7 @@ import logging
 
 from bot.clock import Clock
 from bot.domain.ports import Notifier
-from bot.reserve.port import ClusterProvider
+from bot.reserve.port import MAX_PAGE_SIZE, ClusterProvider
 from bot.reserve.schemas import Cluster
 from bot.services.audit import AuditLog
 from bot.services.linking import link_cluster
@@ -44,7 +44,8 @@ class ReconcileService:
     async def reconcile(self) -> dict[str, Cluster]:
         """Link or adopt every live provider cluster the bot doesn't track. Returns the
         provider's whole listing by id, so the watcher polls from it instead of one GET each."""
-        listing = {c.id: c async for c in self._provider.iter_clusters()}
+        listing = {c.id: c async for c in self._provider.iter_clusters(
+            page_size=MAX_PAGE_SIZE)}
         live = [c for c in listing.values() if c.status.is_live]
         async with self._db.transaction() as repos:
             unlinked = await repos.clusters.untracked([c.id for c in live])

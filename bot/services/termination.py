@@ -1,27 +1,47 @@
-"""Termination: the owner or an approver ends a cluster — always accepted, even mid-provision."""
+"""Termination: the owner or an approver ends a cluster — always accepted, even mid-provision.
+
+A terminate is a durable intent (bot/domain/termination.py): stored before AI Reserve is asked,
+then attempted at once and, while AI Reserve fails, again by `finish()` (a sweep, on whichever
+replica claims the attempt) with capped backoff, across restarts, until AI Reserve says
+terminating/terminated. The person who asked is told when the cluster is really terminated, and
+— once, after a few failed attempts — that it still fails and the cluster still bills.
+"""
 
 from __future__ import annotations
 
+import logging
+
 from bot.clock import Clock
 from bot.domain import policies
-from bot.domain.errors import Conflict, UnknownResource
-from bot.domain.models import Actor, ClusterRecord
+from bot.domain.errors import Conflict, ProviderUnavailable, UnknownResource
+from bot.domain.models import Actor, ClusterRecord, ClusterState
+from bot.domain.policy import money
+from bot.domain.ports import Notifier
+from bot.domain.termination import (
+    CLAIM_LEASE,
+    POLICY,
+    WARN_AFTER_ATTEMPTS,
+    TerminationIntent,
+    TerminationState,
+    retry_delay,
+)
 from bot.reserve import errors as api
 from bot.reserve.port import ClusterProvider
 from bot.services.audit import AuditLog, audited
 from bot.services.people import People
-from bot.services.provider_errors import explain
 from bot.services.watching import WatchService
 from storage.db import Database
+
+log = logging.getLogger(__name__)
 
 
 class TerminationService:
     def __init__(self, *, db: Database, provider: ClusterProvider, watching: WatchService,
-                 people: People, audit: AuditLog,
-                 clock: Clock) -> None:
+                 notifier: Notifier, people: People, audit: AuditLog, clock: Clock) -> None:
         self._db = db
         self._provider = provider
         self._watching = watching
+        self._notifier = notifier
         self._people = people
         self._audit = audit
         self._clock = clock
@@ -44,17 +64,123 @@ class TerminationService:
 
     async def terminate_for_policy(self, *, cluster_id: str) -> ClusterRecord:
         """The spend policy's enforced envelope ran out (audited by the caller)."""
-        return await self._terminate(cluster_id, by="spend-policy")
+        return await self._terminate(cluster_id, by=POLICY)
 
     async def _terminate(self, cluster_id: str, *, by: str) -> ClusterRecord:
-        # Intent first: the watcher must not call this "terminated outside the bot".
+        # Intent first: stored before AI Reserve is asked, so a failure or a crash from here on
+        # leaves something that retries; and the watcher won't call this "terminated outside".
+        now = self._clock.now()
         async with self._db.transaction() as repos:
-            await repos.clusters.update(cluster_id, now=self._clock.now(),
-                                        terminate_requested_by=by)
+            await repos.clusters.update(cluster_id, now=now, terminate_requested_by=by)
+            intent = await repos.terminations.add(TerminationIntent(
+                cluster_id=cluster_id, requested_by=by, requested_at=now, next_attempt_at=now,
+                updated_at=now))
+        await self._attempt(cluster_id)
+        async with self._db.transaction() as repos:
+            record = await repos.clusters.get(cluster_id)
+            intent = await repos.terminations.get(cluster_id) or intent
+        assert record is not None
+        if intent.state is TerminationState.PENDING:  # failed now, or earlier and not yet due
+            raise ProviderUnavailable(
+                f"AI Reserve hasn't taken the terminate of `{cluster_id}` yet "
+                f"({intent.last_error or 'in progress'}). It is still billing at "
+                f"{money(record.hourly_cents)}/h; I keep trying and will tell you when it is "
+                "really terminated.")
+        return record
+
+    async def finish(self) -> int:
+        """The sweep: attempt every due terminate, and tell whoever asked about the ones
+        AI Reserve has now terminated. Returns how many intents it moved on."""
+        now = self._clock.now()
+        async with self._db.transaction() as repos:
+            due = await repos.terminations.due(now=now)
+            accepted = await repos.terminations.in_state(TerminationState.ACCEPTED)
+        moved = 0
+        for intent in due:
+            if await self._attempt(intent.cluster_id) is None:
+                moved += 1
+        for intent in accepted:
+            moved += await self._announce_if_done(intent)
+        return moved
+
+    # --- one attempt ----------------------------------------------------------------------
+
+    async def _attempt(self, cluster_id: str) -> api.ApiError | None:
+        """Claim the due attempt and make it; the provider's error if it failed (None: done,
+        or not ours to make — another replica holds it, or it isn't due)."""
+        now = self._clock.now()
+        async with self._db.transaction() as repos:
+            intent = await repos.terminations.claim(cluster_id, now=now, lease=CLAIM_LEASE)
+            record = await repos.clusters.get(cluster_id)
+        if intent is None:
+            return None
+        if record is not None and not self._still_to_terminate(record):
+            await self._accepted(cluster_id)  # it already ends (or ended) at AI Reserve
+            return None
         try:
             wire = await self._provider.terminate_cluster(cluster_id)
+        except api.NotFound:
+            await self._accepted(cluster_id)
+            await self._watching.sync(cluster_id)  # gone at AI Reserve: it no longer bills
+            return None
         except api.ApiError as exc:
-            raise explain(exc) from exc
-        record = await self._watching.sync(cluster_id, wire=wire)
-        assert record is not None
-        return record
+            await self._failed(intent, exc)
+            return exc
+        await self._accepted(cluster_id)
+        await self._watching.sync(cluster_id, wire=wire)
+        log.info("AI Reserve accepted the terminate of %s (attempt %d)", cluster_id,
+                 intent.attempts)
+        return None
+
+    @staticmethod
+    def _still_to_terminate(record: ClusterRecord) -> bool:
+        return record.status.is_live and record.status is not ClusterState.TERMINATING
+
+    async def _accepted(self, cluster_id: str) -> None:
+        async with self._db.transaction() as repos:
+            await repos.terminations.move(cluster_id, from_=TerminationState.PENDING,
+                                          to=TerminationState.ACCEPTED, now=self._clock.now())
+
+    async def _failed(self, intent: TerminationIntent, exc: api.ApiError) -> None:
+        now = self._clock.now()
+        retry_at = now + retry_delay(intent.attempts)
+        async with self._db.transaction() as repos:
+            await repos.terminations.failed(intent.cluster_id, now=now, error=exc.code,
+                                            retry_at=retry_at)
+            warn = (intent.attempts >= WARN_AFTER_ATTEMPTS
+                    and await repos.terminations.warn_once(intent.cluster_id, now=now))
+            record = await repos.clusters.get(intent.cluster_id)
+        log.warning("terminate of %s failed (attempt %d, %s); next attempt at %s",
+                    intent.cluster_id, intent.attempts, exc.code, f"{retry_at:%H:%M:%S}")
+        if warn and record is not None:
+            await self._tell(intent, record, (
+                f"AI Reserve still refuses to terminate `{record.id}` after {intent.attempts} "
+                f"attempts (last: {exc.code}). It is still billing at "
+                f"{money(record.hourly_cents)}/h. I keep trying and will tell you when it is "
+                "terminated."))
+
+    async def _announce_if_done(self, intent: TerminationIntent) -> int:
+        async with self._db.transaction() as repos:
+            record = await repos.clusters.get(intent.cluster_id)
+            if record is None or record.status.is_live:
+                return 0
+            if not await repos.terminations.move(intent.cluster_id,
+                                                 from_=TerminationState.ACCEPTED,
+                                                 to=TerminationState.DONE,
+                                                 now=self._clock.now()):
+                return 0  # another replica announced it
+        tries = f" after {intent.attempts} attempts" if intent.attempts > 1 else ""
+        await self._tell(intent, record, (
+            f"`{record.id}` is terminated{tries}: it no longer bills. In all it cost "
+            f"{money(record.accrued_cents)}."))
+        return 1
+
+    async def _tell(self, intent: TerminationIntent, record: ClusterRecord, text: str) -> None:
+        user = record.owner_id if intent.requested_by == POLICY else intent.requested_by
+        if user is None:
+            return
+        try:
+            await self._notifier.tell(user, text)
+        except Exception:  # Slack down: the cluster state is right; the note is best effort
+            log.warning("could not tell %s about the terminate of %s", user, record.id,
+                        exc_info=True)

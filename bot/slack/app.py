@@ -1,7 +1,8 @@
 """Build the Bolt app: one listener module per Slack surface, the error handler, the HTTP route.
 
 Bolt's request verification (signature + 5-minute timestamp window) guards every HTTP request:
-unsigned, forged or stale requests get 401 before any listener runs.
+unsigned, forged or stale requests get 401 before any listener runs; signed ones that aren't
+shaped as Slack sends them (bot/slack/inbound.py) get 400. No input gets a 500.
 """
 
 from __future__ import annotations
@@ -13,11 +14,10 @@ from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
-from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.services.container import Services
-from bot.slack import actions, commands, errors, home, views
+from bot.slack import actions, commands, errors, home, inbound, views
 from bot.slack.inflight import InFlight
 
 log = logging.getLogger(__name__)
@@ -46,36 +46,33 @@ def build_app(*, services: Services, client: AsyncWebClient, signing_secret: str
 
 def http_app(bolt: AsyncApp, *, signing_secret: str) -> web.Application:
     """The aiohttp application Slack's HTTP mode talks to."""
-    verifier = SignatureVerifier(signing_secret)
     refused = {"error": "invalid request"}
 
     async def events(request: web.Request) -> web.Response:
         raw = await request.read()
         # Verify before parsing: a forged body never reaches a parser (Bolt checks again).
-        try:
-            valid = verifier.is_valid_request(raw, dict(request.headers))
-        except ValueError:  # e.g. a timestamp that isn't a number
-            valid = False
-        if not valid:
+        # Anything wrong before authentication — a 400-digit timestamp included — is a 401.
+        if not inbound.verified(raw, request.headers, secret=signing_secret):
             return web.json_response(refused, status=401)
+        problem = inbound.malformed(raw, request.content_type)
+        if problem is not None:
+            log.warning("refused a signed Slack request: %s", problem)
+            return web.json_response({"error": "malformed request", "detail": problem},
+                                     status=400)
         try:
             bolt_request = AsyncBoltRequest(body=raw.decode("utf-8"),
                                             query=request.query_string,
                                             headers=dict(request.headers))
             response = await bolt.async_dispatch(bolt_request)
-        except (ValueError, TypeError, KeyError, AttributeError):
-            # Signed, but not a payload Slack would send (e.g. `payload=[]`): refuse it.
-            log.warning("a signed Slack request that doesn't parse")
-            return web.json_response(refused, status=401)
+        except Exception:
+            # Signed and shaped like Slack's, yet Bolt couldn't take it: still the sender's.
+            log.warning("a signed Slack request Bolt could not dispatch", exc_info=True)
+            return web.json_response({"error": "malformed request"}, status=400)
         # Let the listener task Bolt just scheduled start (and register as in flight) before
         # Slack gets its answer: a yield, not a wait.
         await asyncio.sleep(0)
         return await to_aiohttp_response(response)
 
-    async def health(_: web.Request) -> web.Response:
-        return web.json_response({"ok": True})
-
     web_app = web.Application(client_max_size=MAX_BODY)
     web_app.router.add_post(EVENTS_PATH, events)
-    web_app.router.add_get("/healthz", health)
     return web_app

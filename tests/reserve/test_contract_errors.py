@@ -59,10 +59,11 @@ async def limited_sim():
 
 
 async def test_inv11_every_rate_limit_answer_has_retry_after(limited_sim, session):
-    client = AsyncAIReserveClient(session, limited_sim.base_url, API_KEY, max_retries=0,
-                                  clock=limited_sim.clock)
     refusals = []
     for _ in range(40):  # 30 quotes a minute are allowed
+        # A fresh client each time: one that saw "r=0" would not even send (pauses.py).
+        client = AsyncAIReserveClient(session, limited_sim.base_url, API_KEY, max_retries=0,
+                                      clock=limited_sim.clock)
         try:
             await client.quote_cluster(H100, 8, 2)
         except e.RateLimited as err:

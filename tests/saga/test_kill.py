@@ -121,8 +121,6 @@ async def test_sigterm_mid_launch_then_restart_completes_the_launch_linked(tmp_p
         await _settled(w, bot)
 
 
-@pytest.mark.xfail(strict=True, reason="exit 0 on SIGTERM (a bounded drain) is helper edges' "
-                   "part of issue 9; drop this marker when it is merged")
 async def test_sigterm_mid_launch_exits_0(tmp_path):
     async with world(tmp_path) as w:
         bot = await w.bot()

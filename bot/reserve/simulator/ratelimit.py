@@ -87,7 +87,9 @@ class RateLimiter:
     """Counts requests per (api key, policy). With `enforce` off it counts and reports only.
 
     Counting without enforcing keeps the headers truthful about usage while letting fast tests
-    send hundreds of requests inside one frozen virtual minute.
+    send hundreds of requests inside one frozen virtual minute. Then a window that fills up
+    starts over instead of reading as exhausted (`r=0`): a client obeying the headers (the bot
+    pauses on `r=0`) must not wait for a quota nobody enforces.
     """
 
     enforce: bool
@@ -115,7 +117,8 @@ class RateLimiter:
 
     def _window(self, key: str, policy: Policy, now: datetime) -> _Window:
         window = self._windows.get((key, policy.name))
-        if window is None or now >= window.started + timedelta(seconds=policy.window):
+        full = window is not None and not self.enforce and window.used >= policy.quota - 1
+        if window is None or full or now >= window.started + timedelta(seconds=policy.window):
             window = self._windows[(key, policy.name)] = _Window(started=now)
         return window
 

@@ -1,0 +1,89 @@
+"""Health that tells the truth: `GET /healthz` (liveness) and `GET /readyz` (readiness).
+
+`/healthz` answers 200 while the process serves HTTP at all. `/readyz` answers 200 only when
+the database answers, its schema is at the newest migration, the scheduler runs, the last watch
+sweep finished within 3 poll intervals and the process isn't stopping; otherwise 503 with
+`{"ready": false, "reasons": [...]}` naming each failed check. Both are served in HTTP mode beside
+`/slack/events` and, in Socket Mode, on their own on `PORT`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache
+
+from aiohttp import web
+
+from bot.jobs.tracker import Sweeps
+from storage.db import Database
+
+DB_TIMEOUT_SECONDS = 3.0
+STALE_AFTER_POLLS = 3
+WATCH_SWEEP = "watch_clusters"
+
+
+@cache
+def migration_head() -> str | None:
+    """The newest migration this code ships (read once)."""
+    from alembic.script import ScriptDirectory
+
+    from storage.migrations import alembic_config
+
+    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+@dataclass
+class Health:
+    db: Database
+    poll_interval_seconds: int
+    sweeps: Sweeps
+    scheduler_running: Callable[[], bool]
+    stopping: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def reasons(self) -> list[str]:
+        """Every readiness check that fails, in words; empty when ready."""
+        reasons = []
+        if self.stopping.is_set():
+            reasons.append("stopping: finishing in-flight work before exit")
+        reasons += await self._database()
+        if not self.scheduler_running():
+            reasons.append("scheduler: not running")
+        age = self.sweeps.age(WATCH_SWEEP)
+        if age > STALE_AFTER_POLLS * self.poll_interval_seconds:
+            reasons.append(f"sweep: the last watch sweep finished {age:.0f} s ago (more than "
+                           f"{STALE_AFTER_POLLS} poll intervals of "
+                           f"{self.poll_interval_seconds} s)")
+        return reasons
+
+    async def _database(self) -> list[str]:
+        try:
+            async with asyncio.timeout(DB_TIMEOUT_SECONDS):
+                versions = await self.db.schema_versions()
+        except Exception as exc:  # any failure to answer is "not ready", never a 500
+            return [f"database: not answering ({type(exc).__name__})"]
+        head = migration_head()
+        if versions != [head]:
+            return [f"migrations: the database is at {', '.join(versions) or 'none'}, "
+                    f"this code needs {head}"]
+        return []
+
+    async def live(self, _: web.Request) -> web.Response:
+        return web.json_response({"ok": True})
+
+    async def ready(self, _: web.Request) -> web.Response:
+        reasons = await self.reasons()
+        if reasons:
+            return web.json_response({"ready": False, "reasons": reasons}, status=503)
+        return web.json_response({"ready": True})
+
+    def add_routes(self, app: web.Application) -> None:
+        app.router.add_get("/healthz", self.live)
+        app.router.add_get("/readyz", self.ready)
+
+    def app(self) -> web.Application:
+        """The health endpoints alone (Socket Mode's listener on PORT)."""
+        app = web.Application()
+        self.add_routes(app)
+        return app

@@ -1,0 +1,153 @@
+"""A terminate is durable: AI Reserve failing DELETE (5xx) doesn't lose it. It is retried with
+backoff until it takes, across restarts and by a real process's own sweeps, and the person who
+asked is told it still bills (once) and, at the end, that it is really terminated."""
+
+from __future__ import annotations
+
+from bot.clock import ManualClock
+from bot.domain.termination import TerminationState, retry_delay
+from bot.reserve.simulator.config import SimConfig
+from bot.reserve.simulator.embedded import EmbeddedSimulator
+from bot.slack.ids import Action
+from tests.e2e.harness import ALICE, GENERAL, START, bot, fake_slack
+from tests.procs import wait_for, world
+
+DELETE = "DELETE /v1/clusters/{id}"
+
+
+def _dms(h, containing: str) -> list:
+    return [m for m in h.slack.dms(ALICE) if containing in h.text_of(m)]
+
+
+async def _intent(h, cluster_id):
+    async with h.rt.db.transaction() as repos:
+        return await repos.terminations.get(cluster_id)
+
+
+async def test_terminate_failing_three_times_then_taking_ends_the_cluster_and_tells(
+        tmp_path, database_url):
+    async with bot(tmp_path, database_url=database_url) as h:
+        cluster_id = await h.running_cluster()
+        await h.sim_admin("faults", {"route": DELETE, "status": 500, "count": 3})
+        await h.click(await h.top(cluster_id), Action.TERMINATE, user=ALICE)
+
+        answer = h.text_of(h.last_ephemeral(ALICE, containing="keep trying"))
+        assert "still billing" in answer and "internal_error" in answer
+        assert h.sim.engine.get_cluster(cluster_id).status.value == "running"
+        intent = await _intent(h, cluster_id)
+        assert (intent.state, intent.attempts) == (TerminationState.PENDING, 1)
+
+        terminate = h.rt.services.termination
+        assert await terminate.finish() == 0  # not due yet: the backoff holds
+        for attempt in (2, 3, 4):
+            h.clock.advance(retry_delay(attempt - 1).total_seconds())
+            await terminate.finish()
+            assert (await _intent(h, cluster_id)).attempts == attempt
+        assert len(_dms(h, "still billing")) == 1  # told once, after the third failure
+        assert h.sim.engine.get_cluster(cluster_id).status.value in ("terminating",
+                                                                      "terminated")
+        assert (await _intent(h, cluster_id)).state is TerminationState.ACCEPTED
+
+        await h.advance(60)  # AI Reserve finishes; the watcher sees it
+        assert await terminate.finish() == 1
+        assert await terminate.finish() == 0
+        [done] = _dms(h, "no longer bills")
+        assert "after 4 attempts" in h.text_of(done)
+        assert h.sim.engine.get_cluster(cluster_id).status.value == "terminated"
+        assert (await _intent(h, cluster_id)).state is TerminationState.DONE
+
+
+async def test_a_failed_terminate_survives_a_restart(tmp_path, database_url):
+    clock = ManualClock(START)
+    async with EmbeddedSimulator(SimConfig.fast(), clock) as sim, fake_slack(clock) as slack:
+        async with bot(tmp_path, slack=slack, sim=sim, database_url=database_url) as first:
+            cluster_id = await first.running_cluster()
+            await first.sim_admin("faults", {"route": DELETE, "status": 503, "count": 10})
+            await first.click(await first.top(cluster_id), Action.TERMINATE, user=ALICE)
+            assert "keep trying" in first.text_of(first.slack.ephemerals(ALICE)[-1])
+        await first.sim_admin("faults", {}, method="DELETE")
+
+        async with bot(tmp_path, slack=slack, sim=sim, database_url=database_url) as second:
+            second.clock.advance(300)
+            await second.rt.services.termination.finish()
+            await second.advance(60)
+            await second.rt.services.termination.finish()
+            assert sim.engine.get_cluster(cluster_id).status.value == "terminated"
+            assert len(_dms(second, "no longer bills")) == 1
+
+
+async def test_real_process_retries_a_failing_terminate_across_a_kill(tmp_path, database_url):
+    async with world(tmp_path, database_url=database_url) as w:
+        bot_process = await w.bot()
+        card = await w.request_launch(bot_process)
+        await bot_process.requests.click(card, Action.APPROVE, user_id="U0BOB")
+        await wait_for(w.sim.clusters, what="the launch")
+        await w.advance(120)
+        await wait_for(lambda: any("ssh -p" in w.text_of(m) for m in w.slack.dms(ALICE)),
+                       what="the cluster running")
+        await w.sim.fault(DELETE, status=500, count=3)
+        top = w.slack.messages(GENERAL)[-1]
+        await bot_process.requests.click(top, Action.TERMINATE, user_id=ALICE)
+        await wait_for(lambda: [m for m in w.slack.ephemerals(ALICE)
+                                if "keep trying" in w.text_of(m)], what="the private answer")
+
+        assert await bot_process.kill() < 0  # a crash between attempts
+        await bot_process.start()
+
+        async def ended() -> bool:
+            await w.advance(20)  # time passes: backoff, then AI Reserve's own terminating
+            return any("no longer bills" in w.text_of(m) for m in w.slack.dms(ALICE))
+
+        await wait_for(ended, within=60, interval=0.5, what="the terminated DM")
+        assert [c["status"] for c in await w.sim.clusters()] == ["terminated"]
+        assert not await w.sim.faults()  # all three failures were met, then it took
+        told = [m for m in w.slack.dms(ALICE) if "no longer bills" in w.text_of(m)]
+        assert len(told) == 1 and "after 4 attempts" in w.text_of(told[0])
+        assert len([m for m in w.slack.dms(ALICE) if "still billing" in w.text_of(m)]) == 1
+
+
+async def test_two_replicas_make_each_attempt_once_and_tell_once(tmp_path, database_url):
+    async with world(tmp_path, database_url=database_url) as w:
+        first = await w.bot()
+        card = await w.request_launch(first)
+        await first.requests.click(card, Action.APPROVE, user_id="U0BOB")
+        await wait_for(w.sim.clusters, what="the launch")
+        await w.advance(120)
+        await wait_for(lambda: any("ssh -p" in w.text_of(m) for m in w.slack.dms(ALICE)),
+                       what="the cluster running")
+        second = await w.bot()
+        await w.sim.fault(DELETE, status=500, count=3)
+        await w.sim.fault(DELETE, delay_seconds=0.0, count=1000)  # counts the calls after
+        await second.requests.click(w.slack.messages(GENERAL)[-1], Action.TERMINATE,
+                                    user_id=ALICE)
+
+        async def ended() -> bool:
+            await w.advance(20)
+            return any("no longer bills" in w.text_of(m) for m in w.slack.dms(ALICE))
+
+        await wait_for(ended, within=60, interval=0.5, what="the terminated DM")
+        await w.advance(60)  # more sweeps on both replicas: nothing more happens
+        await w.sim.fault("GET /v1/clusters", delay_seconds=0.0, count=1000)
+
+        async def swept() -> bool:  # both replicas' sweeps listed a few times meanwhile
+            lists = next(f for f in await w.sim.faults() if f["route"].startswith("GET"))
+            return lists["remaining"] <= 1000 - 6
+
+        await wait_for(swept, what="more sweeps")
+        counter = next(f for f in await w.sim.faults() if f["route"].startswith("DELETE"))
+        assert counter["remaining"] == 999  # after the 3 failures, exactly one more DELETE
+        dms = [w.text_of(m) for m in w.slack.dms(ALICE)]
+        assert len([t for t in dms if "no longer bills" in t]) == 1
+        assert len([t for t in dms if "still billing" in t]) == 1
+
+
+async def test_terminating_again_while_it_still_fails_says_so(tmp_path):
+    async with bot(tmp_path) as h:
+        cluster_id = await h.running_cluster()
+        await h.sim_admin("faults", {"route": DELETE, "status": 502, "count": 10})
+        await h.click(await h.top(cluster_id), Action.TERMINATE, user=ALICE)
+        await h.click(await h.top(cluster_id), Action.TERMINATE, user=ALICE)  # not due yet
+        answers = [h.text_of(m) for m in h.slack.ephemerals(ALICE) if "keep trying" in
+                   h.text_of(m)]
+        assert len(answers) == 2 and all("still billing" in a for a in answers)
+        assert (await _intent(h, cluster_id)).attempts == 1  # the backoff held
