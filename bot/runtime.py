@@ -117,13 +117,15 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         notifier = SlackNotifier(client=slack, db=db, clock=clock, people=people, home=home,
                                  approvals_channel=approvals_channel)
         audit = AuditLog(db=db, clock=clock)
-        quoting = QuotingService(provider=provider, db=db, clock=clock)
+        quoting = QuotingService(provider=provider, db=db, clock=clock, audit=audit)
         launching = LaunchService(provider=provider, quoting=quoting, notifier=notifier,
                                   audit=audit, db=db, clock=clock)
         watching = WatchService(provider=provider, notifier=notifier, db=db, clock=clock)
         approvals = ApprovalService(quoting=quoting, notifier=notifier, launcher=launching,
                                     people=people, audit=audit, db=db, clock=clock)
         launching.judge = approvals.judge
+        quoting.judge = approvals.judge
+        quoting.auto_approve_below_cents = policy.auto_approve_below_cents
         termination = TerminationService(watching=watching, provider=provider, people=people,
                                          audit=audit, db=db, clock=clock)
         services = Services(

@@ -26,8 +26,13 @@ class TerminationService:
         self._audit = audit
         self._clock = clock
 
+    @audited("terminate", subject="cluster_id", refusals_only=True)
     async def check(self, *, cluster_id: str, actor: Actor) -> ClusterRecord:
-        """Who may terminate, and is there anything left to terminate? (before the confirm)"""
+        """Who may terminate, and is there anything left to terminate? (before the confirm;
+        a refusal is audited as a refused terminate)"""
+        return await self._check(cluster_id=cluster_id, actor=actor)
+
+    async def _check(self, *, cluster_id: str, actor: Actor) -> ClusterRecord:
         async with self._db.transaction() as repos:
             record = await repos.clusters.get(cluster_id)
         if record is None:
@@ -39,7 +44,7 @@ class TerminationService:
 
     @audited("terminate", subject="cluster_id")
     async def terminate(self, *, cluster_id: str, actor: Actor) -> ClusterRecord:
-        await self.check(cluster_id=cluster_id, actor=actor)
+        await self._check(cluster_id=cluster_id, actor=actor)
         return await self._terminate(cluster_id, by=actor.user_id)
 
     async def terminate_for_policy(self, *, cluster_id: str) -> ClusterRecord:

@@ -57,7 +57,8 @@ def register(app: AsyncApp, services: Services) -> None:
                            "at AI Reserve…", **EPHEMERAL)
             quote = await services.quoting.quote(cmd, actor=actor,
                                                  channel_id=command["channel_id"])
-            reply = quote_blocks.quote_card(quote, now=now())
+            outlook = await services.quoting.outlook(quote)
+            reply = quote_blocks.quote_card(quote, now=now(), outlook=outlook)
         elif isinstance(cmd, ListCommand):
             await ack()
             reply = cluster_blocks.cluster_list(await services.clusters.live(), now=now())

@@ -24,7 +24,8 @@ from bot.domain.models import (
     QuoteInfo,
     RequestStatus,
 )
-from bot.slack.blocks.approval import deciders
+from bot.domain.reasons import error_words, why_terminated
+from bot.slack.blocks.approval import SpendThresholds, approvers, auto_approved, deciders
 from bot.slack.blocks.format import (
     ERROR_MAX,
     ID_MAX,
@@ -37,6 +38,7 @@ from bot.slack.blocks.format import (
     escaped,
     fit_lines,
     hourly,
+    mrkdwn,
     money,
     payload_len,
     shape_label,
@@ -74,13 +76,14 @@ def request_progress(
     *,
     now: datetime,
     approvals: Sequence[Approval] = (),
+    policy: SpendThresholds | None = None,
 ) -> Message:
     """The one message per request in the requester's channel, edited as the request moves."""
     if cluster is not None:
         state = cluster_state_line(cluster, now=now)
         notes = _cluster_notes(cluster, auto_recovery=cluster.auto_recovery)
     else:
-        state, notes = _request_state_line(req, approvals), []
+        state, notes = _request_state_line(req, approvals, policy), []
     label = escaped(shape_label(q.spec.shape, q.accelerator_name))
     who = f"Requested by {user(req.requester_id)} · request {code(escaped(req.id, ID_MAX))}"
     if cluster is not None:
@@ -242,9 +245,12 @@ def cluster_state_line(c: ClusterRecord, *, now: datetime) -> str:
     return f":x: *Cluster failed*: {_error(c.last_error)}"
 
 
-def _request_state_line(req: LaunchRequest, approvals: Sequence[Approval]) -> str:
+def _request_state_line(req: LaunchRequest, approvals: Sequence[Approval],
+                        policy: SpendThresholds | None) -> str:
     status = req.status
     if status in (RequestStatus.APPROVED, RequestStatus.LAUNCHING):
+        if req.decided_by is None and not approvers(req, approvals):
+            return f":rocket: *{auto_approved(policy).capitalize()} — launching*"
         return f":rocket: *Approved by {deciders(req, approvals, Decision.APPROVE)} — launching*"
     if status is RequestStatus.LAUNCHED:
         ref = f" as {code(escaped(req.cluster_id, ID_MAX))}" if req.cluster_id else ""
@@ -283,8 +289,7 @@ def _cluster_notes(c: ClusterRecord, *, auto_recovery: bool | None) -> list[str]
                          f"Automatic recovery is off: `/cluster recover {ref}` makes one "
                          "attempt now, or terminate it.")
     elif c.status is ClusterState.TERMINATED:
-        if c.termination_reason:
-            notes.append(f"Reason: {escaped(c.termination_reason, ERROR_MAX)}")
+        notes.append(f"Why: {why_ended(c)}")
         if c.volume_created_with_cluster and c.volume_id:
             notes.append(f":warning: Volume {code(escaped(c.volume_id, ID_MAX))} survives the "
                          "cluster and keeps billing until it is deleted.")
@@ -328,7 +333,15 @@ def cluster_ref(c: ClusterRecord) -> str:
 
 
 def _error(text: str | None, limit: int = ERROR_MAX) -> str:
-    return escaped(text, limit) if text else "no reason given"
+    """An error from the provider (a code) or from the bot (a sentence), in words."""
+    return escaped(error_words(text), limit) if text else "no reason given"
+
+
+def why_ended(c: ClusterRecord) -> str:
+    """Why the cluster was terminated, in words: requested by @x, envelope ran out, payment
+    grace ended, terminated outside the bot, gone at AI Reserve (mrkdwn)."""
+    return mrkdwn(why_terminated(reason=c.termination_reason,
+                                 requested_by=c.terminate_requested_by))
 
 
 def plain_line(line: str) -> str:

@@ -97,7 +97,8 @@ def test_progress_before_a_cluster(status, expected):
 
 def test_progress_launch_failed_shows_reason():
     msg = _progress(RequestStatus.LAUNCH_FAILED, last_error="capacity_unavailable")
-    assert "Launch failed*: capacity_unavailable" in all_text(msg)
+    assert ("Launch failed*: AI Reserve has no capacity to place every node right now"
+            in all_text(msg))  # the provider's code in words
 
 
 def test_progress_provisioning_counts_ready_nodes_and_offers_terminate():
@@ -123,7 +124,8 @@ def test_progress_degraded_keeps_billing():
     msg = _progress(RequestStatus.LAUNCHED, cluster)
     text = all_text(msg)
     assert "keeps billing the full $62.53/h until someone acts" in text
-    assert "recovery_exhausted" in text and "Automatic recovery is off" in text
+    assert "every recovery attempt of this episode is spent" in text
+    assert "recovery_exhausted" not in text and "Automatic recovery is off" in text
     button(msg, Action.TERMINATE)
 
 
@@ -140,7 +142,8 @@ def test_progress_terminated_reports_cost_and_the_surviving_volume():
     text = all_text(_progress(RequestStatus.LAUNCHED, cluster))
     assert "Terminated at <!date^" in text and "after 2 h 10 min" in text
     assert "Cost: $187.59 over 3 billed hours (AI Reserve's figures)" in text
-    assert "payment_grace_expired" in text
+    assert "payment_grace_expired" not in text
+    assert "Why: the payment grace ended on an unpaid hour" in text
     assert "Volume `vol_3kP0` survives the cluster and keeps billing until it is deleted" in text
 
 
@@ -152,7 +155,7 @@ def test_progress_terminated_existing_volume_is_not_warned_about():
 
 def test_progress_failed_cluster_shows_the_error():
     cluster = make_cluster(status=ClusterState.FAILED, last_error="placement_failed")
-    assert "Cluster failed*: placement_failed" in all_text(_progress(RequestStatus.LAUNCHED,
+    assert "Cluster failed*: placement failed" in all_text(_progress(RequestStatus.LAUNCHED,
                                                                      cluster))
 
 
