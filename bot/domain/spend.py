@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from bot.domain.policy import Team
 
 HOUR = timedelta(hours=1)
+_INSTANT = timedelta(microseconds=1)
 _MONTH = re.compile(r"^(\d{4})-(\d{2})$")
 # States in which a cluster will still accrue: provisioning becomes ready (and billable) in
 # minutes, so a cluster launched a moment ago already counts against the month.
@@ -137,20 +138,66 @@ def month_spend(clusters: Iterable[ClusterRecord], *, user: str, teams: Sequence
     return MonthSpend(user_cents=user_cents, team_cents=team_cents)
 
 
+class VolumeSpan(Frozen):
+    """When a shared volume bills on its own (contract §5.4), from the provider's fields.
+
+    It is charged one hour at `own_from + k·1 h` (k = 0, 1, …) before `until` (its deletion;
+    None: not deleted). `own_from` is where the covering cluster's last paid hour ended
+    (`ready_at + accrued_hours·1 h`), the moment a never-ready cluster ended, or the volume's
+    creation for one the bot did not create; None while a cluster still pays for it.
+    """
+
+    id: str
+    owner_id: str | None
+    hourly_cents: int
+    own_from: datetime | None
+    until: datetime | None = None
+
+
+def volume_own_from(c: ClusterRecord) -> datetime | None:
+    """Where a cluster's volume starts billing on its own, once the cluster stopped paying."""
+    if c.status in _WILL_ACCRUE:
+        return None
+    if c.ready_at is not None and c.accrued_hours > 0:
+        return c.ready_at + HOUR * c.accrued_hours
+    return c.terminated_at or c.updated_at
+
+
+def volume_charges(v: VolumeSpan, start: datetime, end: datetime) -> int:
+    """Cents the volume is charged on its own with an instant in [start, end) (and before its
+    deletion)."""
+    if v.own_from is None:
+        return 0
+    stop = min(end, v.until) if v.until is not None else end
+    if stop <= start:
+        return 0
+    return max(0, accruals_before(v.own_from, stop) - accruals_before(v.own_from, start)) \
+        * v.hourly_cents
+
+
 class SpendReport(Frozen):
-    """One month's accrued spend, largest first; `projected_cents` is what the live clusters will
-    still add before the month ends (0 for a month that is over)."""
+    """One month's accrued spend, largest first; `projected_cents` is what the live clusters and
+    kept volumes will still add from now to the end of the month (0 for a month that is over).
+    `volumes_cents` is the part of `total_cents` that volumes billed on their own."""
 
     month: str  # "YYYY-MM"
     by_owner: list[tuple[str | None, int]]  # None: clusters nobody has claimed
     by_cluster: list[tuple[ClusterRecord, int]]
     total_cents: int
     projected_cents: int = 0
+    by_volume: list[tuple[VolumeSpan, int]] = Field(default_factory=list)
+    volumes_cents: int = 0
+    month_end: datetime | None = None
+    capped_by_envelopes: bool = False
 
 
 def spend_report(clusters: Iterable[ClusterRecord], month: str | None,
-                 now: datetime) -> SpendReport:
-    """What each cluster and each owner accrued in `month` (None: this month).
+                 now: datetime, *, volumes: Iterable[VolumeSpan] = (),
+                 enforce_lifetime: bool = False) -> SpendReport:
+    """What each cluster, volume and owner was charged in `month` (None: this month), and, for
+    the current month, what will still be charged from now until the month ends if nobody
+    terminates anything: every live cluster at its locked rate (stopping at its approved
+    envelope only when the policy enforces envelopes) and every kept volume.
 
     Raises ValueError for a malformed month (see `month_bounds`).
     """
@@ -158,16 +205,31 @@ def spend_report(clusters: Iterable[ClusterRecord], month: str | None,
     by_cluster: list[tuple[ClusterRecord, int]] = []
     owners: dict[str | None, int] = {}
     projected = 0
+    current = start <= now < end
     for c in clusters:
         cents = accrued_in(c, start, end)
-        if start <= now < end:
-            projected += projected_in(c, now=now, end=end, lifetime_hours=c.lifetime_hours)
+        if current:
+            projected += projected_in(
+                c, now=now, end=end, lifetime_hours=c.lifetime_hours if enforce_lifetime else None)
         if cents:
             by_cluster.append((c, cents))
             owners[c.owner_id] = owners.get(c.owner_id, 0) + cents
+    by_volume: list[tuple[VolumeSpan, int]] = []
+    charged_by = now + _INSTANT  # a charge at this very instant has been made
+    for v in volumes:
+        cents = volume_charges(v, start, min(end, charged_by))
+        if current:
+            projected += volume_charges(v, charged_by, end)
+        if cents:
+            by_volume.append((v, cents))
+            owners[v.owner_id] = owners.get(v.owner_id, 0) + cents
     by_cluster.sort(key=lambda item: (-item[1], item[0].id))
+    by_volume.sort(key=lambda item: (-item[1], item[0].id))
     # Unclaimed spend last among equals: it is the line someone has to act on, but not a person.
     by_owner = sorted(owners.items(), key=lambda item: (-item[1], item[0] is None, item[0] or ""))
+    volumes_cents = sum(cents for _, cents in by_volume)
     return SpendReport(month=f"{start:%Y-%m}", by_owner=by_owner, by_cluster=by_cluster,
-                       total_cents=sum(cents for _, cents in by_cluster),
-                       projected_cents=projected)
+                       total_cents=sum(cents for _, cents in by_cluster) + volumes_cents,
+                       projected_cents=projected, by_volume=by_volume,
+                       volumes_cents=volumes_cents, month_end=end,
+                       capped_by_envelopes=enforce_lifetime)

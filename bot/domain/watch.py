@@ -137,10 +137,10 @@ def notices_between(before: Observation | None, after: Observation, *, cluster_i
     was_degraded = prior.status is ClusterState.DEGRADED or after.episode > prior.episode
     if was_degraded and after.episode and after.status is ClusterState.RUNNING:
         started = after.episode_started_at or prior.episode_started_at
-        ended = recovered_at(after, fallback=now)
-        charges = episode_charges(ready_at=ready_at, started=started, ended=ended)
+        back_at = recovered_at(after, fallback=now)
+        charges = episode_charges(ready_at=ready_at, started=started, ended=back_at)
         add(f"recovered:{after.episode}", NoticeKind.RECOVERED,
-            degraded_seconds=int((ended - started).total_seconds()) if started else None,
+            degraded_seconds=int((back_at - started).total_seconds()) if started else None,
             degraded_charges=charges,
             degraded_cost_cents=(charges * hourly_cents
                                  if charges is not None and hourly_cents is not None else None))

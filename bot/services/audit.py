@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import functools
 import logging
-from datetime import datetime
 from collections.abc import Callable, Coroutine
+from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from bot.clock import Clock

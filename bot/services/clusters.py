@@ -6,6 +6,7 @@ from bot.clock import Clock
 from bot.domain import spend
 from bot.domain.errors import InvalidCommand, NotAllowed, UnknownResource
 from bot.domain.models import Actor, AuditEntry, ClusterRecord, NodeSummary
+from bot.domain.spend import VolumeSpan
 from bot.reserve import errors as api
 from bot.reserve.port import ClusterProvider
 from bot.services.audit import AuditLog
@@ -55,7 +56,42 @@ class ClusterQueries:
                 from None
         async with self._db.transaction() as repos:
             clusters = await repos.clusters.list_in_period(start, end)
-        return spend.spend_report(clusters, month, now)
+        volumes = await self._volume_spans()
+        return spend.spend_report(clusters, month, now, volumes=volumes,
+                                  enforce_lifetime=self._people.policy.enforce_lifetime)
+
+    async def _volume_spans(self) -> list[VolumeSpan]:
+        """Every volume the bot knows of or AI Reserve lists, with when it bills on its own:
+        orphaned volumes are charged too, and `/cluster spend` must count them."""
+        try:
+            wires = {v.id: v async for v in self._provider.iter_volumes()}
+            async with self._db.transaction() as repos:
+                stored = await repos.volumes.list_all()
+            for v in stored:
+                if v.id not in wires:  # deleted volumes are no longer listed: read by id
+                    try:
+                        wires[v.id] = await self._provider.get_volume(v.id)
+                    except api.NotFound:
+                        continue
+        except api.ApiError as exc:
+            raise explain(exc) from exc
+        owners = {v.id: v.owner_id for v in stored}
+        spans: list[VolumeSpan] = []
+        async with self._db.transaction() as repos:
+            for wire in wires.values():
+                origin = (await repos.clusters.get(wire.created_with_cluster_id)
+                          if wire.created_with_cluster_id else None)
+                if origin is not None:
+                    own_from = spend.volume_own_from(origin)
+                    owner = origin.owner_id
+                elif wire.created_with_cluster_id or wire.attached_cluster_id:
+                    continue  # a cluster the bot does not know pays for it: not ours to count
+                else:
+                    own_from, owner = wire.created_at, owners.get(wire.id)
+                spans.append(VolumeSpan(
+                    id=wire.id, owner_id=owner, hourly_cents=wire.billing.hourly_cents,
+                    own_from=own_from, until=wire.deleted_at))
+        return spans
 
     async def audit(self, *, subject_id: str | None, actor: Actor) -> list[AuditEntry]:
         """The audit trail (of one request or cluster), newest first: approvers only."""

@@ -69,7 +69,7 @@ def register(app: AsyncApp, services: Services) -> None:
         elif isinstance(cmd, TerminateCommand):
             await ack()
             record = await services.termination.check(cluster_id=cmd.cluster_id, actor=actor)
-            reply = cluster_blocks.terminate_prompt(record)
+            reply = cluster_blocks.terminate_prompt(record, now=now())
         elif isinstance(cmd, RecoverCommand):
             await ack(text=f"Asking AI Reserve to recover `{cmd.cluster_id}`…", **EPHEMERAL)
             await services.recovery.recover(cluster_id=cmd.cluster_id, actor=actor)

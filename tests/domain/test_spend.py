@@ -8,12 +8,14 @@ from bot.domain.models import ClusterState
 from bot.domain.policy import Team
 from bot.domain.spend import (
     MonthSpend,
+    VolumeSpan,
     accruals_before,
     accrued_in,
     month_bounds,
     month_spend,
     projected_in,
     spend_report,
+    volume_own_from,
 )
 from tests.domain import HOUR, NOW, make_cluster
 
@@ -174,13 +176,41 @@ def test_spend_report_of_this_month_largest_first_with_projection():
     unclaimed = make_cluster("adopted", owner_id=None, lifetime_hours=2)
     idle = make_cluster("idle", status=ClusterState.FAILED, ready_at=None, accrued_hours=0,
                         accrued_cents=0)
-    report = spend_report([small, idle, unclaimed, big], None, NOW)
+    report = spend_report([small, idle, unclaimed, big], None, NOW, enforce_lifetime=True)
     assert report.month == "2026-11"
     assert [(c.id, cents) for c, cents in report.by_cluster] == [
         ("big", 20_000), ("adopted", 2 * 6253), ("small", 2 * 6253)]
     assert report.by_owner == [("U0BOB", 20_000), ("U0ALICE", 2 * 6253), (None, 2 * 6253)]
     assert report.total_cents == 20_000 + 4 * 6253
     assert report.projected_cents == 10_000  # big's third hour; the others are at their cap
+    # Without enforcement an envelope stops nothing: the projection runs to the month's end.
+    _, end = month_bounds(None, NOW)
+    uncapped = spend_report([small, idle, unclaimed, big], None, NOW)
+    assert uncapped.projected_cents == sum(
+        projected_in(c, now=NOW, end=end, lifetime_hours=None) for c in (small, unclaimed, big))
+    assert uncapped.projected_cents > 10_000 and uncapped.month_end == end
+
+
+def test_spend_report_counts_volumes_billing_on_their_own():
+    ready = NOW - 10 * HOUR - HOUR / 2
+    ended = make_cluster("gone", status=ClusterState.TERMINATED, ready_at=ready,
+                         accrued_hours=3, accrued_cents=3 * 6253,
+                         terminated_at=ready + 2 * HOUR + HOUR / 2)
+    own_from = volume_own_from(ended)
+    assert own_from == ready + 3 * HOUR  # where the cluster's last paid hour ended
+    kept = VolumeSpan(id="vol_1", owner_id="U0ALICE", hourly_cents=10, own_from=own_from)
+    deleted = VolumeSpan(id="vol_2", owner_id="U0BOB", hourly_cents=7, own_from=own_from,
+                         until=own_from + 2 * HOUR + HOUR / 4)
+    live = VolumeSpan(id="vol_3", owner_id="U0BOB", hourly_cents=5, own_from=None)
+    report = spend_report([ended], None, NOW, volumes=[kept, deleted, live])
+    charged = accruals_before(own_from, NOW + timedelta(microseconds=1))
+    assert [(v.id, cents) for v, cents in report.by_volume] == [
+        ("vol_1", charged * 10), ("vol_2", 3 * 7)]
+    assert report.volumes_cents == charged * 10 + 21
+    assert report.total_cents == 6253 * 3 + report.volumes_cents  # all in November
+    _, end = month_bounds(None, NOW)
+    assert report.projected_cents == (accruals_before(own_from, end) - charged) * 10
+    assert dict(report.by_owner)["U0BOB"] == 21
 
 
 def test_spend_report_of_a_past_month_projects_nothing():

@@ -18,15 +18,14 @@ from bot.domain.models import AuditEntry, ClusterRecord
 from bot.slack.blocks.approval import auto_approved as auto
 from bot.slack.blocks.cluster import cluster_ref, why_ended
 from bot.slack.blocks.format import (
-    ERROR_MAX,
     ID_MAX,
     code,
     duration,
     escaped,
     fit_lines,
     hourly,
-    mrkdwn,
     money,
+    mrkdwn,
     payload_len,
     shape_label,
     truncate,

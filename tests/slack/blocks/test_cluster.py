@@ -199,7 +199,10 @@ def test_list_shows_each_cluster():
     assert ("• `clu_9xQe1` *dsv3-serve* · 2 × 8 NVIDIA H100 80GB SXM · running · $62.53/h · "
             "2 h 20 min · <@U0ALICE>") in text
     assert "`clu_2` · 2 × 8" in text and "provisioning" in text and "<@U0BOB>" in text
-    assert "*$125.06/h*" in text  # together
+    # Together counts only what bills now: the provisioning cluster is not charged yet.
+    assert ("2 clusters · together *$62.53/h* ($1,500.72 per day) for the 1 billing now · "
+            "1 provisioning (not billing)") in text
+    assert "$125.06" not in text
     assert "more" not in text
 
 
@@ -353,3 +356,31 @@ def test_status_with_extreme_input_and_many_channels():
     check_message(msg)
     assert_escaped(msg)
     assert_confirms_state(msg, "$62.53 per hour")
+
+
+def test_together_is_zero_while_nothing_bills():
+    clusters = [make_cluster(status=ClusterState.PROVISIONING, ready_at=None),
+                make_cluster(id="clu_2", status=ClusterState.TERMINATING)]
+    text = all_text(cluster_list(clusters, now=NOW))
+    assert "2 clusters · none is billing now · 1 provisioning, 1 terminating (not billing)" in text
+    assert "$62.53/h*" not in text.split("\n")[0]
+
+
+def test_terminate_prompt_says_the_hour_is_paid_and_what_terminating_saves():
+    from datetime import timedelta
+
+    from bot.slack.blocks.cluster import terminate_prompt
+    ready = NOW - timedelta(hours=2, minutes=20)
+    c = make_cluster(ready_at=ready, accrued_hours=3, accrued_cents=3 * 6253)
+    text = all_text(terminate_prompt(c, now=NOW))
+    paid_until = int((ready + timedelta(hours=3)).timestamp())
+    assert "The hour in progress is already paid ($62.53, charged in full when it began" in text
+    assert f"runs until <!date^{paid_until}^" in text
+    assert "Terminating now saves the next charge of $62.53 at" in text
+    assert "($1,500.72 per day)" in text
+    confirm_text = json.dumps(button(terminate_prompt(c, now=NOW), Action.TERMINATE)["confirm"])
+    assert "The current hour is already paid" in confirm_text
+    assert f":{ready:%M} past each hour" in confirm_text
+    assert "terminating now saves $62.53 for every further hour" in confirm_text
+    provisioning = make_cluster(status=ClusterState.PROVISIONING, ready_at=None)
+    assert "terminating costs nothing more" in all_text(terminate_prompt(provisioning, now=NOW))
