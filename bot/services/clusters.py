@@ -41,7 +41,7 @@ class ClusterQueries:
         try:
             wire = await self._provider.get_cluster(cluster_id)
         except api.ApiError as exc:
-            raise explain(exc) from exc
+            raise explain(exc, ident=cluster_id) from exc
         record = await self._watching.sync(cluster_id, wire=wire)
         assert record is not None
         return record, node_summaries(wire)

@@ -112,7 +112,7 @@ class QuotingService:
                 storage_gb=spec.storage_gb, volume_id=spec.volume_id,
             )
         except api.ApiError as exc:
-            raise explain(exc, usage=USAGE["quote"]) from exc
+            raise explain(exc, usage=USAGE["quote"], ident=spec.volume_id) from exc
         info = quote_info(wire, spec=spec, accelerator_name=accelerator_name,
                           requested_by=requested_by, channel_id=channel_id)
         async with self._db.transaction() as repos:
