@@ -201,6 +201,12 @@ class Observation(Frozen):
     accrued_cents: int = 0
     accrued_hours: int = 0
     termination_reason: str | None = None
+    # Hour marks (readyAt + k·1 h) the provider passed without charging: no node was running
+    # (contract §5.3). None when the provider's fields can't tell (not accruing, per-second).
+    skipped_charges: int | None = None
+    next_accrual_at: datetime | None = None
+    # The instants of those uncharged marks, carried from poll to poll (bot/domain/watch.py).
+    skipped_marks: tuple[datetime, ...] = ()
 
     @property
     def attempts_started(self) -> int:

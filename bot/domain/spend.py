@@ -69,11 +69,39 @@ def accrued_in(c: ClusterRecord, start: datetime, end: datetime) -> int:
     if c.accrued_hours <= 0:
         # Cents without an hour count (a per-second provider): all of it at ready_at.
         return c.accrued_cents if start <= c.ready_at < end else 0
+    skipped = uncharged_marks(c)
+    if skipped:
+        # Marks passed while every node was down were not charged: the k-th charge is the k-th
+        # charged mark, not ready_at + k h.
+        charged = charge_instants(c, skipped)
+        first = sum(1 for at in charged if at < start)
+        stop = sum(1 for at in charged if at < end)
+        return _cumulative(c, stop) - _cumulative(c, first) if stop > first else 0
     first = min(accruals_before(c.ready_at, start), c.accrued_hours)
     stop = min(accruals_before(c.ready_at, end), c.accrued_hours)
     if stop <= first:
         return 0
     return _cumulative(c, stop) - _cumulative(c, first)
+
+
+def uncharged_marks(c: ClusterRecord) -> tuple[datetime, ...]:
+    """The hour marks the provider passed without charging (no node running), as watched."""
+    return c.observed.skipped_marks if c.observed is not None else ()
+
+
+def charge_instants(c: ClusterRecord, skipped: Sequence[datetime]) -> list[datetime]:
+    """When each of the cluster's `accrued_hours` charges was made: the marks from ready_at on,
+    less the uncharged ones."""
+    assert c.ready_at is not None
+    out: list[datetime] = []
+    k = 0
+    gone = set(skipped)
+    while len(out) < c.accrued_hours:
+        at = c.ready_at + HOUR * k
+        if at not in gone:
+            out.append(at)
+        k += 1
+    return out
 
 
 def _cumulative(c: ClusterRecord, hours: int) -> int:
@@ -94,8 +122,8 @@ def projected_in(c: ClusterRecord, *, now: datetime, end: datetime,
         return 0
     if c.ready_at is None:
         anchor, done = now, 0
-    else:
-        anchor, done = c.ready_at, c.accrued_hours
+    else:  # the marks already passed: the charged ones and the uncharged ones
+        anchor, done = c.ready_at, c.accrued_hours + len(uncharged_marks(c))
     stop = accruals_before(anchor, end)
     if lifetime_hours is not None:
         stop = min(stop, lifetime_hours)
@@ -152,27 +180,32 @@ class VolumeSpan(Frozen):
     hourly_cents: int
     own_from: datetime | None
     until: datetime | None = None
+    # Hours it paid alone while its cluster still ran: the marks the cluster was not charged
+    # for (every node down), so it did not cover the volume either (contract §5.4).
+    uncovered: tuple[datetime, ...] = ()
 
 
 def volume_own_from(c: ClusterRecord) -> datetime | None:
-    """Where a cluster's volume starts billing on its own, once the cluster stopped paying."""
+    """Where a cluster's volume starts billing on its own, once the cluster stopped paying:
+    where the last hour mark it passed (charged or not) ends."""
     if c.status in _WILL_ACCRUE:
         return None
-    if c.ready_at is not None and c.accrued_hours > 0:
-        return c.ready_at + HOUR * c.accrued_hours
+    marks = c.accrued_hours + len(uncharged_marks(c))
+    if c.ready_at is not None and marks > 0:
+        return c.ready_at + HOUR * marks
     return c.terminated_at or c.updated_at
 
 
 def volume_charges(v: VolumeSpan, start: datetime, end: datetime) -> int:
     """Cents the volume is charged on its own with an instant in [start, end) (and before its
     deletion)."""
-    if v.own_from is None:
-        return 0
     stop = min(end, v.until) if v.until is not None else end
     if stop <= start:
         return 0
-    return max(0, accruals_before(v.own_from, stop) - accruals_before(v.own_from, start)) \
-        * v.hourly_cents
+    hours = sum(1 for at in v.uncovered if start <= at < stop)
+    if v.own_from is not None:
+        hours += max(0, accruals_before(v.own_from, stop) - accruals_before(v.own_from, start))
+    return hours * v.hourly_cents
 
 
 class SpendReport(Frozen):

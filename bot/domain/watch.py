@@ -14,7 +14,7 @@ import enum
 from datetime import datetime
 
 from bot.domain.models import ClusterState, Frozen, Observation
-from bot.domain.spend import accruals_before
+from bot.domain.spend import HOUR, accruals_before
 
 
 class NoticeKind(enum.StrEnum):
@@ -82,6 +82,24 @@ def episode_charges(*, ready_at: datetime | None, started: datetime | None,
     return accruals_before(ready_at, ended) - accruals_before(ready_at, started)
 
 
+def carry(before: Observation | None, after: Observation) -> Observation:
+    """`after` with the uncharged hour marks carried from the previous poll, plus those the
+    provider passed since (its count of uncharged marks grew by as many).
+
+    The new ones are the latest marks before `nextAccrualAt`: exact whenever polls are less
+    than an hour apart (one mark at most between two polls); a poll spanning several marks of
+    which only some went uncharged is taken to have missed the latest ones."""
+    known = before.skipped_marks if before is not None else ()
+    if after.skipped_charges is None or after.next_accrual_at is None:
+        return after.model_copy(update={"skipped_marks": known})
+    new = after.skipped_charges - len(known)
+    if new <= 0:
+        return after.model_copy(update={"skipped_marks": known})
+    nxt = after.next_accrual_at
+    marks = sorted(nxt - HOUR * j for j in range(1, new + 1))
+    return after.model_copy(update={"skipped_marks": (*known, *marks)})
+
+
 def recovered_at(after: Observation, *, fallback: datetime) -> datetime:
     """When the episode ended: the last node's `lastRecoveredAt` (the cluster turns `running`
     the moment its last down node is back), else `fallback` (the poll that saw it)."""
@@ -139,6 +157,9 @@ def notices_between(before: Observation | None, after: Observation, *, cluster_i
         started = after.episode_started_at or prior.episode_started_at
         back_at = recovered_at(after, fallback=now)
         charges = episode_charges(ready_at=ready_at, started=started, ended=back_at)
+        if charges is not None and started is not None:
+            # Hour marks that fell while every node was down were not charged (§5.3).
+            charges -= sum(1 for mark in after.skipped_marks if started <= mark < back_at)
         add(f"recovered:{after.episode}", NoticeKind.RECOVERED,
             degraded_seconds=int((back_at - started).total_seconds()) if started else None,
             degraded_charges=charges,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from bot.clock import Clock
 from bot.domain import spend
 from bot.domain.errors import InvalidCommand, NotAllowed, UnknownResource
@@ -81,16 +83,18 @@ class ClusterQueries:
             for wire in wires.values():
                 origin = (await repos.clusters.get(wire.created_with_cluster_id)
                           if wire.created_with_cluster_id else None)
+                uncovered: tuple[datetime, ...] = ()
                 if origin is not None:
                     own_from = spend.volume_own_from(origin)
                     owner = origin.owner_id
+                    uncovered = spend.uncharged_marks(origin)
                 elif wire.created_with_cluster_id or wire.attached_cluster_id:
                     continue  # a cluster the bot does not know pays for it: not ours to count
                 else:
                     own_from, owner = wire.created_at, owners.get(wire.id)
                 spans.append(VolumeSpan(
                     id=wire.id, owner_id=owner, hourly_cents=wire.billing.hourly_cents,
-                    own_from=own_from, until=wire.deleted_at))
+                    own_from=own_from, until=wire.deleted_at, uncovered=uncovered))
         return spans
 
     async def audit(self, *, subject_id: str | None, actor: Actor) -> list[AuditEntry]:

@@ -20,7 +20,14 @@ from typing import Any
 from bot.clock import Clock
 from bot.domain.models import ClusterRecord, ClusterState, Observation
 from bot.domain.ports import Notifier
-from bot.domain.watch import Notice, NoticeFacts, NoticeKind, notices_between, reminder_hour
+from bot.domain.watch import (
+    Notice,
+    NoticeFacts,
+    NoticeKind,
+    carry,
+    notices_between,
+    reminder_hour,
+)
 from bot.reserve import errors as api
 from bot.reserve.port import ClusterProvider
 from bot.reserve.schemas import Cluster
@@ -80,7 +87,7 @@ class WatchService:
             before = await repos.clusters.get(cluster_id)
             if before is None:
                 return None
-            after_obs = observe(wire, previous=before.status)
+            after_obs = carry(before.observed, observe(wire, previous=before.status))
             changes = self._changes(before, wire, after_obs)
             queued = await repos.notices.add_new(self._notices(before, after_obs, now=now))
             for notice in queued:

@@ -15,6 +15,7 @@ from bot.domain.spend import (
     month_spend,
     projected_in,
     spend_report,
+    volume_charges,
     volume_own_from,
 )
 from tests.domain import HOUR, NOW, make_cluster
@@ -226,3 +227,21 @@ def test_spend_report_of_a_past_month_projects_nothing():
 def test_spend_report_of_an_empty_month():
     report = spend_report([make_cluster()], "2026-09", NOW)
     assert report.by_cluster == [] and report.by_owner == [] and report.total_cents == 0
+
+
+def test_uncharged_marks_move_charges_and_bill_the_volume_alone():
+    from bot.domain.models import ClusterState as S
+    from bot.domain.models import Observation
+    ready = datetime(2026, 11, 30, 22, 30, tzinfo=UTC)
+    # Marks 22:30 charged, 23:30 uncharged (every node down), 00:30 and 01:30 charged.
+    observed = Observation(status=S.TERMINATED, skipped_marks=(ready + HOUR,))
+    c = make_cluster("skip", status=S.TERMINATED, ready_at=ready, accrued_hours=3,
+                     accrued_cents=3 * 6253, terminated_at=ready + 3 * HOUR + HOUR / 2,
+                     observed=observed)
+    nov, dec = month_bounds("2026-11", NOW), month_bounds("2026-12", NOW)
+    assert accrued_in(c, *nov) == 6253 and accrued_in(c, *dec) == 2 * 6253
+    assert volume_own_from(c) == ready + 4 * HOUR
+    volume = VolumeSpan(id="v", owner_id="U0ALICE", hourly_cents=10,
+                        own_from=volume_own_from(c), uncovered=(ready + HOUR,))
+    assert volume_charges(volume, *nov) == 10  # the hour it paid alone at 23:30
+    assert volume_charges(volume, dec[0], ready + 6 * HOUR) == 2 * 10  # 02:30, 03:30

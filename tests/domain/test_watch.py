@@ -47,3 +47,27 @@ def test_recovered_notice_counts_the_anchors_not_the_polled_figures():
     facts = recovered[0].facts
     assert facts.degraded_charges == 1 and facts.degraded_cost_cents == 6253
     assert facts.degraded_seconds == 20 * 60  # until the last node was back, not the poll
+
+
+def test_uncharged_marks_are_carried_and_taken_off_the_episode():
+    # Every node down from 10:30:07 to 12:40:07: the marks at 11:00:07 and 12:00:07 pass
+    # uncharged (§5.3); the provider's count of uncharged marks says so, poll by poll.
+    from bot.domain.watch import carry
+    started, back = READY + H / 2, READY + 2 * H + timedelta(minutes=40)
+    running = Observation(status=ClusterState.RUNNING, accrued_hours=1, skipped_charges=0,
+                          next_accrual_at=READY + H)
+    down1 = carry(running, _obs(ClusterState.DEGRADED, started=started).model_copy(
+        update={"accrued_hours": 1, "skipped_charges": 1, "next_accrual_at": READY + 2 * H}))
+    assert down1.skipped_marks == (READY + H,)
+    down2 = carry(down1, down1.model_copy(update={"skipped_charges": 2,
+                                                  "next_accrual_at": READY + 3 * H,
+                                                  "skipped_marks": ()}))
+    assert down2.skipped_marks == (READY + H, READY + 2 * H)
+    after = carry(down2, _obs(ClusterState.RUNNING, started=started, back=back).model_copy(
+        update={"accrued_hours": 1, "skipped_charges": 2, "next_accrual_at": READY + 3 * H}))
+    notices = notices_between(down2, after, cluster_id="c", now=back, terminated_by_bot=False,
+                              manual_attempts=frozenset(), ready_at=READY, hourly_cents=6253)
+    facts = next(n for n in notices if n.kind is NoticeKind.RECOVERED).facts
+    assert facts.degraded_charges == 0 and facts.degraded_cost_cents == 0
+    ended = carry(after, Observation(status=ClusterState.TERMINATED))  # no nextAccrualAt now
+    assert ended.skipped_marks == (READY + H, READY + 2 * H)
