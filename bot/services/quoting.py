@@ -38,10 +38,10 @@ class QuotingService:
         self._catalog: list[Accelerator] = []
         self._catalog_at: datetime | None = None
 
-    async def catalog(self) -> list[Accelerator]:
+    async def catalog(self, *, refresh: bool = False) -> list[Accelerator]:
         now = self._clock.now()
         fresh = self._catalog_at is not None and now - self._catalog_at < CATALOG_TTL
-        if not fresh or not self._catalog:
+        if refresh or not fresh or not self._catalog:
             try:
                 self._catalog = await self._provider.list_accelerators()
             except api.ApiError as exc:
@@ -85,8 +85,9 @@ class QuotingService:
         """The policy's verdict on the person quoting and the shape's stock, for the card:
         a request that would be refused is said now, not after the launch form."""
         verdict = await self.judge(quote, quote.requested_by) if self.judge else None
-        entry = next((a for a in await self.catalog() if a.id == quote.spec.shape.accelerator),
-                     None)
+        # No stock here: where else has it is read fresh, not from a ten-minute-old catalog.
+        catalog = await self.catalog(refresh=quote.availability == "none")
+        entry = next((a for a in catalog if a.id == quote.spec.shape.accelerator), None)
         elsewhere: tuple[tuple[str, str], ...] = ()
         if quote.availability == "none" and entry is not None:
             ranked = sorted((loc for loc in entry.locations if loc.id != quote.location

@@ -68,6 +68,8 @@ async def test_quotes_refused_terminates_and_provider_terminations_are_audited(t
         await h.slash(f"audit {cluster_id}", user=BOB)
         shown = h.text_of(h.slack.ephemerals(BOB)[-1])
         assert "<@U0DAVE>" in shown and "`<@" not in shown  # people are mentions, never code
+        # A refusal that names a person shows the mention, not an escaped raw string.
+        assert "Only the owner (<@U0ALICE>)" in shown and "&lt;@U0ALICE&gt;" not in shown
 
 
 async def test_a_payment_grace_termination_is_audited_and_said_in_words(tmp_path):
