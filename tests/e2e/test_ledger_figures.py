@@ -52,7 +52,7 @@ def strings(node: Any) -> Iterator[str]:
         for key, value in node.items():
             if key == "text" and isinstance(value, str):
                 yield value
-            elif key not in ("action_id", "value", "block_id", "confirm"):
+            elif key not in ("action_id", "value", "block_id"):
                 yield from strings(value)
     elif isinstance(node, list):
         for item in node:
@@ -133,12 +133,13 @@ class Check:
                     self.expect("rate $/h", cents(shown), rate, text)
             for shown in re.findall(MONEY + r" per day", text):
                 self.expect("rate per day", cents(shown), rate * 24, text)
-            for shown in re.findall(r"bills " + MONEY + r" per hour", text):
+            for shown in re.findall(r"(?:bills |paid \(|next charge of |saves )" + MONEY, text):
                 self.expect("rate $/h", cents(shown), rate, text)
         if block_ids.startswith("notice.recovered"):
             self.recovered(cluster_id, whole)
         for pattern, what in ((r"accrued \*" + MONEY + r"\* so far", "cost so far"),
-                              (r"has accrued " + MONEY, "cost so far")):
+                              (r"has accrued " + MONEY, "cost so far"),
+                              (r"\*Accrued so far\*\n" + MONEY, "cost so far")):
             for shown in re.findall(pattern, whole):
                 self.expect(what, cents(shown), total, whole)
         for pattern in (r"Cost: " + MONEY + r" over", r"Receipt\* for .*?: " + MONEY,
@@ -300,8 +301,10 @@ async def lifecycle(tmp_path: Any, seed: int) -> Check:
                 kept = [v for v in h.sim.engine.list_volumes() if v.status.value == "available"]
                 if kept:
                     h.sim.engine.delete_volume(rnd.choice(kept).id)
-            elif roll < 0.8:
+            elif roll < 0.72:
                 await h.slash("list")
+            elif roll < 0.8:
+                await h.slash(f"status {rnd.choice(clusters)}")
             elif roll < 0.9:
                 await h.slash("spend")
             else:
