@@ -11,6 +11,7 @@ from bot.domain.models import Actor, AuditEntry, ClusterRecord, NodeSummary
 from bot.domain.spend import VolumeSpan
 from bot.reserve import errors as api
 from bot.reserve.port import ClusterProvider
+from bot.reserve.schemas import Volume, VolumeStatus
 from bot.services.audit import AuditLog
 from bot.services.observing import node_summaries
 from bot.services.people import People
@@ -94,7 +95,8 @@ class ClusterQueries:
                     own_from, owner = wire.created_at, owners.get(wire.id)
                 spans.append(VolumeSpan(
                     id=wire.id, owner_id=owner, hourly_cents=wire.billing.hourly_cents,
-                    own_from=own_from, until=wire.deleted_at, uncovered=uncovered))
+                    own_from=own_from, until=_stopped(wire, now=self._clock.now()),
+                    uncovered=uncovered))
         return spans
 
     async def audit(self, *, subject_id: str | None, actor: Actor) -> list[AuditEntry]:
@@ -106,3 +108,11 @@ class ClusterQueries:
             raise NotAllowed("Only approvers can read the audit trail.")
         async with self._db.transaction() as repos:
             return await repos.audit.list(subject_id=subject_id, limit=AUDIT_LINES)
+
+
+def _stopped(wire: Volume, *, now: datetime) -> datetime | None:
+    """When the volume stopped billing: its deletion (billing stops when deleting begins;
+    `deletedAt` comes once it is gone, so a volume still deleting stopped by now)."""
+    if wire.deleted_at is not None:
+        return wire.deleted_at
+    return now if wire.status in (VolumeStatus.DELETING, VolumeStatus.DELETED) else None

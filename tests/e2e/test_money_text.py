@@ -88,3 +88,24 @@ async def test_a_payment_grace_termination_is_audited_and_said_in_words(tmp_path
         everything = "\n".join(h.text_of(m) for m in h.slack.all_messages())
         assert "payment_grace_expired" not in everything
         assert "the payment grace ended on an unpaid hour" in everything
+
+
+async def test_spend_counts_a_kept_volume_and_stops_it_once_deleting(tmp_path):
+    async with bot(tmp_path) as h:
+        cluster_id = await h.running_cluster("quote h100x8 nodes=2 storage=1000")
+        await h.slash(f"terminate {cluster_id}")
+        await h.click(h.last_ephemeral(ALICE, containing=Action.TERMINATE), Action.TERMINATE,
+                      user=ALICE)
+        await h.advance(3 * 3600)  # the volume pays its own hours once the cluster stopped
+        await h.rt.services.volumes.sync()
+        volume = (await h.record(cluster_id)).volume_id
+        assert volume is not None
+        report = await h.rt.services.clusters.spend(month=None)
+        assert [v.id for v, _ in report.by_volume] == [volume]
+        charged = [e for e in h.sim.engine.ledger() if e.resource_id == volume]
+        assert report.volumes_cents == sum(e.cents for e in charged) > 0
+        before = report.projected_cents
+        assert before > 0
+        h.sim.engine.delete_volume(volume)  # deleting: billing stops at once
+        after = await h.rt.services.clusters.spend(month=None)
+        assert after.projected_cents == 0 and after.volumes_cents == report.volumes_cents
