@@ -142,13 +142,15 @@ async def start(settings: Settings, *, clock: Clock | None = None,
                                  approvals_channel=approvals_channel, holder=replica,
                                  claim_ttl=timedelta(seconds=settings.outbox_claim_seconds))
         audit = AuditLog(db=db, clock=clock)
-        quoting = QuotingService(provider=provider, db=db, clock=clock)
+        quoting = QuotingService(provider=provider, db=db, clock=clock, audit=audit)
         launching = LaunchService(provider=provider, quoting=quoting, notifier=notifier,
                                   audit=audit, db=db, clock=clock)
         watching = WatchService(provider=provider, notifier=notifier, db=db, clock=clock)
         approvals = ApprovalService(quoting=quoting, notifier=notifier, launcher=launching,
                                     people=people, audit=audit, db=db, clock=clock)
         launching.judge = approvals.judge
+        quoting.judge = approvals.judge
+        quoting.auto_approve_below_cents = policy.auto_approve_below_cents
         termination = TerminationService(watching=watching, provider=provider, people=people,
                                          notifier=notifier, audit=audit, db=db, clock=clock)
         services = Services(

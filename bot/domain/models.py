@@ -80,6 +80,23 @@ class QuoteInfo(Frozen):
         return now >= self.expires_at
 
 
+class QuoteOutlook(Frozen):
+    """What the quote card says beside the price, before anyone fills in a launch form: the
+    spend policy's verdict on the person quoting, and where the shape has stock."""
+
+    refused: str | None = None  # the rule(s) broken, with the numbers, in words
+    override: bool = False  # broken, but an admin may approve it as an explicit override
+    approvals_needed: int = 1  # 0: auto-approved by the spend policy
+    auto_approve_below_cents: int | None = None
+    single_machine_per_gpu_cents: int | None = None  # the provider's non-cluster rate
+    stock_elsewhere: tuple[tuple[str, str], ...] = ()  # (location, availability) with stock
+
+    @property
+    def can_request(self) -> bool:
+        """A request can go on: nothing broken (or an admin may override) and stock exists."""
+        return self.refused is None or self.override
+
+
 class Workload(Frozen):
     """Launch settings that do not change the price (contract §2.3)."""
 
@@ -188,6 +205,12 @@ class Observation(Frozen):
     payment_status: str = "current"  # current | past_due
     grace_ends_at: datetime | None = None
     unpaid_cents: int = 0
+    # Hour marks (readyAt + k·1 h) the provider passed without charging: no node was running
+    # (contract §5.3). None when the provider's fields can't tell (not accruing, per-second).
+    skipped_charges: int | None = None
+    next_accrual_at: datetime | None = None
+    # The instants of those uncharged marks, carried from poll to poll (bot/domain/watch.py).
+    skipped_marks: tuple[datetime, ...] = ()
 
     @property
     def attempts_started(self) -> int:

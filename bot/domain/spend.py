@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from bot.domain.policy import Team
 
 HOUR = timedelta(hours=1)
+_INSTANT = timedelta(microseconds=1)
 _MONTH = re.compile(r"^(\d{4})-(\d{2})$")
 # States in which a cluster will still accrue: provisioning becomes ready (and billable) in
 # minutes, so a cluster launched a moment ago already counts against the month.
@@ -68,11 +69,39 @@ def accrued_in(c: ClusterRecord, start: datetime, end: datetime) -> int:
     if c.accrued_hours <= 0:
         # Cents without an hour count (a per-second provider): all of it at ready_at.
         return c.accrued_cents if start <= c.ready_at < end else 0
+    skipped = uncharged_marks(c)
+    if skipped:
+        # Marks passed while every node was down were not charged: the k-th charge is the k-th
+        # charged mark, not ready_at + k h.
+        charged = charge_instants(c, skipped)
+        first = sum(1 for at in charged if at < start)
+        stop = sum(1 for at in charged if at < end)
+        return _cumulative(c, stop) - _cumulative(c, first) if stop > first else 0
     first = min(accruals_before(c.ready_at, start), c.accrued_hours)
     stop = min(accruals_before(c.ready_at, end), c.accrued_hours)
     if stop <= first:
         return 0
     return _cumulative(c, stop) - _cumulative(c, first)
+
+
+def uncharged_marks(c: ClusterRecord) -> tuple[datetime, ...]:
+    """The hour marks the provider passed without charging (no node running), as watched."""
+    return c.observed.skipped_marks if c.observed is not None else ()
+
+
+def charge_instants(c: ClusterRecord, skipped: Sequence[datetime]) -> list[datetime]:
+    """When each of the cluster's `accrued_hours` charges was made: the marks from ready_at on,
+    less the uncharged ones."""
+    assert c.ready_at is not None
+    out: list[datetime] = []
+    k = 0
+    gone = set(skipped)
+    while len(out) < c.accrued_hours:
+        at = c.ready_at + HOUR * k
+        if at not in gone:
+            out.append(at)
+        k += 1
+    return out
 
 
 def _cumulative(c: ClusterRecord, hours: int) -> int:
@@ -93,8 +122,8 @@ def projected_in(c: ClusterRecord, *, now: datetime, end: datetime,
         return 0
     if c.ready_at is None:
         anchor, done = now, 0
-    else:
-        anchor, done = c.ready_at, c.accrued_hours
+    else:  # the marks already passed: the charged ones and the uncharged ones
+        anchor, done = c.ready_at, c.accrued_hours + len(uncharged_marks(c))
     stop = accruals_before(anchor, end)
     if lifetime_hours is not None:
         stop = min(stop, lifetime_hours)
@@ -195,20 +224,71 @@ def committed_spend(clusters: Iterable[ClusterRecord], requests: Iterable[Launch
     return MonthSpend(user_cents=user_cents, team_cents=team_cents, requests=tuple(held))
 
 
+class VolumeSpan(Frozen):
+    """When a shared volume bills on its own (contract §5.4), from the provider's fields.
+
+    It is charged one hour at `own_from + k·1 h` (k = 0, 1, …) before `until` (its deletion;
+    None: not deleted). `own_from` is where the covering cluster's last paid hour ended
+    (`ready_at + accrued_hours·1 h`), the moment a never-ready cluster ended, or the volume's
+    creation for one the bot did not create; None while a cluster still pays for it.
+    """
+
+    id: str
+    owner_id: str | None
+    hourly_cents: int
+    own_from: datetime | None
+    until: datetime | None = None
+    # Hours it paid alone while its cluster still ran: the marks the cluster was not charged
+    # for (every node down), so it did not cover the volume either (contract §5.4).
+    uncovered: tuple[datetime, ...] = ()
+
+
+def volume_own_from(c: ClusterRecord) -> datetime | None:
+    """Where a cluster's volume starts billing on its own, once the cluster stopped paying:
+    where the last hour mark it passed (charged or not) ends."""
+    if c.status in _WILL_ACCRUE:
+        return None
+    marks = c.accrued_hours + len(uncharged_marks(c))
+    if c.ready_at is not None and marks > 0:
+        return c.ready_at + HOUR * marks
+    return c.terminated_at or c.updated_at
+
+
+def volume_charges(v: VolumeSpan, start: datetime, end: datetime) -> int:
+    """Cents the volume is charged on its own with an instant in [start, end) (and before its
+    deletion)."""
+    stop = min(end, v.until) if v.until is not None else end
+    if stop <= start:
+        return 0
+    hours = sum(1 for at in v.uncovered if start <= at < stop)
+    if v.own_from is not None:
+        hours += max(0, accruals_before(v.own_from, stop) - accruals_before(v.own_from, start))
+    return hours * v.hourly_cents
+
+
 class SpendReport(Frozen):
-    """One month's accrued spend, largest first; `projected_cents` is what the live clusters will
-    still add before the month ends (0 for a month that is over)."""
+    """One month's accrued spend, largest first; `projected_cents` is what the live clusters and
+    kept volumes will still add from now to the end of the month (0 for a month that is over).
+    `volumes_cents` is the part of `total_cents` that volumes billed on their own."""
 
     month: str  # "YYYY-MM"
     by_owner: list[tuple[str | None, int]]  # None: clusters nobody has claimed
     by_cluster: list[tuple[ClusterRecord, int]]
     total_cents: int
     projected_cents: int = 0
+    by_volume: list[tuple[VolumeSpan, int]] = Field(default_factory=list)
+    volumes_cents: int = 0
+    month_end: datetime | None = None
+    capped_by_envelopes: bool = False
 
 
 def spend_report(clusters: Iterable[ClusterRecord], month: str | None,
-                 now: datetime) -> SpendReport:
-    """What each cluster and each owner accrued in `month` (None: this month).
+                 now: datetime, *, volumes: Iterable[VolumeSpan] = (),
+                 enforce_lifetime: bool = False) -> SpendReport:
+    """What each cluster, volume and owner was charged in `month` (None: this month), and, for
+    the current month, what will still be charged from now until the month ends if nobody
+    terminates anything: every live cluster at its locked rate (stopping at its approved
+    envelope only when the policy enforces envelopes) and every kept volume.
 
     Raises ValueError for a malformed month (see `month_bounds`).
     """
@@ -216,16 +296,31 @@ def spend_report(clusters: Iterable[ClusterRecord], month: str | None,
     by_cluster: list[tuple[ClusterRecord, int]] = []
     owners: dict[str | None, int] = {}
     projected = 0
+    current = start <= now < end
     for c in clusters:
         cents = accrued_in(c, start, end)
-        if start <= now < end:
-            projected += projected_in(c, now=now, end=end, lifetime_hours=c.lifetime_hours)
+        if current:
+            projected += projected_in(
+                c, now=now, end=end, lifetime_hours=c.lifetime_hours if enforce_lifetime else None)
         if cents:
             by_cluster.append((c, cents))
             owners[c.owner_id] = owners.get(c.owner_id, 0) + cents
+    by_volume: list[tuple[VolumeSpan, int]] = []
+    charged_by = now + _INSTANT  # a charge at this very instant has been made
+    for v in volumes:
+        cents = volume_charges(v, start, min(end, charged_by))
+        if current:
+            projected += volume_charges(v, charged_by, end)
+        if cents:
+            by_volume.append((v, cents))
+            owners[v.owner_id] = owners.get(v.owner_id, 0) + cents
     by_cluster.sort(key=lambda item: (-item[1], item[0].id))
+    by_volume.sort(key=lambda item: (-item[1], item[0].id))
     # Unclaimed spend last among equals: it is the line someone has to act on, but not a person.
     by_owner = sorted(owners.items(), key=lambda item: (-item[1], item[0] is None, item[0] or ""))
+    volumes_cents = sum(cents for _, cents in by_volume)
     return SpendReport(month=f"{start:%Y-%m}", by_owner=by_owner, by_cluster=by_cluster,
-                       total_cents=sum(cents for _, cents in by_cluster),
-                       projected_cents=projected)
+                       total_cents=sum(cents for _, cents in by_cluster) + volumes_cents,
+                       projected_cents=projected, by_volume=by_volume,
+                       volumes_cents=volumes_cents, month_end=end,
+                       capped_by_envelopes=enforce_lifetime)

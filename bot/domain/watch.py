@@ -14,6 +14,7 @@ import enum
 from datetime import datetime
 
 from bot.domain.models import ClusterState, Frozen, Observation
+from bot.domain.spend import HOUR, accruals_before
 
 
 class NoticeKind(enum.StrEnum):
@@ -49,6 +50,7 @@ class NoticeFacts(Frozen):
     auto_recovery: bool = False
     degraded_seconds: int | None = None
     degraded_cost_cents: int | None = None
+    degraded_charges: int | None = None  # hourly charges AI Reserve made inside the episode
     accrued_cents: int = 0
     termination_reason: str | None = None
     hour: int | None = None  # REMINDER: the accrued hour it is about
@@ -68,14 +70,58 @@ class Notice(Frozen):
     delivered_at: datetime | None = None
 
 
+def episode_charges(*, ready_at: datetime | None, started: datetime | None,
+                    ended: datetime | None) -> int | None:
+    """How many hourly charges AI Reserve made inside a degraded episode [started, ended).
+
+    A cluster is charged one whole hour at each anchor `ready_at + k·1 h` (contract §5.3), also
+    while degraded; so the episode cost the anchors that fall inside it — from the cluster's own
+    fields, never a difference of two polled figures (a charge landing between the provider's
+    change and the bot's poll would fall on the wrong side). An anchor at the very instant the
+    episode started is inside it (the provider changes state before it charges); one at the
+    instant it recovered is not. None when a bound is unknown.
+    """
+    if ready_at is None or started is None or ended is None or ended < started:
+        return None
+    return accruals_before(ready_at, ended) - accruals_before(ready_at, started)
+
+
+def carry(before: Observation | None, after: Observation) -> Observation:
+    """`after` with the uncharged hour marks carried from the previous poll, plus those the
+    provider passed since (its count of uncharged marks grew by as many).
+
+    The new ones are the latest marks before `nextAccrualAt`: exact whenever polls are less
+    than an hour apart (one mark at most between two polls); a poll spanning several marks of
+    which only some went uncharged is taken to have missed the latest ones."""
+    known = before.skipped_marks if before is not None else ()
+    if after.skipped_charges is None or after.next_accrual_at is None:
+        return after.model_copy(update={"skipped_marks": known})
+    new = after.skipped_charges - len(known)
+    if new <= 0:
+        return after.model_copy(update={"skipped_marks": known})
+    nxt = after.next_accrual_at
+    marks = sorted(nxt - HOUR * j for j in range(1, new + 1))
+    return after.model_copy(update={"skipped_marks": (*known, *marks)})
+
+
+def recovered_at(after: Observation, *, fallback: datetime) -> datetime:
+    """When the episode ended: the last node's `lastRecoveredAt` (the cluster turns `running`
+    the moment its last down node is back), else `fallback` (the poll that saw it)."""
+    started = after.episode_started_at
+    back = [n.last_recovered_at for n in after.nodes if n.last_recovered_at is not None
+            and (started is None or n.last_recovered_at >= started)]
+    return max(back) if back else fallback
+
+
 def notices_between(before: Observation | None, after: Observation, *, cluster_id: str,
                     now: datetime, terminated_by_bot: bool, manual_attempts: frozenset[int],
-                    accrued_at_degrade: int | None) -> list[Notice]:
+                    ready_at: datetime | None = None,
+                    hourly_cents: int | None = None) -> list[Notice]:
     """Every transition from `before` to `after`, oldest first.
 
     `manual_attempts` are the attempt numbers (of the current episode) the bot itself asked
-    for; `accrued_at_degrade` is the accrued figure when the episode was first seen, so the
-    recovered notice can say what the degraded time cost by the provider's own billing.
+    for; `ready_at` and `hourly_cents` (the cluster's readyAt and locked rate) let the recovered
+    notice say what the degraded time cost: the charges AI Reserve made inside the episode.
     """
     prior = before or Observation(status=ClusterState.PROVISIONING)
     same_episode = prior.episode == after.episode
@@ -113,10 +159,16 @@ def notices_between(before: Observation | None, after: Observation, *, cluster_i
     was_degraded = prior.status is ClusterState.DEGRADED or after.episode > prior.episode
     if was_degraded and after.episode and after.status is ClusterState.RUNNING:
         started = after.episode_started_at or prior.episode_started_at
+        back_at = recovered_at(after, fallback=now)
+        charges = episode_charges(ready_at=ready_at, started=started, ended=back_at)
+        if charges is not None and started is not None:
+            # Hour marks that fell while every node was down were not charged (§5.3).
+            charges -= sum(1 for mark in after.skipped_marks if started <= mark < back_at)
         add(f"recovered:{after.episode}", NoticeKind.RECOVERED,
-            degraded_seconds=int((now - started).total_seconds()) if started else None,
-            degraded_cost_cents=(after.accrued_cents - accrued_at_degrade
-                                 if accrued_at_degrade is not None else None))
+            degraded_seconds=int((back_at - started).total_seconds()) if started else None,
+            degraded_charges=charges,
+            degraded_cost_cents=(charges * hourly_cents
+                                 if charges is not None and hourly_cents is not None else None))
     if after.recovery_state == "exhausted" and (prior.recovery_state != "exhausted"
                                                 or not same_episode):
         add(f"exhausted:{after.episode}", NoticeKind.EXHAUSTED,

@@ -11,11 +11,13 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable, Coroutine
+from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from bot.clock import Clock
 from bot.domain.errors import DomainError
-from bot.domain.models import Actor, AuditEntry
+from bot.domain.models import Actor, AuditEntry, ClusterRecord
+from bot.domain.reasons import why_terminated
 from bot.reserve import errors as api
 from storage.db import Database
 
@@ -52,8 +54,12 @@ S = TypeVar("S", bound=Audited)
 Method = Callable[Concatenate[S, P], Coroutine[Any, Any, R]]
 
 
-def audited(action: str, *, subject: str) -> Callable[[Method[S, P, R]], Method[S, P, R]]:
-    """Record the call's outcome; `subject` names the keyword argument holding the subject id."""
+def audited(action: str, *, subject: str,
+            refusals_only: bool = False) -> Callable[[Method[S, P, R]], Method[S, P, R]]:
+    """Record the call's outcome; `subject` names the keyword argument holding the subject id.
+
+    `refusals_only`: a check before a confirm (e.g. `/cluster terminate`'s) — its refusal is
+    an attempt worth recording, its success is not yet an action."""
 
     def wrap(method: Method[S, P, R]) -> Method[S, P, R]:
         @functools.wraps(method)
@@ -71,6 +77,8 @@ def audited(action: str, *, subject: str) -> Callable[[Method[S, P, R]], Method[
                 await service._audit.write(actor=who, action=action, subject_id=subject_id,
                                         outcome="failed", detail=f"{exc.code}: {exc.message}")
                 raise
+            if refusals_only:
+                return result
             await service._audit.write(
                 actor=who, action=action, subject_id=_subject(result, subject_id),
                 outcome="ok", amount_cents=_amount(result),
@@ -90,3 +98,13 @@ def _amount(result: Any) -> int | None:
 def _subject(result: Any, fallback: str) -> str:
     value = getattr(result, "id", None)
     return value if isinstance(value, str) else fallback
+
+
+def ended_elsewhere(record: ClusterRecord, *, reason: str | None, at: datetime) -> AuditEntry:
+    """The audit line for a cluster the bot did not terminate itself: payment grace, a
+    terminate at AI Reserve directly, or gone at AI Reserve. Written by the watcher in the
+    transaction that queues its notice (once per cluster, as the notice is)."""
+    return AuditEntry(at=at, actor_id=None, action="terminated", subject_id=record.id,
+                      amount_cents=record.accrued_cents, outcome="ok",
+                      detail=why_terminated(reason=reason, requested_by=None),
+                      idempotency_key=f"ended:{record.id}")

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from bot.clock import Clock
 from bot.domain import spend
 from bot.domain.errors import InvalidCommand, NotAllowed, UnknownResource
 from bot.domain.models import Actor, AuditEntry, ClusterRecord, NodeSummary
+from bot.domain.spend import VolumeSpan
 from bot.reserve import errors as api
 from bot.reserve.port import ClusterProvider
+from bot.reserve.schemas import Volume, VolumeStatus
 from bot.services.audit import AuditLog
 from bot.services.observing import node_summaries
 from bot.services.people import People
@@ -40,7 +44,7 @@ class ClusterQueries:
         try:
             wire = await self._provider.get_cluster(cluster_id)
         except api.ApiError as exc:
-            raise explain(exc) from exc
+            raise explain(exc, ident=cluster_id) from exc
         record = await self._watching.sync(cluster_id, wire=wire)
         assert record is not None
         return record, node_summaries(wire)
@@ -55,7 +59,45 @@ class ClusterQueries:
                 from None
         async with self._db.transaction() as repos:
             clusters = await repos.clusters.list_in_period(start, end)
-        return spend.spend_report(clusters, month, now)
+        volumes = await self._volume_spans()
+        return spend.spend_report(clusters, month, now, volumes=volumes,
+                                  enforce_lifetime=self._people.policy.enforce_lifetime)
+
+    async def _volume_spans(self) -> list[VolumeSpan]:
+        """Every volume the bot knows of or AI Reserve lists, with when it bills on its own:
+        orphaned volumes are charged too, and `/cluster spend` must count them."""
+        try:
+            wires = {v.id: v async for v in self._provider.iter_volumes()}
+            async with self._db.transaction() as repos:
+                stored = await repos.volumes.list_all()
+            for v in stored:
+                if v.id not in wires:  # deleted volumes are no longer listed: read by id
+                    try:
+                        wires[v.id] = await self._provider.get_volume(v.id)
+                    except api.NotFound:
+                        continue
+        except api.ApiError as exc:
+            raise explain(exc) from exc
+        owners = {v.id: v.owner_id for v in stored}
+        spans: list[VolumeSpan] = []
+        async with self._db.transaction() as repos:
+            for wire in wires.values():
+                origin = (await repos.clusters.get(wire.created_with_cluster_id)
+                          if wire.created_with_cluster_id else None)
+                uncovered: tuple[datetime, ...] = ()
+                if origin is not None:
+                    own_from = spend.volume_own_from(origin)
+                    owner = origin.owner_id
+                    uncovered = spend.uncharged_marks(origin)
+                elif wire.created_with_cluster_id or wire.attached_cluster_id:
+                    continue  # a cluster the bot does not know pays for it: not ours to count
+                else:
+                    own_from, owner = wire.created_at, owners.get(wire.id)
+                spans.append(VolumeSpan(
+                    id=wire.id, owner_id=owner, hourly_cents=wire.billing.hourly_cents,
+                    own_from=own_from, until=_stopped(wire, now=self._clock.now()),
+                    uncovered=uncovered))
+        return spans
 
     async def audit(self, *, subject_id: str | None, actor: Actor) -> list[AuditEntry]:
         """The audit trail (of one request or cluster), newest first: approvers only."""
@@ -66,3 +108,11 @@ class ClusterQueries:
             raise NotAllowed("Only approvers can read the audit trail.")
         async with self._db.transaction() as repos:
             return await repos.audit.list(subject_id=subject_id, limit=AUDIT_LINES)
+
+
+def _stopped(wire: Volume, *, now: datetime) -> datetime | None:
+    """When the volume stopped billing: its deletion (billing stops when deleting begins;
+    `deletedAt` comes once it is gone, so a volume still deleting stopped by now)."""
+    if wire.deleted_at is not None:
+        return wire.deleted_at
+    return now if wire.status in (VolumeStatus.DELETING, VolumeStatus.DELETED) else None

@@ -15,7 +15,7 @@ from bot.domain.models import (
     Observation,
     ShapeSpec,
 )
-from bot.reserve.schemas import Cluster, ClusterStatus, NodeStatus
+from bot.reserve.schemas import BillingIncrement, Cluster, ClusterStatus, NodeStatus
 
 
 def state_of(status: ClusterStatus) -> ClusterState | None:
@@ -40,7 +40,20 @@ def observe(cluster: Cluster, *, previous: ClusterState | None = None) -> Observ
         payment_status=cluster.billing.payment_status.value,
         grace_ends_at=cluster.billing.grace_ends_at,
         unpaid_cents=cluster.billing.unpaid_cents,
+        skipped_charges=skipped_charges(cluster),
+        next_accrual_at=cluster.billing.next_accrual_at,
     )
+
+
+def skipped_charges(cluster: Cluster) -> int | None:
+    """Hour marks AI Reserve passed without a charge (no node running at that instant): the
+    marks it has processed (`nextAccrualAt` is the next one) less the hours it charged."""
+    bill = cluster.billing
+    if (cluster.ready_at is None or bill.next_accrual_at is None
+            or cluster.locked_rate.billing_increment is not BillingIncrement.HOUR):
+        return None
+    marks = round((bill.next_accrual_at - cluster.ready_at).total_seconds() / 3600)
+    return max(0, marks - bill.accrued_hours)
 
 
 def observed_fields(cluster: Cluster) -> dict[str, Any]:

@@ -7,8 +7,11 @@ from bot.domain.errors import UnknownResource as Unknown
 from bot.reserve import errors as api
 
 
-def explain(exc: api.ApiError, *, usage: str = "") -> DomainError:
-    """Map a provider error to what the person is told, with what to do next."""
+def explain(exc: api.ApiError, *, usage: str = "", ident: str | None = None) -> DomainError:
+    """Map a provider error to what the person is told, with what to do next.
+
+    `ident`: the id the person asked about, so "unknown" names it (the provider's 404 names
+    only the kind of resource)."""
     if isinstance(exc, api.InvalidShape):
         note = (" Larger clusters are arranged through AI Reserve sales."
                 if exc.sales_contact else "")
@@ -18,7 +21,11 @@ def explain(exc: api.ApiError, *, usage: str = "") -> DomainError:
         return InvalidCommand(f"AI Reserve refused the request: {exc.message}",
                               bad_part=exc.field, usage=usage)
     if isinstance(exc, api.NotFound):
-        return Unknown(exc.resource or "resource", str(exc.details.get("id", "")) or "that id")
+        kind = exc.resource if exc.resource and exc.resource != "route" else "resource"
+        named = ident or str(exc.details.get("id", "") or "")
+        if named:
+            return Unknown(kind, named)
+        return Conflict(f"AI Reserve doesn't know that {kind}: {exc.message}")
     if isinstance(exc, api.VolumeAttached):
         return Conflict(f"Volume `{exc.volume_id}` is attached to cluster `{exc.cluster_id}`; "
                         "terminate that cluster first.")

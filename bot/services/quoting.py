@@ -2,36 +2,46 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 
 from bot.clock import Clock
 from bot.domain import policies
 from bot.domain.commands import SHORT_ACCELERATORS, USAGE, QuoteCommand
 from bot.domain.errors import InvalidCommand
-from bot.domain.models import Actor, PriceLine, QuoteInfo, QuoteSpec, ShapeSpec
+from bot.domain.models import Actor, PriceLine, QuoteInfo, QuoteOutlook, QuoteSpec, ShapeSpec
+from bot.domain.policy import Verdict
 from bot.reserve import errors as api
 from bot.reserve.port import ClusterProvider
 from bot.reserve.schemas import Accelerator, Quote
+from bot.services.audit import AuditLog, audited
 from bot.services.provider_errors import explain
 from storage.db import Database
 
 CATALOG_TTL = timedelta(minutes=10)
+_STOCKED = ("high", "medium", "low")
+
+Judge = Callable[[QuoteInfo, str], Awaitable[Verdict]]
 
 
 class QuotingService:
     """Turns `/cluster quote …` into a stored provider quote."""
 
-    def __init__(self, *, provider: ClusterProvider, db: Database, clock: Clock) -> None:
+    def __init__(self, *, provider: ClusterProvider, db: Database, clock: Clock,
+                 audit: AuditLog) -> None:
         self._provider = provider
         self._db = db
         self._clock = clock
+        self._audit = audit
+        self.judge: Judge | None = None  # the spend policy's verdict (set by the runtime)
+        self.auto_approve_below_cents: int | None = None
         self._catalog: list[Accelerator] = []
         self._catalog_at: datetime | None = None
 
-    async def catalog(self) -> list[Accelerator]:
+    async def catalog(self, *, refresh: bool = False) -> list[Accelerator]:
         now = self._clock.now()
         fresh = self._catalog_at is not None and now - self._catalog_at < CATALOG_TTL
-        if not fresh or not self._catalog:
+        if refresh or not fresh or not self._catalog:
             try:
                 self._catalog = await self._provider.list_accelerators()
             except api.ApiError as exc:
@@ -55,6 +65,7 @@ class QuotingService:
                              f"{', '.join(a.id for a in matches)}; use the full id.",
                              bad_part=typed, usage=USAGE["quote"])
 
+    @audited("quote", subject="channel_id")
     async def quote(self, cmd: QuoteCommand, *, actor: Actor, channel_id: str) -> QuoteInfo:
         accelerator = await self.resolve(cmd.accelerator)
         policies.check_gpus_per_node(
@@ -70,6 +81,28 @@ class QuotingService:
         return await self.quote_spec(spec, accelerator_name=accelerator.name,
                                      requested_by=actor.user_id, channel_id=channel_id)
 
+    async def outlook(self, quote: QuoteInfo) -> QuoteOutlook:
+        """The policy's verdict on the person quoting and the shape's stock, for the card:
+        a request that would be refused is said now, not after the launch form."""
+        verdict = await self.judge(quote, quote.requested_by) if self.judge else None
+        # No stock here: where else has it is read fresh, not from a ten-minute-old catalog.
+        catalog = await self.catalog(refresh=quote.availability == "none")
+        entry = next((a for a in catalog if a.id == quote.spec.shape.accelerator), None)
+        elsewhere: tuple[tuple[str, str], ...] = ()
+        if quote.availability == "none" and entry is not None:
+            ranked = sorted((loc for loc in entry.locations if loc.id != quote.location
+                             and loc.availability.value in _STOCKED),
+                            key=lambda loc: (_STOCKED.index(loc.availability.value), loc.id))
+            elsewhere = tuple((loc.id, loc.availability.value) for loc in ranked)
+        single = entry.single_machine if entry is not None else None
+        return QuoteOutlook(
+            refused=verdict.refused if verdict else None,
+            override=verdict.override if verdict else False,
+            approvals_needed=verdict.approvals_needed if verdict else 1,
+            auto_approve_below_cents=self.auto_approve_below_cents,
+            single_machine_per_gpu_cents=single.per_gpu_hourly_cents if single else None,
+            stock_elsewhere=elsewhere)
+
     async def quote_spec(self, spec: QuoteSpec, *, accelerator_name: str, requested_by: str,
                          channel_id: str) -> QuoteInfo:
         """Price a spec at the provider and store it (also used to re-quote for re-approval)."""
@@ -80,7 +113,7 @@ class QuotingService:
                 storage_gb=spec.storage_gb, volume_id=spec.volume_id,
             )
         except api.ApiError as exc:
-            raise explain(exc, usage=USAGE["quote"]) from exc
+            raise explain(exc, usage=USAGE["quote"], ident=spec.volume_id) from exc
         info = quote_info(wire, spec=spec, accelerator_name=accelerator_name,
                           requested_by=requested_by, channel_id=channel_id)
         async with self._db.transaction() as repos:

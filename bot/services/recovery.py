@@ -72,7 +72,7 @@ class RecoveryService:
                            f"({exc.attempts_used}/{exc.attempts_max}); the cluster keeps billing "
                            "at its full rate — terminating it is the way out.") from None
         except api.ApiError as exc:
-            raise explain(exc) from exc
+            raise explain(exc, ident=cluster_id) from exc
         # Remember that this attempt was ours, so its notice says "manual".
         attempt = f"{wire.recovery.episode}:{wire.recovery.attempts_used + 1}"
         async with self._db.transaction() as repos:
@@ -90,7 +90,7 @@ class RecoveryService:
         try:
             wire = await self._provider.set_auto_recovery(cluster_id, on)
         except api.ApiError as exc:
-            raise explain(exc) from exc
+            raise explain(exc, ident=cluster_id) from exc
         synced = await self._watching.sync(cluster_id, wire=wire)
         assert synced is not None
         return synced

@@ -79,7 +79,7 @@ class StewardshipService:
         try:
             return await self._provider.cluster_logs(cluster_id, node=node, tail=LOG_LINES)
         except api.ApiError as exc:
-            raise explain(exc) from exc
+            raise explain(exc, ident=cluster_id) from exc
 
     @audited("keep_running", subject="cluster_id")
     async def keep_running(self, *, cluster_id: str, actor: Actor) -> ClusterRecord:

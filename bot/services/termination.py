@@ -17,6 +17,7 @@ from bot.domain.errors import Conflict, ProviderUnavailable, UnknownResource
 from bot.domain.models import Actor, ClusterRecord, ClusterState
 from bot.domain.policy import money
 from bot.domain.ports import Notifier
+from bot.domain.reasons import error_words
 from bot.domain.termination import (
     CLAIM_LEASE,
     POLICY,
@@ -46,8 +47,13 @@ class TerminationService:
         self._audit = audit
         self._clock = clock
 
+    @audited("terminate", subject="cluster_id", refusals_only=True)
     async def check(self, *, cluster_id: str, actor: Actor) -> ClusterRecord:
-        """Who may terminate, and is there anything left to terminate? (before the confirm)"""
+        """Who may terminate, and is there anything left to terminate? (before the confirm;
+        a refusal is audited as a refused terminate)"""
+        return await self._check(cluster_id=cluster_id, actor=actor)
+
+    async def _check(self, *, cluster_id: str, actor: Actor) -> ClusterRecord:
         async with self._db.transaction() as repos:
             record = await repos.clusters.get(cluster_id)
         if record is None:
@@ -59,7 +65,7 @@ class TerminationService:
 
     @audited("terminate", subject="cluster_id")
     async def terminate(self, *, cluster_id: str, actor: Actor) -> ClusterRecord:
-        await self.check(cluster_id=cluster_id, actor=actor)
+        await self._check(cluster_id=cluster_id, actor=actor)
         return await self._terminate(cluster_id, by=actor.user_id)
 
     async def terminate_for_policy(self, *, cluster_id: str) -> ClusterRecord:
@@ -83,7 +89,7 @@ class TerminationService:
         if intent.state is TerminationState.PENDING:  # failed now, or earlier and not yet due
             raise ProviderUnavailable(
                 f"AI Reserve hasn't taken the terminate of `{cluster_id}` yet "
-                f"({intent.last_error or 'in progress'}). It is still billing at "
+                f"({error_words(intent.last_error) or 'in progress'}). It is still billing at "
                 f"{money(record.hourly_cents)}/h; I keep trying and will tell you when it is "
                 "really terminated.")
         return record
@@ -155,7 +161,7 @@ class TerminationService:
         if warn and record is not None:
             await self._tell(intent, record, (
                 f"AI Reserve still refuses to terminate `{record.id}` after {intent.attempts} "
-                f"attempts (last: {exc.code}). It is still billing at "
+                f"attempts (last: {error_words(exc.code)}). It is still billing at "
                 f"{money(record.hourly_cents)}/h. I keep trying and will tell you when it is "
                 "terminated."))
 

@@ -105,7 +105,7 @@ class VolumeService:
                            "AI Reserve won't delete a volume while a cluster holds it. "
                            "Terminate the cluster first.") from None
         except api.ApiError as exc:
-            raise explain(exc) from exc
+            raise explain(exc, ident=volume_id) from exc
         async with self._db.transaction() as repos:
             return await repos.volumes.update(volume_id, now=self._clock.now(),
                                               status=wire.status.value, next_reminder_at=None)

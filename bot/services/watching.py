@@ -21,10 +21,18 @@ from bot.clock import Clock
 from bot.domain.models import ClusterRecord, ClusterState, Observation
 from bot.domain.payment import payment_notices
 from bot.domain.ports import Notifier
-from bot.domain.watch import Notice, NoticeFacts, NoticeKind, notices_between, reminder_hour
+from bot.domain.watch import (
+    Notice,
+    NoticeFacts,
+    NoticeKind,
+    carry,
+    notices_between,
+    reminder_hour,
+)
 from bot.reserve import errors as api
 from bot.reserve.port import ClusterProvider
 from bot.reserve.schemas import Cluster
+from bot.services.audit import ended_elsewhere
 from bot.services.observing import connection_details, observe, observed_fields, state_of
 from storage.db import Database
 
@@ -80,9 +88,14 @@ class WatchService:
             before = await repos.clusters.get(cluster_id)
             if before is None:
                 return None
-            after_obs = observe(wire, previous=before.status)
+            after_obs = carry(before.observed, observe(wire, previous=before.status))
             changes = self._changes(before, wire, after_obs)
             queued = await repos.notices.add_new(self._notices(before, after_obs, now=now))
+            for notice in queued:
+                if notice.kind in (NoticeKind.GRACE_TERMINATED, NoticeKind.TERMINATED_OUTSIDE):
+                    await repos.audit.add(ended_elsewhere(
+                        before.model_copy(update={"accrued_cents": after_obs.accrued_cents}),
+                        reason=after_obs.termination_reason, at=now))
             for notice in queued:
                 if notice.kind is NoticeKind.REMINDER and notice.facts.hour is not None:
                     changes["last_reminded_hours"] = notice.facts.hour
@@ -117,7 +130,7 @@ class WatchService:
         notices = notices_between(
             before.observed, after, cluster_id=before.id, now=now,
             terminated_by_bot=before.terminate_requested_by is not None,
-            manual_attempts=manual, accrued_at_degrade=before.accrued_at_degrade,
+            manual_attempts=manual, ready_at=before.ready_at, hourly_cents=before.hourly_cents,
         )
         notices += payment_notices(before.observed, after, cluster_id=before.id, now=now)
         hour = reminder_hour(after, last_reminded_hours=before.last_reminded_hours)
@@ -155,5 +168,7 @@ class WatchService:
                 cluster_id, now=now, status=ClusterState.TERMINATED,
                 terminated_at=before.terminated_at or now,
                 termination_reason=before.termination_reason or "not_found_at_provider")
+            await repos.audit.add(ended_elsewhere(after, reason=after.termination_reason,
+                                                  at=now))
         await self._notifier.refresh_cluster(cluster_id)
         return after

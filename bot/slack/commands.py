@@ -57,7 +57,8 @@ def register(app: AsyncApp, services: Services) -> None:
                            "at AI Reserve…", **EPHEMERAL)
             quote = await services.quoting.quote(cmd, actor=actor,
                                                  channel_id=command["channel_id"])
-            reply = quote_blocks.quote_card(quote, now=now())
+            outlook = await services.quoting.outlook(quote)
+            reply = quote_blocks.quote_card(quote, now=now(), outlook=outlook)
         elif isinstance(cmd, ListCommand):
             await ack()
             reply = cluster_blocks.cluster_list(await services.clusters.live(), now=now())
@@ -68,7 +69,7 @@ def register(app: AsyncApp, services: Services) -> None:
         elif isinstance(cmd, TerminateCommand):
             await ack()
             record = await services.termination.check(cluster_id=cmd.cluster_id, actor=actor)
-            reply = cluster_blocks.terminate_prompt(record)
+            reply = cluster_blocks.terminate_prompt(record, now=now())
         elif isinstance(cmd, RecoverCommand):
             await ack(text=f"Asking AI Reserve to recover `{cmd.cluster_id}`…", **EPHEMERAL)
             await services.recovery.recover(cluster_id=cmd.cluster_id, actor=actor)

@@ -109,7 +109,8 @@ class SlackNotifier:
                 await self._upsert(APPROVAL, f"{request_id}/{quote.id}",
                                    self._approvals_channel, shown)
             progress = cluster_blocks.request_progress(request, quote, record, now=now,
-                                                approvals=approvals)
+                                                       approvals=approvals,
+                                                       policy=self._people.policy)
             await self._upsert(PROGRESS, request_id, request.channel_id, progress,
                                fallback_user=request.requester_id)
         # Approvers' homes list what waits for them: only a submission or a decision changes it.
@@ -261,8 +262,10 @@ class SlackNotifier:
                 approvers = [a.approver_id for a in approvals
                              if a.decision is Decision.APPROVE and a.quote_id == request.quote_id]
                 auto = not approvers
-        return audit_blocks.receipt(record, requester=requester, approvers=approvers,
-                                    auto_approved=auto, now=self._clock.now())
+        return audit_blocks.receipt(
+            record, requester=requester, approvers=approvers, auto_approved=auto,
+            auto_approve_below_cents=self._people.policy.auto_approve_below_cents,
+            now=self._clock.now())
 
     async def envelope_notice(self, cluster: ClusterRecord, *, stage: str, ends_at: datetime,
                               terminate_at: datetime | None,

@@ -8,12 +8,15 @@ from bot.domain.models import ClusterState
 from bot.domain.policy import Team
 from bot.domain.spend import (
     MonthSpend,
+    VolumeSpan,
     accruals_before,
     accrued_in,
     month_bounds,
     month_spend,
     projected_in,
     spend_report,
+    volume_charges,
+    volume_own_from,
 )
 from tests.domain import HOUR, NOW, make_cluster
 
@@ -174,13 +177,41 @@ def test_spend_report_of_this_month_largest_first_with_projection():
     unclaimed = make_cluster("adopted", owner_id=None, lifetime_hours=2)
     idle = make_cluster("idle", status=ClusterState.FAILED, ready_at=None, accrued_hours=0,
                         accrued_cents=0)
-    report = spend_report([small, idle, unclaimed, big], None, NOW)
+    report = spend_report([small, idle, unclaimed, big], None, NOW, enforce_lifetime=True)
     assert report.month == "2026-11"
     assert [(c.id, cents) for c, cents in report.by_cluster] == [
         ("big", 20_000), ("adopted", 2 * 6253), ("small", 2 * 6253)]
     assert report.by_owner == [("U0BOB", 20_000), ("U0ALICE", 2 * 6253), (None, 2 * 6253)]
     assert report.total_cents == 20_000 + 4 * 6253
     assert report.projected_cents == 10_000  # big's third hour; the others are at their cap
+    # Without enforcement an envelope stops nothing: the projection runs to the month's end.
+    _, end = month_bounds(None, NOW)
+    uncapped = spend_report([small, idle, unclaimed, big], None, NOW)
+    assert uncapped.projected_cents == sum(
+        projected_in(c, now=NOW, end=end, lifetime_hours=None) for c in (small, unclaimed, big))
+    assert uncapped.projected_cents > 10_000 and uncapped.month_end == end
+
+
+def test_spend_report_counts_volumes_billing_on_their_own():
+    ready = NOW - 10 * HOUR - HOUR / 2
+    ended = make_cluster("gone", status=ClusterState.TERMINATED, ready_at=ready,
+                         accrued_hours=3, accrued_cents=3 * 6253,
+                         terminated_at=ready + 2 * HOUR + HOUR / 2)
+    own_from = volume_own_from(ended)
+    assert own_from == ready + 3 * HOUR  # where the cluster's last paid hour ended
+    kept = VolumeSpan(id="vol_1", owner_id="U0ALICE", hourly_cents=10, own_from=own_from)
+    deleted = VolumeSpan(id="vol_2", owner_id="U0BOB", hourly_cents=7, own_from=own_from,
+                         until=own_from + 2 * HOUR + HOUR / 4)
+    live = VolumeSpan(id="vol_3", owner_id="U0BOB", hourly_cents=5, own_from=None)
+    report = spend_report([ended], None, NOW, volumes=[kept, deleted, live])
+    charged = accruals_before(own_from, NOW + timedelta(microseconds=1))
+    assert [(v.id, cents) for v, cents in report.by_volume] == [
+        ("vol_1", charged * 10), ("vol_2", 3 * 7)]
+    assert report.volumes_cents == charged * 10 + 21
+    assert report.total_cents == 6253 * 3 + report.volumes_cents  # all in November
+    _, end = month_bounds(None, NOW)
+    assert report.projected_cents == (accruals_before(own_from, end) - charged) * 10
+    assert dict(report.by_owner)["U0BOB"] == 21
 
 
 def test_spend_report_of_a_past_month_projects_nothing():
@@ -221,3 +252,21 @@ def test_committed_spend_counts_approved_and_launching_requests_once_and_not_the
     assert got.user_cents == on_cluster + 38 * 100_00 + 3 * 100_00 + 1 * 100_00
     assert got.team_cents == {"research": got.user_cents + 38 * 100_00}
     assert [c.request_id for c in got.requests] == ["r-a", "r-b", "r-f", "r-h"]
+
+
+def test_uncharged_marks_move_charges_and_bill_the_volume_alone():
+    from bot.domain.models import ClusterState as S
+    from bot.domain.models import Observation
+    ready = datetime(2026, 11, 30, 22, 30, tzinfo=UTC)
+    # Marks 22:30 charged, 23:30 uncharged (every node down), 00:30 and 01:30 charged.
+    observed = Observation(status=S.TERMINATED, skipped_marks=(ready + HOUR,))
+    c = make_cluster("skip", status=S.TERMINATED, ready_at=ready, accrued_hours=3,
+                     accrued_cents=3 * 6253, terminated_at=ready + 3 * HOUR + HOUR / 2,
+                     observed=observed)
+    nov, dec = month_bounds("2026-11", NOW), month_bounds("2026-12", NOW)
+    assert accrued_in(c, *nov) == 6253 and accrued_in(c, *dec) == 2 * 6253
+    assert volume_own_from(c) == ready + 4 * HOUR
+    volume = VolumeSpan(id="v", owner_id="U0ALICE", hourly_cents=10,
+                        own_from=volume_own_from(c), uncovered=(ready + HOUR,))
+    assert volume_charges(volume, *nov) == 10  # the hour it paid alone at 23:30
+    assert volume_charges(volume, dec[0], ready + 6 * HOUR) == 2 * 10  # 02:30, 03:30

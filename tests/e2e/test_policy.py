@@ -106,13 +106,15 @@ async def test_self_approval_and_non_approvers_are_refused(tmp_path):
     ("quote b200x8 nodes=2", {}, "not allowed by the spend policy"),
     ("quote h100x8 nodes=6", {}, "nodes"),
 ])
-async def test_a_broken_rule_is_refused_with_the_numbers_and_changes_nothing(
+async def test_a_broken_rule_is_refused_on_the_quote_card_before_any_form(
         tmp_path, text, rule, says):
     async with bot(tmp_path, policy=policy(**rule)) as h:
-        card = await h.quote(text)
-        await h.click(card, Action.QUOTE_REQUEST_LAUNCH, user=ALICE)
-        await h.submit(h.slack.last_view(ALICE))
-        assert any(says in h.text_of(m) for m in h.slack.dms(ALICE)), says
+        await h.slash(text)
+        card = h.last_ephemeral(ALICE, containing="would refuse this launch")
+        shown = h.text_of(card)
+        assert says in shown, shown  # the rule, with the numbers, on the card itself
+        assert Action.QUOTE_REQUEST_LAUNCH not in shown  # no form to fill in for nothing
+        assert Action.QUOTE_DISCARD in shown
         assert await h.requests_in_db() == [] and h.cards() == []
 
 

@@ -32,7 +32,7 @@ async def test_terminate_failing_three_times_then_taking_ends_the_cluster_and_te
         await h.click(await h.top(cluster_id), Action.TERMINATE, user=ALICE)
 
         answer = h.text_of(h.last_ephemeral(ALICE, containing="keep trying"))
-        assert "still billing" in answer and "internal_error" in answer
+        assert "still billing" in answer and "internal error" in answer  # words, not the code
         assert h.sim.engine.get_cluster(cluster_id).status.value == "running"
         intent = await _intent(h, cluster_id)
         assert (intent.state, intent.attempts) == (TerminationState.PENDING, 1)

@@ -266,9 +266,7 @@ def outcome_line(
         if status is RequestStatus.LAUNCHED and req.cluster_id:
             tail = f" — launched as {code(escaped(req.cluster_id, ID_MAX))}"
         if req.decided_by is None and not approvers(req, approvals):
-            limit = policy.auto_approve_below_cents if policy is not None else None
-            under = f" (under {hourly(limit)})" if limit is not None else ""
-            return f":white_check_mark: Auto-approved by the spend policy{under}{tail}"
+            return f":white_check_mark: {auto_approved(policy).capitalize()}{tail}"
         who = deciders(req, approvals, Decision.APPROVE)
         how = " as an explicit override of the spend policy" if req.override_rule else ""
         return f":white_check_mark: Approved by {who}{how}{tail}"
@@ -288,6 +286,14 @@ def outcome_line(
         progress = approvals_progress(req, approvals, policy)
         return f":hourglass_flowing_sand: Waiting for approval — {progress}"
     return ":hourglass_flowing_sand: Waiting for approval"
+
+
+def auto_approved(policy: SpendThresholds | None = None, *,
+                  below_cents: int | None = None) -> str:
+    """`"auto-approved by the spend policy (under $50.00/h)"`: never "an approver"."""
+    limit = policy.auto_approve_below_cents if policy is not None else below_cents
+    under = f" (under {hourly(limit)})" if limit is not None else ""
+    return f"auto-approved by the spend policy{under}"
 
 
 def deciders(req: LaunchRequest, approvals: Sequence[Approval], decision: Decision) -> str:

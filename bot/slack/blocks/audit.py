@@ -8,15 +8,16 @@ figures (`accrued_cents`, `accrued_hours`), never an estimate of ours.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime
 
 from slack_sdk.models.blocks import Block
 
 from bot.domain.models import AuditEntry, ClusterRecord
-from bot.slack.blocks.cluster import cluster_ref
+from bot.slack.blocks.approval import auto_approved as auto
+from bot.slack.blocks.cluster import cluster_ref, why_ended
 from bot.slack.blocks.format import (
-    ERROR_MAX,
     ID_MAX,
     code,
     duration,
@@ -24,8 +25,10 @@ from bot.slack.blocks.format import (
     fit_lines,
     hourly,
     money,
+    mrkdwn,
     payload_len,
     shape_label,
+    truncate,
     user,
     when,
 )
@@ -33,6 +36,7 @@ from bot.slack.blocks.message import Message, compose, context, header, section
 
 # Payload characters (`payload_len`): every line together stays well under Slack's ~13k budget,
 # each section under its 3000.
+_PERSON = re.compile(r"^[UW][A-Z0-9]{2,}$")  # a Slack user id as the subject (a claim, a grant)
 LIST_BUDGET = 9000
 SECTION_BUDGET = 2800
 DETAIL_MAX = 200
@@ -72,9 +76,13 @@ def audit_line(e: AuditEntry) -> str:
         shown = hourly(e.amount_cents) if e.action in HOURLY_ACTIONS else money(e.amount_cents)
         amount = f" · {shown}"
     outcome = OUTCOMES.get(e.outcome) or escaped(e.outcome, 20)
-    detail = f" — {escaped(e.detail, DETAIL_MAX)}" if e.detail.strip() else ""
+    # People in a detail ("requested by <@U…>") render as mentions; everything else is escaped.
+    detail = f" — {mrkdwn(truncate(' '.join(e.detail.split()), DETAIL_MAX))}" \
+        if e.detail.strip() else ""
+    subject = (user(e.subject_id) if _PERSON.match(e.subject_id)
+               else code(escaped(e.subject_id, ID_MAX)))
     return (f"• {when(e.at)} · {who} · *{escaped(e.action, 40)}* · "
-            f"{code(escaped(e.subject_id, ID_MAX))}{amount} · {outcome}{detail}")
+            f"{subject}{amount} · {outcome}{detail}")
 
 
 def receipt(
@@ -83,10 +91,13 @@ def receipt(
     requester: str | None,
     approvers: Sequence[str],
     auto_approved: bool,
+    auto_approve_below_cents: int | None = None,
     now: datetime,
 ) -> Message:
     """The thread reply on terminate: what the cluster cost, how long it ran, who said yes."""
     hours = f"{c.accrued_hours} billed hour{'s' if c.accrued_hours != 1 else ''}"
+    approved = _approved(approvers, auto_approved=auto_approved,
+                         below_cents=auto_approve_below_cents)
     fields = [
         f"*Total cost*\n*{money(c.accrued_cents)}* (AI Reserve's figure)",
         f"*Billed hours*\n{c.accrued_hours}",
@@ -95,19 +106,16 @@ def receipt(
         f"*Shape*\n{escaped(shape_label(c.shape, c.accelerator_name))} in "
         f"{escaped(c.location, ID_MAX)}",
         f"*Requested by*\n{user(requester) if requester else _no_request(c)}",
-        f"*Approved by*\n{_approved(approvers, auto_approved=auto_approved)}",
+        f"*Approved by*\n{approved}",
         f"*Envelope*\n{_envelope(c)}",
     ]
-    if c.terminate_requested_by:
-        fields.append(f"*Terminated by*\n{user(c.terminate_requested_by)}")
+    fields.append(f"*Why it ended*\n{why_ended(c)}")
     blocks: list[Block] = [
         section(f":receipt: *Receipt* for {cluster_ref(c)}: {money(c.accrued_cents)} over "
                 f"{hours}"),
         section(fields=fields),
     ]
     notes = []
-    if c.termination_reason:
-        notes.append(f"Reason: {escaped(c.termination_reason, ERROR_MAX)}")
     if c.volume_id:
         notes.append(f":floppy_disk: The shared volume {code(escaped(c.volume_id, ID_MAX))} is "
                      "not part of this receipt: it was kept and bills on its own until deleted.")
@@ -142,9 +150,9 @@ def _no_request(c: ClusterRecord) -> str:
     return "nobody: found at AI Reserve, not launched through the bot" if c.adopted else "unknown"
 
 
-def _approved(approvers: Sequence[str], *, auto_approved: bool) -> str:
+def _approved(approvers: Sequence[str], *, auto_approved: bool, below_cents: int | None) -> str:
     if auto_approved:
-        return "auto-approved by the spend policy"
+        return auto(below_cents=below_cents)
     if not approvers:
         return "_not recorded_"
     shown = [user(a) for a in approvers[:APPROVERS_SHOWN]]

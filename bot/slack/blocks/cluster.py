@@ -9,7 +9,7 @@ it shows as "unclaimed" wherever an owner would be.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 
 from slack_sdk.models.blocks import Block, ButtonElement
 
@@ -24,7 +24,9 @@ from bot.domain.models import (
     QuoteInfo,
     RequestStatus,
 )
-from bot.slack.blocks.approval import deciders
+from bot.domain.reasons import error_words, why_terminated
+from bot.domain.spend import HOUR, accruals_before
+from bot.slack.blocks.approval import SpendThresholds, approvers, auto_approved, deciders
 from bot.slack.blocks.format import (
     ERROR_MAX,
     ID_MAX,
@@ -38,6 +40,7 @@ from bot.slack.blocks.format import (
     fit_lines,
     hourly,
     money,
+    mrkdwn,
     payload_len,
     shape_label,
     truncate,
@@ -74,13 +77,14 @@ def request_progress(
     *,
     now: datetime,
     approvals: Sequence[Approval] = (),
+    policy: SpendThresholds | None = None,
 ) -> Message:
     """The one message per request in the requester's channel, edited as the request moves."""
     if cluster is not None:
         state = cluster_state_line(cluster, now=now)
         notes = _cluster_notes(cluster, auto_recovery=cluster.auto_recovery)
     else:
-        state, notes = _request_state_line(req, approvals), []
+        state, notes = _request_state_line(req, approvals, policy), []
         if req.status is RequestStatus.LAUNCHING and req.last_error:
             notes.append(f"Launch: {_error(req.last_error)}")  # each step of the saga
     label = escaped(shape_label(q.spec.shape, q.accelerator_name))
@@ -127,11 +131,10 @@ def cluster_list(clusters: Sequence[ClusterRecord], *, now: datetime) -> Message
     """`/cluster list`: one line per cluster, summarising the overflow past the size budget."""
     if not clusters:
         return compose("No live clusters", [section("No live clusters.")], key="list")
-    total = sum(c.hourly_cents for c in clusters)
+    total = billing_now_cents(clusters)
     blocks: list[Block] = [
         header(f"Live clusters ({len(clusters)})"),
-        section(f"{len(clusters)} cluster{'s' if len(clusters) != 1 else ''} · together "
-                f"*{hourly(total)}* ({money(total * 24)} per day)"),
+        section(together_line(clusters)),
     ]
     more = "…and {n} more. `/cluster status <id>` shows one cluster."
     lines = fit_lines([_list_line(c, now=now) for c in clusters], LIST_TEXT_BUDGET, more)
@@ -143,8 +146,41 @@ def cluster_list(clusters: Sequence[ClusterRecord], *, now: datetime) -> Message
         chunk.append(line)
     blocks.append(section("\n".join(chunk)))
     plural = "s" if len(clusters) != 1 else ""
-    return compose(f"{len(clusters)} live cluster{plural} at {hourly(total)} together", blocks,
+    return compose(f"{len(clusters)} live cluster{plural}, billing {hourly(total)} together now",
+                   blocks,
                    key="list")
+
+
+BILLING_NOW = (ClusterState.RUNNING, ClusterState.DEGRADED)
+
+
+def billing_now_cents(clusters: Sequence[ClusterRecord]) -> int:
+    """What the clusters bill per hour right now: only running and degraded ones are charged
+    (provisioning is not yet, terminating is no longer — contract §5.1)."""
+    return sum(c.hourly_cents for c in clusters if c.status in BILLING_NOW)
+
+
+def together_line(clusters: Sequence[ClusterRecord]) -> str:
+    """`"3 clusters · together *$125.06/h* ($3,001.44 per day) · 1 provisioning, not billing
+    yet"` (mrkdwn): the sum counts only the clusters that bill now."""
+    total = billing_now_cents(clusters)
+    billing = sum(1 for c in clusters if c.status in BILLING_NOW)
+    plural = "s" if len(clusters) != 1 else ""
+    line = f"{len(clusters)} cluster{plural}"
+    if billing:
+        line += f" · together *{hourly(total)}* ({money(total * 24)} per day)"
+        if billing != len(clusters):
+            line += f" for the {billing} billing now"
+    else:
+        line += " · none is billing now"
+    idle: dict[str, int] = {}
+    for c in clusters:
+        if c.status not in BILLING_NOW:
+            idle[c.status.value] = idle.get(c.status.value, 0) + 1
+    if idle:
+        line += " · " + ", ".join(f"{n} {state}" for state, n in sorted(idle.items())) + \
+            " (not billing)"
+    return line
 
 
 def cluster_status(
@@ -186,12 +222,17 @@ def cluster_status(
                    blocks, key="status")
 
 
-def terminate_prompt(c: ClusterRecord) -> Message:
-    """The ephemeral answer to `/cluster terminate <id>`: one button, behind a confirm."""
+def terminate_prompt(c: ClusterRecord, *, now: datetime | None = None) -> Message:
+    """The ephemeral answer to `/cluster terminate <id>`: one button, behind a confirm.
+
+    With `now`, it says which hour is already paid (AI Reserve charges each started hour at
+    readyAt + k·1 h, and never refunds it) and what terminating now saves."""
     rate = hourly(c.hourly_cents)
     text = (f"Terminate {cluster_ref(c)} ({escaped(shape_label(c.shape, c.accelerator_name))}, "
             f"{escaped(c.location, ID_MAX)})? It bills *{rate}* until terminated. Terminating "
             "cannot be undone: every node and its root disk are destroyed.")
+    if now is not None:
+        text += "\n" + _paid_hour(c, now)
     if c.volume_id:
         text += (f"\nThe shared volume {code(escaped(c.volume_id, ID_MAX))} is kept and bills "
                  "on its own until someone deletes it.")
@@ -204,6 +245,23 @@ def terminate_prompt(c: ClusterRecord) -> Message:
                    key="terminate")
 
 
+def _paid_hour(c: ClusterRecord, now: datetime) -> str:
+    """The current hour is already paid; terminating now saves the charges still to come."""
+    if c.ready_at is None or c.status not in BILLING_NOW:
+        return "Nothing is being charged for it now: terminating costs nothing more."
+    paid_until = c.ready_at + HOUR * accruals_before(c.ready_at, now)
+    return (f":moneybag: The hour in progress is already paid ({money(c.hourly_cents)}, charged "
+            f"in full when it began; it runs until {when(paid_until)}). Terminating now saves "
+            f"the next charge of {money(c.hourly_cents)} at {when(paid_until)} and every one "
+            f"after it ({money(c.hourly_cents * 24)} per day).")
+
+
+def _charge_minute(c: ClusterRecord) -> str:
+    if c.ready_at is None:
+        return ""
+    return f" at :{c.ready_at.astimezone(UTC):%M} past each hour"
+
+
 def terminate_button(c: ClusterRecord) -> ButtonElement:
     """Terminate (danger), with a confirm that states the rate and that it is final."""
     rate, per_day = money(c.hourly_cents), money(c.hourly_cents * 24)
@@ -214,8 +272,9 @@ def terminate_button(c: ClusterRecord) -> ButtonElement:
         confirm=confirm(
             f"Terminate cluster {c.id}?",
             f"Cluster {truncate(c.id, ID_MAX)} bills {rate} per hour ({per_day} per day) until "
-            "terminated. Terminating stops the billing and cannot be undone: every node and its "
-            "root disk are destroyed.",
+            f"terminated. The current hour is already paid (AI Reserve charges each started "
+            f"hour{_charge_minute(c)}); terminating now saves {rate} for every further hour. "
+            "It cannot be undone: every node and its root disk are destroyed.",
             ok="Terminate", deny="Keep it running", danger=True,
         ),
     )
@@ -244,9 +303,12 @@ def cluster_state_line(c: ClusterRecord, *, now: datetime) -> str:
     return f":x: *Cluster failed*: {_error(c.last_error)}"
 
 
-def _request_state_line(req: LaunchRequest, approvals: Sequence[Approval]) -> str:
+def _request_state_line(req: LaunchRequest, approvals: Sequence[Approval],
+                        policy: SpendThresholds | None) -> str:
     status = req.status
     if status in (RequestStatus.APPROVED, RequestStatus.LAUNCHING):
+        if req.decided_by is None and not approvers(req, approvals):
+            return f":rocket: *{auto_approved(policy).capitalize()} — launching*"
         return f":rocket: *Approved by {deciders(req, approvals, Decision.APPROVE)} — launching*"
     if status is RequestStatus.LAUNCHED:
         ref = f" as {code(escaped(req.cluster_id, ID_MAX))}" if req.cluster_id else ""
@@ -285,8 +347,7 @@ def _cluster_notes(c: ClusterRecord, *, auto_recovery: bool | None) -> list[str]
                          f"Automatic recovery is off: `/cluster recover {ref}` makes one "
                          "attempt now, or terminate it.")
     elif c.status is ClusterState.TERMINATED:
-        if c.termination_reason:
-            notes.append(f"Reason: {escaped(c.termination_reason, ERROR_MAX)}")
+        notes.append(f"Why: {why_ended(c)}")
         if c.volume_created_with_cluster and c.volume_id:
             notes.append(f":warning: Volume {code(escaped(c.volume_id, ID_MAX))} survives the "
                          "cluster and keeps billing until it is deleted.")
@@ -330,7 +391,15 @@ def cluster_ref(c: ClusterRecord) -> str:
 
 
 def _error(text: str | None, limit: int = ERROR_MAX) -> str:
-    return escaped(text, limit) if text else "no reason given"
+    """An error from the provider (a code) or from the bot (a sentence), in words."""
+    return escaped(error_words(text), limit) if text else "no reason given"
+
+
+def why_ended(c: ClusterRecord) -> str:
+    """Why the cluster was terminated, in words: requested by @x, envelope ran out, payment
+    grace ended, terminated outside the bot, gone at AI Reserve (mrkdwn)."""
+    return mrkdwn(why_terminated(reason=c.termination_reason,
+                                 requested_by=c.terminate_requested_by))
 
 
 def plain_line(line: str) -> str:

@@ -16,13 +16,17 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
      "Price a cluster: N nodes (2–8) of 1–8 GPUs each. `storage=` creates a shared volume with "
      "the cluster (it survives terminate and bills until deleted); `volume=` mounts an existing "
      "one and pins the location to it; `location=` picks the place; `disk=` sizes each node's "
-     "root disk.",
+     "root disk. The card says at once what the spend policy would decide (auto-approve, one or "
+     "two approvers, or a refusal with the numbers) and, when the place has no stock, where "
+     "the same shape has some.",
      "/cluster quote h100x8 nodes=4 storage=1000 location=us-tx disk=200"),
-    ("/cluster list", "Live clusters with their rate, age and owner.", "/cluster list"),
+    ("/cluster list", "Live clusters with their rate, age and owner; \"together\" adds up only "
+     "the clusters billing now (running or degraded).", "/cluster list"),
     ("/cluster status <cluster-id>", "Everything about one cluster: state, rate, cost so far, "
      "auto-recovery, nodes.", "/cluster status clu_9xQe1"),
     ("/cluster terminate <cluster-id>", "Stop a cluster and its billing (asks to confirm; "
-     "cannot be undone).", "/cluster terminate clu_9xQe1"),
+     "cannot be undone). The hour in progress is already paid; terminating saves every hour "
+     "after it.", "/cluster terminate clu_9xQe1"),
     ("/cluster recover <cluster-id>", "One recovery attempt now for a degraded cluster: its "
      "down nodes restart on the same hardware (it keeps billing its whole rate meanwhile).",
      "/cluster recover clu_9xQe1"),
@@ -37,7 +41,9 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
      "launched, extended or terminated what, for how much — and every refusal. With an id, "
      "only that request, cluster or volume.", "/cluster audit clu_9xQe1"),
     ("/cluster spend [YYYY-MM]", "One month's spend from AI Reserve's billed hours: the total, "
-     "by owner and by cluster (this month by default).", "/cluster spend 2026-11"),
+     "by owner, by cluster and the volumes billing on their own after their cluster (this "
+     "month by default), and what the live clusters and kept volumes add by the month's end "
+     "if nobody terminates anything.", "/cluster spend 2026-11"),
     ("/cluster help", "This list.", "/cluster help"),
 )
 

@@ -19,7 +19,13 @@ from slack_sdk.models.views import View
 
 from bot.domain.models import ClusterRecord, LaunchRequest, QuoteInfo
 from bot.slack.blocks.approval import approval_buttons, override_lines
-from bot.slack.blocks.cluster import TERMINABLE, cluster_ref, cluster_state_line, terminate_button
+from bot.slack.blocks.cluster import (
+    TERMINABLE,
+    cluster_ref,
+    cluster_state_line,
+    terminate_button,
+    together_line,
+)
 from bot.slack.blocks.format import (
     ID_MAX,
     code,
@@ -81,10 +87,7 @@ def _clusters(clusters: Sequence[ClusterRecord], *, now: datetime) -> list[Block
         blocks.append(section("You have no live clusters. `/cluster quote h100x8 nodes=2` prices "
                               "one; *Request launch* on the quote asks an approver."))
         return blocks
-    total = sum(c.hourly_cents for c in clusters)
-    plural = "s" if len(clusters) != 1 else ""
-    blocks.append(context(f"{len(clusters)} cluster{plural} · together *{hourly(total)}* "
-                          f"({money(total * 24)} per day)"))
+    blocks.append(context(together_line(clusters)))
     for c in clusters[:CLUSTERS_SHOWN]:
         hours = f"{c.accrued_hours} billed hour{'s' if c.accrued_hours != 1 else ''}"
         envelope = f" · envelope {c.lifetime_hours} h" if c.lifetime_hours else ""

@@ -17,6 +17,7 @@ from slack_sdk.models.blocks import Block, ButtonElement
 
 from bot.domain.claims import recovery_version
 from bot.domain.models import ClusterRecord, ClusterState
+from bot.domain.reasons import error_words, why_terminated
 from bot.domain.watch import Notice, NoticeKind
 from bot.slack.blocks.cluster import (
     ADOPTED,
@@ -233,13 +234,18 @@ def _node_skipped(n: Notice, c: ClusterRecord) -> _Parts:
 
 def _recovered(n: Notice, c: ClusterRecord) -> _Parts:
     f = n.facts
-    parts = []
-    if f.degraded_seconds is not None:
-        parts.append(f"It was degraded for {duration(f.degraded_seconds)}")
-    if f.degraded_cost_cents is not None:
-        cost = f"{money(f.degraded_cost_cents)} at the locked {hourly(c.hourly_cents)}"
-        parts.append(f"which cost {cost}" if parts else f"The degraded time cost {cost}")
-    tail = f" {', '.join(parts)} (AI Reserve's figures)." if parts else ""
+    lead = (f"It was degraded for {duration(f.degraded_seconds)}"
+            if f.degraded_seconds is not None else "It was degraded")
+    rate = hourly(c.hourly_cents)
+    if f.degraded_charges is None or f.degraded_cost_cents is None:
+        tail = f" {lead}; degraded time bills the full locked {rate}."
+    elif f.degraded_charges == 0:
+        tail = (f" {lead}. No hourly charge fell inside it: the hour it was in had already "
+                f"been charged in full at {rate} (degraded time bills like running time).")
+    else:
+        hours = f"{f.degraded_charges} hourly charge{'s' if f.degraded_charges != 1 else ''}"
+        tail = (f" {lead}, which cost *{money(f.degraded_cost_cents)}*: AI Reserve made {hours} "
+                f"of {rate} inside it (degraded clusters bill the full rate).")
     return _Parts(f"{escaped(c.id, ID_MAX)} is running again",
                   f":large_green_circle: {cluster_ref(c)} *is running again.*{tail}")
 
@@ -261,8 +267,8 @@ def _exhausted(n: Notice, c: ClusterRecord) -> _Parts:
 
 
 def _failed(n: Notice, c: ClusterRecord) -> _Parts:
-    reason = c.last_error or n.facts.termination_reason
-    notes = [f"Reason: {escaped(reason, ERROR_MAX)}"] if reason else []
+    reason = error_words(c.last_error or n.facts.termination_reason)
+    notes = [f"Why: {escaped(reason, ERROR_MAX)}"] if reason else []
     return _Parts(f"{escaped(c.id, ID_MAX)} failed while provisioning; it was never billed",
                   f":x: {cluster_ref(c)} *failed while provisioning.* It was never billed.",
                   notes)
@@ -280,8 +286,8 @@ def _terminated_outside(n: Notice, c: ClusterRecord) -> _Parts:
     body = (f":checkered_flag: {cluster_ref(c)} *was terminated outside the bot* (at AI "
             f"Reserve directly). Billing has stopped; it had accrued "
             f"{money(n.facts.accrued_cents)} (AI Reserve's figure).")
-    reason = n.facts.termination_reason
-    notes = [f"Reason: {escaped(reason, ERROR_MAX)}"] if reason else []
+    why = why_terminated(reason=n.facts.termination_reason, requested_by=None)
+    notes = [f"Why: {escape(why)}"]
     return _Parts(f"{escaped(c.id, ID_MAX)} was terminated outside the bot", body,
                   notes + _volume_notes(c))
 

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from slack_sdk.models.blocks import Block
 
-from bot.domain.models import PriceLine, QuoteInfo
+from bot.domain.models import PriceLine, QuoteInfo, QuoteOutlook
 from bot.slack.blocks.format import (
     ID_MAX,
     code,
@@ -14,6 +14,7 @@ from bot.slack.blocks.format import (
     escaped,
     hourly,
     money,
+    mrkdwn,
     shape_label,
     user,
     when,
@@ -24,19 +25,52 @@ from bot.slack.ids import Action, QuoteRef
 MAX_LINES = 12  # a breakdown has four lines; more than this is a provider bug, not a reason to fail
 
 
-def quote_card(q: QuoteInfo, *, now: datetime) -> Message:
-    """The live quote: prices, breakdown, the availability caveat, expiry and two buttons."""
+def quote_card(q: QuoteInfo, *, now: datetime, outlook: QuoteOutlook | None = None) -> Message:
+    """The live quote: prices, breakdown, the availability caveat, expiry and two buttons.
+
+    With an `outlook`, what the spend policy says about this person launching it is on the card,
+    with the numbers; a refused request or a shape with no stock gets no **Request launch**."""
     value = QuoteRef(quote_id=q.id).pack()
-    blocks: list[Block] = [
-        *quote_facts(q),
-        context(f"{_expiry(q, now)} · requested by {user(q.requested_by)}"),
-        actions(
-            button("Request launch", action_id=Action.QUOTE_REQUEST_LAUNCH, value=value,
-                   style="primary"),
-            button("Discard", action_id=Action.QUOTE_DISCARD, value=value),
-        ),
-    ]
+    outlook = outlook or QuoteOutlook()
+    blocks: list[Block] = [*quote_facts(q, outlook=outlook)]
+    blocks.extend(_outlook_blocks(q, outlook))
+    blocks.append(context(f"{_expiry(q, now)} · requested by {user(q.requested_by)}"))
+    buttons = []
+    if outlook.can_request and q.availability != "none":
+        buttons.append(button("Request launch", action_id=Action.QUOTE_REQUEST_LAUNCH,
+                              value=value, style="primary"))
+    buttons.append(button("Discard", action_id=Action.QUOTE_DISCARD, value=value))
+    blocks.append(actions(*buttons))
     return compose(_fallback(q), blocks, key="quote")
+
+
+def _outlook_blocks(q: QuoteInfo, o: QuoteOutlook) -> list[Block]:
+    """The policy's verdict and the stock, said before anyone fills in a launch form."""
+    out: list[Block] = []
+    if o.refused is not None and not o.override:
+        out.append(section(f":no_entry: *The spend policy would refuse this launch.* "
+                           f"{mrkdwn(o.refused)} Change the shape or ask an approver about "
+                           "the policy."))
+    elif o.refused is not None:
+        out.append(section(f":warning: *This breaks the spend policy:* {mrkdwn(o.refused)} A "
+                           "request goes to a policy admin, who may approve it as an explicit "
+                           "override."))
+    elif o.approvals_needed == 0:
+        under = (f" (under {hourly(o.auto_approve_below_cents)})"
+                 if o.auto_approve_below_cents is not None else "")
+        out.append(context(f"A request would be auto-approved by the spend policy{under}."))
+    else:
+        who = "two different approvers" if o.approvals_needed >= 2 else "one approver"
+        out.append(context(f"A request needs {who} (the spend policy)."))
+    if q.availability == "none":
+        where = ", ".join(f"{escaped(loc, ID_MAX)} ({escaped(level, 20)})"
+                          for loc, level in o.stock_elsewhere)
+        tail = (f" The same shape has stock in: {where} — quote again with `location=…`."
+                if where else " No other location lists stock for it either; try later or "
+                "another accelerator.")
+        out.append(section(f":no_entry_sign: *No availability in {escaped(q.location, ID_MAX)}* "
+                           f"for this shape right now, so it cannot launch here.{tail}"))
+    return out
 
 
 def quote_expired(q: QuoteInfo, *, discarded_by: str | None = None) -> Message:
@@ -52,14 +86,17 @@ def quote_expired(q: QuoteInfo, *, discarded_by: str | None = None) -> Message:
     return compose(f"{_fallback(q)} (no longer valid)", blocks, key="quote-closed")
 
 
-def quote_facts(q: QuoteInfo) -> list[Block]:
+def quote_facts(q: QuoteInfo, *, outlook: QuoteOutlook | None = None) -> list[Block]:
     """Header, rates, breakdown, placement: shared by the card and its closed form."""
     shape = q.spec.shape
+    single = outlook.single_machine_per_gpu_cents if outlook else None
+    beside = (f" (a single machine: {hourly(single)} per GPU)" if single is not None else "")
     rates = (
         f"*{hourly(q.hourly_cents)}* for the whole cluster "
         f"({shape.total_gpus} GPUs on {shape.nodes} nodes) · *{money(q.daily_cents)}* per day\n"
-        f"{hourly(q.per_gpu_hourly_cents)} per GPU (the provider's cluster rate) · "
-        "billed hourly from the moment every node is ready until someone terminates it"
+        f"{hourly(q.per_gpu_hourly_cents)} per GPU (the provider's cluster rate){beside} · "
+        "billed per started hour from the moment every node is ready until someone terminates "
+        "it"
     )
     breakdown = "\n".join(_line(line) for line in q.lines[:MAX_LINES]) or "_no breakdown given_"
     return [

@@ -28,7 +28,8 @@ from bot.slack.blocks.message import Message, compose, context, header, section
 
 # Payload characters: both lists together stay well under Slack's ~13k message budget.
 OWNERS_BUDGET = 3000
-CLUSTERS_BUDGET = 6000
+CLUSTERS_BUDGET = 5000
+VOLUMES_BUDGET = 1500
 T = TypeVar("T")
 
 
@@ -50,6 +51,28 @@ class SpendReport(Protocol):
     @property
     def projected_cents(self) -> int: ...
 
+    @property
+    def by_volume(self) -> Sequence[tuple[VolumeLine, int]]: ...
+
+    @property
+    def volumes_cents(self) -> int: ...
+
+    @property
+    def month_end(self) -> datetime | None: ...
+
+    @property
+    def capped_by_envelopes(self) -> bool: ...
+
+
+class VolumeLine(Protocol):
+    """A volume billing on its own (`bot.domain.spend.VolumeSpan` fits)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def owner_id(self) -> str | None: ...
+
 
 def spend_report(report: SpendReport, *, now: datetime) -> Message:
     """The month's total, by owner (unclaimed clusters together) and by cluster."""
@@ -57,11 +80,15 @@ def spend_report(report: SpendReport, *, now: datetime) -> Message:
     blocks: list[Block] = [
         header(f"Spend for {report.month} (AI Reserve's billed hours)"),
         section(f"*Total: {money(report.total_cents)}* in {month} across "
-                f"{_count(len(report.by_cluster), 'cluster')}"),
+                f"{_count(len(report.by_cluster), 'cluster')}{_volumes_part(report)}"),
     ]
-    if report.projected_cents > 0:
-        blocks.append(context(f"The live clusters will add ≈ {money(report.projected_cents)} "
-                              "more before the month ends, at their locked rates."))
+    if report.projected_cents > 0 and report.month_end is not None:
+        stop = (" (each cluster stops at its approved envelope: the policy enforces them)"
+                if report.capped_by_envelopes else "")
+        blocks.append(context(
+            f"If nobody terminates anything, the live clusters and kept volumes add "
+            f"≈ {money(report.projected_cents)} more from now to the end of the month "
+            f"({when(report.month_end)}), at their locked rates{stop}."))
     if not report.by_cluster and not report.by_owner:
         blocks.append(section(f"Nothing was billed in {month}."))
     else:
@@ -74,10 +101,24 @@ def spend_report(report: SpendReport, *, now: datetime) -> Message:
         blocks.append(section("*By cluster*"))
         blocks.extend(section(text) for text in line_sections(
             fit_lines(clusters, CLUSTERS_BUDGET, "…and {n} more clusters")))
+        if report.by_volume:
+            volumes = [f"• {code(escaped(v.id, ID_MAX))} · {owner_mention(v.owner_id)} — "
+                       f"*{money(cents)}*" for v, cents in _largest_first(report.by_volume)]
+            blocks.append(section("*Volumes billed on their own* (kept after their cluster)"))
+            blocks.extend(section(text) for text in line_sections(
+                fit_lines(volumes, VOLUMES_BUDGET, "…and {n} more volumes")))
     blocks.append(context(f"Only hours AI Reserve billed count (a cluster bills from the moment "
-                          f"every node is ready). As of {when(now)}."))
+                          f"every node is ready; a kept volume bills on its own once no "
+                          f"cluster pays for it). As of {when(now)}."))
     return compose(f"Spend for {month}: {money(report.total_cents)} across "
                    f"{_count(len(report.by_cluster), 'cluster')}", blocks, key="spend")
+
+
+def _volumes_part(report: SpendReport) -> str:
+    if not report.by_volume:
+        return ""
+    return (f" and {_count(len(report.by_volume), 'volume')} "
+            f"({money(report.volumes_cents)} for volumes on their own)")
 
 
 def _cluster_line(c: ClusterRecord, cents: int) -> str:

@@ -97,7 +97,8 @@ def test_progress_before_a_cluster(status, expected):
 
 def test_progress_launch_failed_shows_reason():
     msg = _progress(RequestStatus.LAUNCH_FAILED, last_error="capacity_unavailable")
-    assert "Launch failed*: capacity_unavailable" in all_text(msg)
+    assert ("Launch failed*: AI Reserve has no capacity to place every node right now"
+            in all_text(msg))  # the provider's code in words
 
 
 def test_progress_provisioning_counts_ready_nodes_and_offers_terminate():
@@ -123,7 +124,8 @@ def test_progress_degraded_keeps_billing():
     msg = _progress(RequestStatus.LAUNCHED, cluster)
     text = all_text(msg)
     assert "keeps billing the full $62.53/h until someone acts" in text
-    assert "recovery_exhausted" in text and "Automatic recovery is off" in text
+    assert "every recovery attempt of this episode is spent" in text
+    assert "recovery_exhausted" not in text and "Automatic recovery is off" in text
     button(msg, Action.TERMINATE)
 
 
@@ -140,7 +142,8 @@ def test_progress_terminated_reports_cost_and_the_surviving_volume():
     text = all_text(_progress(RequestStatus.LAUNCHED, cluster))
     assert "Terminated at <!date^" in text and "after 2 h 10 min" in text
     assert "Cost: $187.59 over 3 billed hours (AI Reserve's figures)" in text
-    assert "payment_grace_expired" in text
+    assert "payment_grace_expired" not in text
+    assert "Why: the payment grace ended on an unpaid hour" in text
     assert "Volume `vol_3kP0` survives the cluster and keeps billing until it is deleted" in text
 
 
@@ -152,7 +155,7 @@ def test_progress_terminated_existing_volume_is_not_warned_about():
 
 def test_progress_failed_cluster_shows_the_error():
     cluster = make_cluster(status=ClusterState.FAILED, last_error="placement_failed")
-    assert "Cluster failed*: placement_failed" in all_text(_progress(RequestStatus.LAUNCHED,
+    assert "Cluster failed*: placement failed" in all_text(_progress(RequestStatus.LAUNCHED,
                                                                      cluster))
 
 
@@ -196,7 +199,10 @@ def test_list_shows_each_cluster():
     assert ("• `clu_9xQe1` *dsv3-serve* · 2 × 8 NVIDIA H100 80GB SXM · running · $62.53/h · "
             "2 h 20 min · <@U0ALICE>") in text
     assert "`clu_2` · 2 × 8" in text and "provisioning" in text and "<@U0BOB>" in text
-    assert "*$125.06/h*" in text  # together
+    # Together counts only what bills now: the provisioning cluster is not charged yet.
+    assert ("2 clusters · together *$62.53/h* ($1,500.72 per day) for the 1 billing now · "
+            "1 provisioning (not billing)") in text
+    assert "$125.06" not in text
     assert "more" not in text
 
 
@@ -350,3 +356,31 @@ def test_status_with_extreme_input_and_many_channels():
     check_message(msg)
     assert_escaped(msg)
     assert_confirms_state(msg, "$62.53 per hour")
+
+
+def test_together_is_zero_while_nothing_bills():
+    clusters = [make_cluster(status=ClusterState.PROVISIONING, ready_at=None),
+                make_cluster(id="clu_2", status=ClusterState.TERMINATING)]
+    text = all_text(cluster_list(clusters, now=NOW))
+    assert "2 clusters · none is billing now · 1 provisioning, 1 terminating (not billing)" in text
+    assert "$62.53/h*" not in text.split("\n")[0]
+
+
+def test_terminate_prompt_says_the_hour_is_paid_and_what_terminating_saves():
+    from datetime import timedelta
+
+    from bot.slack.blocks.cluster import terminate_prompt
+    ready = NOW - timedelta(hours=2, minutes=20)
+    c = make_cluster(ready_at=ready, accrued_hours=3, accrued_cents=3 * 6253)
+    text = all_text(terminate_prompt(c, now=NOW))
+    paid_until = int((ready + timedelta(hours=3)).timestamp())
+    assert "The hour in progress is already paid ($62.53, charged in full when it began" in text
+    assert f"runs until <!date^{paid_until}^" in text
+    assert "Terminating now saves the next charge of $62.53 at" in text
+    assert "($1,500.72 per day)" in text
+    confirm_text = json.dumps(button(terminate_prompt(c, now=NOW), Action.TERMINATE)["confirm"])
+    assert "The current hour is already paid" in confirm_text
+    assert f":{ready:%M} past each hour" in confirm_text
+    assert "terminating now saves $62.53 for every further hour" in confirm_text
+    provisioning = make_cluster(status=ClusterState.PROVISIONING, ready_at=None)
+    assert "terminating costs nothing more" in all_text(terminate_prompt(provisioning, now=NOW))

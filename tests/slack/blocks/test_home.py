@@ -179,3 +179,14 @@ def test_republishing_keeps_block_ids_and_changes_give_new_ones():
     ids = [blk["block_id"] for blk in a["blocks"]]
     assert ids == [blk["block_id"] for blk in b["blocks"]]
     assert set(ids).isdisjoint(blk["block_id"] for blk in c["blocks"])
+
+
+def test_together_on_home_counts_only_the_clusters_billing_now():
+    billing = make_cluster()
+    booting = make_cluster(id="clu_boot", status=ClusterState.PROVISIONING, ready_at=None)
+    ending = make_cluster(id="clu_end", status=ClusterState.TERMINATING)
+    text = _text(_home([billing, booting, ending]))
+    assert ("3 clusters · together *$62.53/h* ($1,500.72 per day) for the 1 billing now · "
+            "1 provisioning, 1 terminating (not billing)") in text
+    idle = _text(_home([booting]))
+    assert "1 cluster · none is billing now · 1 provisioning (not billing)" in idle

@@ -152,14 +152,21 @@ def test_node_recovered_and_skipped():
 
 
 @pytest.mark.parametrize(("facts", "expected", "absent"), [
-    ({"degraded_seconds": 600, "degraded_cost_cents": 6253},
-     "It was degraded for 10 min, which cost $62.53 at the locked $62.53/h", ""),
-    ({"degraded_seconds": 600}, "It was degraded for 10 min", "cost"),
-    ({"degraded_cost_cents": 100}, "The degraded time cost $1.00 at the locked $62.53/h",
-     "degraded for"),
-    ({}, "*is running again.*", "degraded"),
+    ({"degraded_seconds": 600, "degraded_cost_cents": 6253, "degraded_charges": 1},
+     "It was degraded for 10 min, which cost *$62.53*: AI Reserve made 1 hourly charge of "
+     "$62.53/h inside it", ""),
+    ({"degraded_seconds": 7500, "degraded_cost_cents": 3 * 6253, "degraded_charges": 3},
+     "It was degraded for 2 h 5 min, which cost *$187.59*: AI Reserve made 3 hourly charges",
+     ""),
+    # A minute's episode between two hour marks: no charge fell inside it, and the notice says
+    # the hour it was in was already paid in full, not "which cost $0.00".
+    ({"degraded_seconds": 60, "degraded_cost_cents": 0, "degraded_charges": 0},
+     "It was degraded for 1 min. No hourly charge fell inside it: the hour it was in had "
+     "already been charged in full", "$0.00"),
+    ({"degraded_seconds": 600}, "It was degraded for 10 min; degraded time bills the full", "cost"),
+    ({}, "*is running again.* It was degraded;", "for "),
 ])
-def test_recovered_omits_what_it_does_not_know(facts, expected, absent):
+def test_recovered_says_what_the_episode_cost(facts, expected, absent):
     text = all_text(_notice(NoticeKind.RECOVERED, **facts))
     assert "running again" in text and expected in text
     if absent:
@@ -178,7 +185,7 @@ def test_failed_was_never_billed():
     cluster = _cluster_for(NoticeKind.FAILED, last_error="placement_failed")
     text = all_text(_notice(NoticeKind.FAILED, cluster))
     assert "failed while provisioning" in text and "never billed" in text
-    assert "placement_failed" in text
+    assert "Why: placement failed" in text and "placement_failed" not in text
 
 
 def test_grace_terminated_keeps_the_volume():
@@ -196,7 +203,7 @@ def test_grace_terminated_keeps_the_volume():
 def test_terminated_outside():
     text = all_text(_notice(NoticeKind.TERMINATED_OUTSIDE, termination_reason="user_request"))
     assert "*was terminated outside the bot* (at AI Reserve directly)" in text
-    assert "Reason: user_request" in text
+    assert "Why: AI Reserve ended it: user request" in text and "user_request" not in text
 
 
 # --- reminder DM ---------------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 import json
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from bot.domain.models import ClusterRecord, ShapeSpec
+from bot.domain.spend import VolumeSpan
 from bot.domain.spend import spend_report as domain_spend_report
 from bot.slack.blocks.spend import spend_report
 from tests.slack.blocks import (
@@ -28,6 +29,10 @@ class Report:
     by_cluster: list[tuple[ClusterRecord, int]] = field(default_factory=list)
     total_cents: int = 0
     projected_cents: int = 0
+    by_volume: list[tuple[VolumeSpan, int]] = field(default_factory=list)
+    volumes_cents: int = 0
+    month_end: datetime | None = datetime(2026, 12, 1, tzinfo=UTC)
+    capped_by_envelopes: bool = False
 
 
 def test_report_total_by_owner_and_by_cluster_largest_first():
@@ -54,7 +59,23 @@ def test_projection_of_the_live_clusters():
     report = Report(month="2026-11", by_owner=[("U0ALICE", 100)],
                     by_cluster=[(make_cluster(), 100)], total_cents=100, projected_cents=150_072)
     text = all_text(spend_report(report, now=NOW))
-    assert "The live clusters will add ≈ $1,500.72 more before the month ends" in text
+    assert ("If nobody terminates anything, the live clusters and kept volumes add ≈ $1,500.72 "
+            "more from now to the end of the month (<!date^1796083200^") in text
+    assert "approved envelope" not in text
+    capped = all_text(spend_report(Report(**{**report.__dict__, "capped_by_envelopes": True}),
+                                   now=NOW))
+    assert "each cluster stops at its approved envelope" in capped
+
+
+def test_volumes_billed_on_their_own_are_listed_and_counted():
+    volume = VolumeSpan(id="vol_3kP0", owner_id="U0BOB", hourly_cents=10, own_from=NOW)
+    report = Report(month="2026-11", by_owner=[("U0ALICE", 100), ("U0BOB", 46_001)],
+                    by_cluster=[(make_cluster(), 100)], total_cents=46_101,
+                    by_volume=[(volume, 46_001)], volumes_cents=46_001)
+    text = all_text(spend_report(report, now=NOW))
+    assert ("*Total: $461.01* in 2026-11 across 1 cluster and 1 volume ($460.01 for volumes on "
+            "their own)") in text
+    assert "• `vol_3kP0` · <@U0BOB> — *$460.01*" in text
 
 
 def test_the_domain_report_fits():
