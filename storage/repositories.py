@@ -46,6 +46,7 @@ from storage.tables import (
     field_values,
     row_values,
     to_domain,
+    to_domain_many,
 )
 from storage.watching import NoticeRepo, VolumeRepo
 
@@ -340,8 +341,8 @@ class ClusterRepo:
         return found[0] if found else None
 
     async def _list(self, stmt: sa.Select[Any]) -> list[ClusterRecord]:
-        rows = (await self._session.execute(stmt)).mappings()
-        return [to_domain(ClusterRecord, row) for row in rows]
+        rows = (await self._session.execute(stmt)).mappings().all()
+        return await to_domain_many(ClusterRecord, rows)
 
 
 class MessageRepo:

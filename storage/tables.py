@@ -15,6 +15,8 @@ stable, predictable name for migrations on both SQLite and PostgreSQL.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from functools import cache
 from typing import Any, TypeVar
@@ -383,9 +385,24 @@ def field_values(
     return values
 
 
+# From this many rows on, `to_domain_many` converts in a worker thread, off the event loop.
+MANY_ROWS = 64
+
+
+async def to_domain_many(model_cls: type[M], rows: Sequence[sa.RowMapping]) -> list[M]:
+    """`to_domain` of every row, in one batch: in a thread when there are many (a thousand
+    cluster rows take tens of milliseconds of CPU the event loop must not spend)."""
+    if len(rows) < MANY_ROWS:
+        return [to_domain(model_cls, row) for row in rows]
+    return await asyncio.to_thread(lambda: [to_domain(model_cls, row) for row in rows])
+
+
 def to_domain(model_cls: type[M], row: sa.RowMapping, *, skip: tuple[str, ...] = ()) -> M:
     """Build the domain model from a row mapping (surrogate keys named in `skip` left out)."""
-    model = model_cls.model_validate({k: v for k, v in row.items() if k not in skip})
+    data = dict(row)
+    for key in skip:
+        data.pop(key, None)
+    model = model_cls.model_validate(data)
     # Datetimes parsed from JSON carry pydantic's own UTC tzinfo: make them the `UTC` every
     # other datetime of the bot has (`UtcDateTime` columns already are).
     in_utc: M = _in_utc(model)

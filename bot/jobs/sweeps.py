@@ -13,11 +13,10 @@ log = logging.getLogger(__name__)
 async def watch_clusters(services: Services) -> None:
     """Adopt untracked clusters, bring every live one up to date from the provider's listing,
     deliver what changed (and the hourly reminders), move spend envelopes on."""
-    listing = await services.reconciling.reconcile()
-    polled = await services.watching.sync_live(listing=listing)
+    polled = await services.watching.sync_live(on_page=services.reconciling.reconcile_page)
     await services.envelopes.sweep()
     await services.approvals.show_expired()
-    log.debug("polled %d live clusters (%d listed)", polled, len(listing))
+    log.debug("polled %d live clusters", polled)
 
 
 async def resume_launches(services: Services) -> None:

@@ -89,8 +89,9 @@ class ClusterProvider(Protocol):
         """The full cluster: the polling endpoint (status, nodes, billing, recovery)."""
         ...
 
-    def iter_clusters(self, status: StatusFilter = None) -> AsyncIterator[Cluster]:
-        """Every cluster (newest first), across all pages."""
+    def iter_clusters(self, status: StatusFilter = None, *,
+                      page_size: int | None = None) -> AsyncIterator[Cluster]:
+        """Every cluster (newest first), across all pages of `page_size` (≤ 200; default 50)."""
         ...
 
     async def terminate_cluster(self, cluster_id: str) -> Cluster:
