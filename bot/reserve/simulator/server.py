@@ -331,7 +331,7 @@ class _PublicApi:
         return io.json_response(201, cluster.to_wire(), location)
 
     async def list_clusters(self, request: web.Request, params: Params) -> web.Response:
-        clusters = self._engine.list_clusters(io.statuses_param(params.get("status", "")))
+        clusters = self._engine.listed_clusters(io.statuses_param(params.get("status", "")))
         return io.json_response(200, io.page(clusters, params))
 
     async def get_cluster(self, request: web.Request, params: Params) -> web.Response:
