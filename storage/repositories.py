@@ -257,13 +257,24 @@ class ClusterRepo:
         assert updated is not None  # we just updated it inside this transaction
         return updated
 
-    async def list_live(self) -> list[ClusterRecord]:
-        """Clusters that may still bill (provisioning…terminating), oldest first."""
+    async def list_live(self, *, offset: int = 0, limit: int | None = None
+                        ) -> list[ClusterRecord]:
+        """Clusters that may still bill (provisioning…terminating), oldest first; `limit` of
+        them from the `offset`-th on (a page of `/cluster list`)."""
         return await self._list(
             sa.select(CLUSTERS)
             .where(CLUSTERS.c.status.in_(_LIVE))
             .order_by(CLUSTERS.c.created_at, CLUSTERS.c.id)
+            .offset(offset).limit(limit)
         )
+
+    async def live_totals(self) -> tuple[int, int]:
+        """How many clusters may still bill, and their hourly cents together (one query)."""
+        count, cents = (await self._session.execute(
+            sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(CLUSTERS.c.hourly_cents), 0))
+            .where(CLUSTERS.c.status.in_(_LIVE))
+        )).one()
+        return int(count), int(cents)
 
     async def list_recent(self, limit: int = 50) -> list[ClusterRecord]:
         """The `limit` most recently created clusters, newest first."""

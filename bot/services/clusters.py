@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from bot.clock import Clock
 from bot.domain import spend
 from bot.domain.errors import InvalidCommand, NotAllowed, UnknownResource
@@ -16,6 +18,16 @@ from bot.services.watching import WatchService
 from storage.db import Database
 
 AUDIT_LINES = 40
+LIST_PAGE_SIZE = 25  # clusters per `/cluster list` message
+
+
+@dataclass(frozen=True)
+class LivePage:
+    clusters: list[ClusterRecord]
+    count: int  # every live cluster, not only this page's
+    hourly_cents: int  # … and what they cost together
+    page: int
+    pages: int
 
 
 class ClusterQueries:
@@ -31,6 +43,18 @@ class ClusterQueries:
     async def live(self) -> list[ClusterRecord]:
         async with self._db.transaction() as repos:
             return await repos.clusters.list_live()
+
+    async def live_page(self, page: int) -> LivePage:
+        """One page of `/cluster list` (oldest first), with the totals of every live cluster:
+        two bounded queries, however many clusters there are."""
+        async with self._db.transaction() as repos:
+            count, cents = await repos.clusters.live_totals()
+            pages = max(1, -(-count // LIST_PAGE_SIZE))
+            page = min(page, pages)
+            clusters = await repos.clusters.list_live(offset=(page - 1) * LIST_PAGE_SIZE,
+                                                      limit=LIST_PAGE_SIZE)
+        return LivePage(clusters=clusters, count=count, hourly_cents=cents, page=page,
+                        pages=pages)
 
     async def status(self, cluster_id: str) -> tuple[ClusterRecord, list[NodeSummary]]:
         """The stored record refreshed from the provider, with each node's state."""

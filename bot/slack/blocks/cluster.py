@@ -123,14 +123,19 @@ def connection_dm(c: ClusterRecord, details: ConnectionDetails) -> Message:
                    blocks, key="connect")
 
 
-def cluster_list(clusters: Sequence[ClusterRecord], *, now: datetime) -> Message:
-    """`/cluster list`: one line per cluster, summarising the overflow past the size budget."""
+def cluster_list(clusters: Sequence[ClusterRecord], *, now: datetime, count: int | None = None,
+                 hourly_cents: int | None = None, page: int = 1, pages: int = 1) -> Message:
+    """`/cluster list`: one line per cluster, summarising the overflow past the size budget.
+
+    `clusters` may be one page of them: `count` and `hourly_cents` are then every live
+    cluster's, and the message says which page it is and how to ask for the next."""
     if not clusters:
         return compose("No live clusters", [section("No live clusters.")], key="list")
-    total = sum(c.hourly_cents for c in clusters)
+    n = len(clusters) if count is None else count
+    total = sum(c.hourly_cents for c in clusters) if hourly_cents is None else hourly_cents
     blocks: list[Block] = [
-        header(f"Live clusters ({len(clusters)})"),
-        section(f"{len(clusters)} cluster{'s' if len(clusters) != 1 else ''} · together "
+        header(f"Live clusters ({n})"),
+        section(f"{n} cluster{'s' if n != 1 else ''} · together "
                 f"*{hourly(total)}* ({money(total * 24)} per day)"),
     ]
     more = "…and {n} more. `/cluster status <id>` shows one cluster."
@@ -142,8 +147,11 @@ def cluster_list(clusters: Sequence[ClusterRecord], *, now: datetime) -> Message
             chunk = []
         chunk.append(line)
     blocks.append(section("\n".join(chunk)))
-    plural = "s" if len(clusters) != 1 else ""
-    return compose(f"{len(clusters)} live cluster{plural} at {hourly(total)} together", blocks,
+    if pages > 1:
+        after = f" · `/cluster list {page + 1}` for the next" if page < pages else ""
+        blocks.append(context(f"Page {page} of {pages}{after}"))
+    plural = "s" if n != 1 else ""
+    return compose(f"{n} live cluster{plural} at {hourly(total)} together", blocks,
                    key="list")
 
 
