@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 import aiohttp
 from aiohttp import web
@@ -28,8 +29,6 @@ from bot.domain.policy import Policy
 from bot.jobs.scheduler import SWEEPS_LEASE, build_scheduler, sweeps_lease_ttl
 from bot.policy_file import load_policy_or_default
 from bot.reserve.client import AsyncAIReserveClient
-from bot.reserve.simulator.config import SimConfig
-from bot.reserve.simulator.embedded import EmbeddedSimulator
 from bot.services.approvals import ApprovalService
 from bot.services.audit import AuditLog
 from bot.services.claims import ButtonClaims
@@ -53,6 +52,10 @@ from bot.slack.notifier import SlackNotifier
 from bot.slack.retry import Sleep, retry_handlers
 from storage.db import Database
 from storage.leases import Lease, replica_id
+
+if TYPE_CHECKING:  # the simulator is imported only when the bot embeds one
+    from bot.reserve.simulator.config import SimConfig
+    from bot.reserve.simulator.embedded import EmbeddedSimulator
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +104,9 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         session = await stack.enter_async_context(aiohttp.ClientSession())
         simulator: EmbeddedSimulator | None = None
         if settings.uses_simulator:
+            from bot.reserve.simulator.config import SimConfig
+            from bot.reserve.simulator.embedded import EmbeddedSimulator
+
             # A fresh seed per process: ids from an earlier run (kept in the database) must
             # never be issued again by this run's simulator, whose state starts empty.
             simulator = await stack.enter_async_context(EmbeddedSimulator(
