@@ -46,6 +46,7 @@ from storage.tables import (
     field_values,
     row_values,
     to_domain,
+    raw_columns,
     to_domain_many,
 )
 from storage.watching import NoticeRepo, VolumeRepo
@@ -257,16 +258,16 @@ class ClusterRepo:
         assert updated is not None  # we just updated it inside this transaction
         return updated
 
-    async def list_live(self, *, offset: int = 0, limit: int | None = None
-                        ) -> list[ClusterRecord]:
+    async def list_live(self, *, offset: int = 0, limit: int | None = None,
+                        with_lifetime: bool = False) -> list[ClusterRecord]:
         """Clusters that may still bill (provisioning…terminating), oldest first; `limit` of
-        them from the `offset`-th on (a page of `/cluster list`)."""
+        them from the `offset`-th on (a page of `/cluster list`); `with_lifetime`: only those
+        approved for a number of hours (an envelope)."""
+        stmt = sa.select(CLUSTERS).where(CLUSTERS.c.status.in_(_LIVE))
+        if with_lifetime:
+            stmt = stmt.where(CLUSTERS.c.lifetime_hours.is_not(None))
         return await self._list(
-            sa.select(CLUSTERS)
-            .where(CLUSTERS.c.status.in_(_LIVE))
-            .order_by(CLUSTERS.c.created_at, CLUSTERS.c.id)
-            .offset(offset).limit(limit)
-        )
+            stmt.order_by(CLUSTERS.c.created_at, CLUSTERS.c.id).offset(offset).limit(limit))
 
     async def live_totals(self) -> tuple[int, int]:
         """How many clusters may still bill, and their hourly cents together (one query)."""
@@ -352,8 +353,10 @@ class ClusterRepo:
         return found[0] if found else None
 
     async def _list(self, stmt: sa.Select[Any]) -> list[ClusterRecord]:
-        rows = (await self._session.execute(stmt)).mappings().all()
-        return await to_domain_many(ClusterRecord, rows)
+        raw = stmt.with_only_columns(*raw_columns(CLUSTERS))
+        rows = (await self._session.execute(raw)).all()
+        return await to_domain_many(ClusterRecord, CLUSTERS, rows,
+                                    self._session.get_bind().dialect)
 
 
 class MessageRepo:
