@@ -293,11 +293,25 @@ async def _detection(w: World, clusters: Sequence[str]) -> list[float]:
     return [seen[c] - failed[c] for c in failed]
 
 
-async def _startups(w: World, *, runs: int) -> tuple[list[float], list[float]]:
-    """exec → first HTTP answer, alternately the bot and the bare Bolt app."""
+# What the bot's dependencies alone cost to import (no code of ours): the floor under its
+# start-up on this machine.
+DEPENDENCIES = ("slack_bolt.async_app, aiohttp.web, slack_sdk.web.async_client, "
+                "sqlalchemy.ext.asyncio, aiosqlite, sqlmodel, pydantic_settings, "
+                "apscheduler.schedulers.asyncio, yaml")
+
+
+async def _startups(w: World, *, runs: int) -> tuple[list[float], list[float], list[float]]:
+    """exec → first HTTP answer, alternately the bot and the bare Bolt app; and exec → exit
+    of an interpreter importing the bot's dependencies."""
     bot: list[float] = []
     bare: list[float] = []
+    floor: list[float] = []
     for i in range(runs):
+        began = time.perf_counter()
+        deps = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", f"import {DEPENDENCIES}", env=_env(), cwd=w.tmp)
+        assert await deps.wait() == 0
+        floor.append(time.perf_counter() - began)
         for program, into in (("bot", bot), ("bare", bare)):
             argv = [sys.executable, "-m", "bot", "serve"] if program == "bot" else \
                 [sys.executable, "-m", "benchmarks.barebolt"]
@@ -309,7 +323,7 @@ async def _startups(w: World, *, runs: int) -> tuple[list[float], list[float]]:
                 await r.read()
             into.append(time.perf_counter() - child.started)
             await child.stop()
-    return bot, bare
+    return bot, bare, floor
 
 
 def _spread(samples: Sequence[float], scale: float = 1.0, unit: str = "") -> str:
@@ -383,16 +397,19 @@ async def run() -> list[Table]:
                    p99s=p99s, detection=detection)
 
 
-def _tables(*, first: float, starts: tuple[list[float], list[float]],
+def _tables(*, first: float, starts: tuple[list[float], list[float], list[float]],
             idle: tuple[float, float], sweeps: list[Sweeps],
             acks: dict[tuple[str, int], list[float]], p99s: dict[tuple[str, int], list[float]],
             detection: list[float]) -> list[Table]:
-    bot_s, bare_s = starts
+    bot_s, bare_s, floor = starts
     start = Table("12a. Start-up: exec → first HTTP answer (s; median [min–max] n)",
                   ["program", "start-up", "vs bare Bolt"])
     start.rows += [["bot (`python -m bot serve`)", _spread(bot_s, unit=" s"),
                     _ratio(statistics.median(bot_s), statistics.median(bare_s))],
-                   ["bare Bolt AsyncApp", _spread(bare_s, unit=" s"), "1.00×"]]
+                   ["bare Bolt AsyncApp", _spread(bare_s, unit=" s"), "1.00×"],
+                   ["importing the bot's dependencies", _spread(floor, unit=" s"),
+                    _ratio(statistics.median(floor), statistics.median(bare_s))]]
+    start.notes.append(f"dependencies: {DEPENDENCIES} (exec → exit)")
     start.notes.append(f"the bot's very first start (migrating a new SQLite database): "
                        f"{first:.2f} s; the runs above reopen a database at head")
 

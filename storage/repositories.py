@@ -44,9 +44,9 @@ from storage.tables import (
     QUOTES,
     REQUESTS,
     field_values,
+    raw_columns,
     row_values,
     to_domain,
-    raw_columns,
     to_domain_many,
 )
 from storage.watching import NoticeRepo, VolumeRepo
@@ -314,15 +314,16 @@ class ClusterRepo:
             linked.update({id: bool(has) for id, has in found})
         return {id: id in linked for id in wanted if not linked.get(id, False)}
 
-    async def list_for_owner(self, owner_id: str) -> list[ClusterRecord]:
-        """Every cluster `owner_id` owns, live or not, oldest first."""
-        return await self._list(
-            sa.select(CLUSTERS)
-            .where(CLUSTERS.c.owner_id == owner_id)
-            .order_by(CLUSTERS.c.created_at, CLUSTERS.c.id)
-        )
+    async def list_for_owner(self, owner_id: str, *, live: bool = False) -> list[ClusterRecord]:
+        """Every cluster `owner_id` owns (`live`: only those that may still bill), oldest
+        first."""
+        stmt = sa.select(CLUSTERS).where(CLUSTERS.c.owner_id == owner_id)
+        if live:
+            stmt = stmt.where(CLUSTERS.c.status.in_(_LIVE))
+        return await self._list(stmt.order_by(CLUSTERS.c.created_at, CLUSTERS.c.id))
 
-    async def list_in_period(self, start: datetime, end: datetime) -> list[ClusterRecord]:
+    async def list_in_period(self, start: datetime, end: datetime, *,
+                             owner_id: str | None = None) -> list[ClusterRecord]:
         """Clusters that were up at some time in [start, end), first ready first.
 
         A cluster is up over [ready_at, terminated_at), or from ready_at on while it has no
@@ -332,15 +333,14 @@ class ClusterRepo:
         """
         if end <= start:
             raise ValueError(f"empty period: end {end.isoformat()} is not after start")
-        return await self._list(
-            sa.select(CLUSTERS)
-            .where(
-                CLUSTERS.c.ready_at.is_not(None),
-                CLUSTERS.c.ready_at < end,
-                sa.or_(CLUSTERS.c.terminated_at.is_(None), CLUSTERS.c.terminated_at > start),
-            )
-            .order_by(CLUSTERS.c.ready_at, CLUSTERS.c.id)
+        stmt = sa.select(CLUSTERS).where(
+            CLUSTERS.c.ready_at.is_not(None),
+            CLUSTERS.c.ready_at < end,
+            sa.or_(CLUSTERS.c.terminated_at.is_(None), CLUSTERS.c.terminated_at > start),
         )
+        if owner_id is not None:
+            stmt = stmt.where(CLUSTERS.c.owner_id == owner_id)
+        return await self._list(stmt.order_by(CLUSTERS.c.ready_at, CLUSTERS.c.id))
 
     async def by_request(self, request_id: str) -> ClusterRecord | None:
         """The cluster launched for `request_id` (the newest, should there ever be several)."""

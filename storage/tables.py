@@ -416,7 +416,8 @@ async def to_domain_many(model_cls: type[M], table: sa.Table, rows: Sequence[sa.
     return convert() if len(rows) < MANY_ROWS else await asyncio.to_thread(convert)
 
 
-def to_domain(model_cls: type[M], row: Mapping[str, Any], *, skip: tuple[str, ...] = ()) -> M:
+def to_domain(model_cls: type[M], row: sa.RowMapping | Mapping[str, Any], *,
+              skip: tuple[str, ...] = ()) -> M:
     """Build the domain model from a row mapping (surrogate keys named in `skip` left out)."""
     data = dict(row)
     for key in skip:

@@ -13,7 +13,6 @@ import signal
 import sys
 from collections.abc import Callable
 from datetime import datetime
-
 from typing import TYPE_CHECKING
 
 from bot.clock import Clock, ManualClock, SystemClock
