@@ -25,6 +25,7 @@ from bot.reserve.schemas import (
 )
 
 StatusFilter = ClusterStatus | str | Iterable[ClusterStatus | str] | None
+MAX_PAGE_SIZE = 200  # the contract's largest `?limit=` (its default is 50)
 """One status, several, or None for all (sent as `?status=a,b`)."""
 
 

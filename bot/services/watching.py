@@ -24,7 +24,7 @@ from bot.domain.payment import payment_notices
 from bot.domain.ports import Notifier
 from bot.domain.watch import Notice, NoticeFacts, NoticeKind, notices_between, reminder_hour
 from bot.reserve import errors as api
-from bot.reserve.port import ClusterProvider
+from bot.reserve.port import MAX_PAGE_SIZE, ClusterProvider
 from bot.reserve.schemas import Cluster, ClusterStatus
 from bot.services.observing import connection_details, observe, observed_fields, state_of
 from storage.db import Database
@@ -36,7 +36,7 @@ MAX_CONCURRENT_POLLS = 8
 # clusters stay listed for 30 days, and never change again), at the contract's largest page.
 LISTED = (ClusterStatus.PROVISIONING, ClusterStatus.RUNNING, ClusterStatus.DEGRADED,
           ClusterStatus.TERMINATING)
-PAGE_SIZE = 200
+PAGE_SIZE = MAX_PAGE_SIZE
 
 # Sees each listed page before it is synced, with the ids of the live records already tracked.
 PageHook = Callable[[list[Cluster], Collection[str]], Awaitable[None]]
