@@ -20,13 +20,9 @@ measured is a quiet one unless a node was failed on purpose.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
 import json
-import os
 import random
 import re
-import signal
 import statistics
 import sys
 import tempfile
@@ -35,26 +31,27 @@ from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlencode
 
 import aiohttp
-import sqlalchemy as sa
 
 from benchmarks.report import Table, percentile
-from bot.reserve.schemas import Cluster
-from bot.services.observing import observe, record_from_wire
-from storage.db import Database
-from storage.tables import CLUSTERS, row_values
-from tests.e2e.harness import ALICE, GENERAL, SECRET
-from tests.procs import REPO, SimProcess
+from benchmarks.world import (
+    LISTENING,
+    POLL_SECONDS,
+    SWEPT,
+    Child,
+    World,
+    child_env,
+    rss_mib,
+    signed,
+)
+from tests.procs import SimProcess
 
 SIZES = (100, 1000, 5000)
-POLL_SECONDS = 5
 SWEEPS = 3  # measured per size, after one warm-up sweep
 STARTS = 5  # start-ups per program
 BURST_EVERY = 0.25  # seconds between two bursts of signed slash commands
-LOAD_SECONDS = 5.0  # per (mix, program, concurrency, round)
+LOAD_SECONDS = 4.0  # per (mix, program, concurrency, round)
 ROUNDS = 2
 CONCURRENCY = (10, 50)
 # What the bursts ask: every command a `/cluster list` (the bot renders a page of 25 of the
@@ -62,154 +59,6 @@ CONCURRENCY = (10, 50)
 MIXES = {"list": ("list",), "1 list : 4 help": ("list", "help", "help", "help", "help")}
 FAILURES = 16  # nodes failed for the detection figure, one every FAIL_EVERY seconds
 FAIL_EVERY = 0.8
-LISTED = "provisioning,running,degraded,terminating"
-_LISTENING = re.compile(r"listening for Slack on (http://\S+)/slack/events")
-_SWEPT = re.compile(r"swept (\d+) live clusters in ([\d.]+) s wall, ([\d.]+) s CPU")
-
-
-def _env() -> dict[str, str]:
-    keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")
-    return {k: os.environ[k] for k in keep if k in os.environ} | {
-        "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
-
-
-class Child:
-    """A child process whose output goes to a file we read as it grows."""
-
-    def __init__(self, argv: list[str], env: dict[str, str], log: Path, cwd: Path) -> None:
-        self.argv, self.env, self.log, self.cwd = argv, env, log, cwd
-        self.proc: asyncio.subprocess.Process | None = None
-        self.started = 0.0
-
-    async def start(self) -> None:
-        with self.log.open("ab") as out:
-            self.started = time.perf_counter()
-            self.proc = await asyncio.create_subprocess_exec(
-                *self.argv, cwd=self.cwd, env=self.env, stdin=asyncio.subprocess.DEVNULL,
-                stdout=out, stderr=asyncio.subprocess.STDOUT)
-
-    def text(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    async def wait_for(self, pattern: re.Pattern[str], *, offset: int = 0,
-                       within: float = 60.0) -> re.Match[str]:
-        deadline = time.perf_counter() + within
-        while True:
-            found = pattern.search(self.text(), offset)
-            if found:
-                return found
-            assert self.proc is not None and self.proc.returncode is None, self.text()[-2000:]
-            assert time.perf_counter() < deadline, f"no {pattern.pattern!r}: {self.text()[-2000:]}"
-            await asyncio.sleep(0.005)
-
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
-
-    async def stop(self) -> None:
-        if self.proc is not None and self.proc.returncode is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                await asyncio.wait_for(self.proc.wait(), 30)
-            except TimeoutError:
-                self.proc.kill()
-                await self.proc.wait()
-
-
-def _rss_mib(pid: int) -> tuple[float, float]:
-    """(VmRSS, VmHWM) of `pid` in MiB: now, and the peak."""
-    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text()
-                  .splitlines() if ":" in line)
-    return (int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024)
-
-
-def _signed(text: str, n: int, sink: str) -> tuple[bytes, dict[str, str]]:
-    """A slash command exactly as Slack signs it (v0 HMAC-SHA256 of `v0:ts:body`)."""
-    body = urlencode({
-        "token": "legacy", "team_id": "T0001", "team_domain": "devslack",
-        "channel_id": GENERAL, "channel_name": "general", "user_id": ALICE,
-        "user_name": "alice", "command": "/cluster", "text": text, "api_app_id": "A0001",
-        "is_enterprise_install": "false", "response_url": f"{sink}/sink/{n}",
-        "trigger_id": f"{n}.bench",
-    }).encode()
-    ts = str(int(time.time()))
-    digest = hmac.new(SECRET.encode(), f"v0:{ts}:".encode() + body, hashlib.sha256).hexdigest()
-    return body, {"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": f"v0={digest}",
-                  "Content-Type": "application/x-www-form-urlencoded"}
-
-
-@dataclass
-class World:
-    tmp: Path
-    session: aiohttp.ClientSession
-    sim: SimProcess
-    slack: dict[str, str]
-    database_url: str
-    bot: Child | None = None
-    seeded: int = 0
-    counter: int = 0
-
-    def bot_env(self) -> dict[str, str]:
-        return _env() | {
-            "SLACK_BOT_TOKEN": self.slack["bot_token"], "SLACK_SIGNING_SECRET": SECRET,
-            "SLACK_API_URL": self.slack["api_url"], "DATABASE_URL": self.database_url,
-            "AIRESERVE_API_URL": self.sim.base_url, "AIRESERVE_API_KEY": self.sim.api_key,
-            "APPROVALS_CHANNEL": "C0APPROVALS", "APPROVERS": "U0BOB,U0CAROL",
-            "POLL_INTERVAL_SECONDS": str(POLL_SECONDS), "PORT": "0", "LOG_LEVEL": "DEBUG"}
-
-    async def start_bot(self) -> str:
-        self.bot = Child([sys.executable, "-m", "bot", "serve"], self.bot_env(),
-                         self.tmp / "bot.log", self.tmp)
-        offset = len(self.bot.text()) if self.bot.log.exists() else 0
-        await self.bot.start()
-        return (await self.bot.wait_for(_LISTENING, offset=offset))[1]
-
-    async def stop_bot(self) -> None:
-        if self.bot is not None:
-            await self.bot.stop()
-            self.bot = None
-
-    async def list_raw(self, status: str | None = LISTED) -> tuple[list[dict[str, Any]], int]:
-        """Every listed cluster through a raw aiohttp client: (clusters, list calls)."""
-        found: list[dict[str, Any]] = []
-        params = {"limit": "200"} | ({"status": status} if status else {})
-        calls = 0
-        while True:
-            async with self.session.get(f"{self.sim.base_url}/clusters", params=params,
-                                        headers={"Authorization": f"Bearer {self.sim.api_key}"}
-                                        ) as r:
-                page = await r.json()
-            calls += 1
-            found += page["data"]
-            if not page.get("nextCursor"):
-                return found, calls
-            params["cursor"] = page["nextCursor"]
-
-    async def grow_to(self, n: int) -> None:
-        """`n` running clusters at AI Reserve, each recorded and observed in the database."""
-        await self.sim.admin("clusters/seed", {"count": n - self.seeded})
-        await self.sim.advance(120)  # the fast profile boots a node in seconds
-        wires = [Cluster.model_validate(c) for c in (await self.list_raw(None))[0]]
-        db = Database(self.database_url)
-        try:
-            await db.migrate()
-            async with db.transaction() as repos:
-                known = await repos.clusters.ids([w.id for w in wires])
-            now = max(w.created_at for w in wires)
-            rows = [row_values(record_from_wire(
-                w, owner_id=ALICE, channel_id=GENERAL, request_id=None,
-                accelerator_name="NVIDIA H100 SXM 80GB", now=now).model_copy(
-                    update={"observed": observe(w), "connection_sent_at": now}))
-                for w in wires if w.id not in known]
-            for start in range(0, len(rows), 500):
-                async with db.transaction() as repos:
-                    await repos.session.execute(sa.insert(CLUSTERS), rows[start:start + 500])
-        finally:
-            await db.dispose()
-        self.seeded = n
-
-
 @dataclass
 class Sweeps:
     n: int
@@ -229,7 +78,7 @@ async def _sweeps(w: World, n: int) -> Sweeps:
     figures = Sweeps(n)
     offset = len(w.bot.text())
     for i in range(SWEEPS + 1):
-        found = await w.bot.wait_for(_SWEPT, offset=offset, within=POLL_SECONDS * 6)
+        found = await w.bot.wait_for(SWEPT, offset=offset, within=POLL_SECONDS * 6)
         between = w.bot.text()[offset:found.start()]
         offset = found.end()
         if i == 0:
@@ -242,7 +91,7 @@ async def _sweeps(w: World, n: int) -> Sweeps:
         _, figures.raw_calls = await w.list_raw()
         figures.raw_wall.append(time.perf_counter() - wall)
         figures.raw_cpu.append(time.process_time() - cpu)
-    figures.rss = _rss_mib(w.bot.pid)
+    figures.rss = rss_mib(w.bot.pid)
     return figures
 
 
@@ -255,7 +104,7 @@ async def _load(w: World, url: str, concurrency: int, texts: Sequence[str]) -> l
     async def one() -> None:
         nonlocal refused
         w.counter += 1
-        body, headers = _signed(texts[w.counter % len(texts)], w.counter,
+        body, headers = signed(texts[w.counter % len(texts)], w.counter,
                                 w.slack["inspect_url"])
         began = time.perf_counter()
         async with w.session.post(url, data=body, headers=headers) as r:
@@ -314,7 +163,7 @@ async def _startups(w: World, *, runs: int) -> tuple[list[float], list[float], l
     for i in range(runs):
         began = time.perf_counter()
         deps = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", f"import {DEPENDENCIES}", env=_env(), cwd=w.tmp)
+            sys.executable, "-c", f"import {DEPENDENCIES}", env=child_env(), cwd=w.tmp)
         assert await deps.wait() == 0
         floor.append(time.perf_counter() - began)
         for program, into in (("bot", bot), ("bare", bare)):
@@ -323,7 +172,7 @@ async def _startups(w: World, *, runs: int) -> tuple[list[float], list[float], l
             child = Child(argv, w.bot_env(),
                           w.tmp / f"start-{program}-{i}.log", w.tmp)
             await child.start()
-            url = (await child.wait_for(_LISTENING))[1]
+            url = (await child.wait_for(LISTENING))[1]
             async with w.session.post(f"{url}/slack/events", data=b"") as r:
                 await r.read()
             into.append(time.perf_counter() - child.started)
@@ -346,7 +195,7 @@ async def run() -> list[Table]:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         async with AsyncExitStack() as stack:
-            slack_child = Child([sys.executable, "-m", "benchmarks.slackproc"], _env(),
+            slack_child = Child([sys.executable, "-m", "benchmarks.slackproc"], child_env(),
                                 tmp / "slack.log", tmp)
             await slack_child.start()
             stack.push_async_callback(slack_child.stop)
@@ -369,8 +218,8 @@ async def run() -> list[Table]:
 
             await w.start_bot()
             assert w.bot is not None
-            await w.bot.wait_for(_SWEPT)
-            idle = _rss_mib(w.bot.pid)
+            await w.bot.wait_for(SWEPT)
+            idle = rss_mib(w.bot.pid)
             await w.stop_bot()
 
             sweeps: list[Sweeps] = []
@@ -386,7 +235,7 @@ async def run() -> list[Table]:
                                  tmp / "bare.log", tmp)
                     await bare.start()
                     stack.push_async_callback(bare.stop)
-                    bare_url = (await bare.wait_for(_LISTENING))[1]
+                    bare_url = (await bare.wait_for(LISTENING))[1]
                     for _ in range(ROUNDS):
                         for mix, texts in MIXES.items():
                             for c in CONCURRENCY:
