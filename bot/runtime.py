@@ -14,6 +14,7 @@ resumed in the background, retried until they answer.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import secrets
 import time
@@ -21,6 +22,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 import aiohttp
 from aiohttp import web
@@ -36,8 +38,6 @@ from bot.jobs.scheduler import SWEEPS_LEASE, build_scheduler, sweeps_lease_ttl
 from bot.jobs.tracker import Sweeps
 from bot.policy_file import load_policy_or_default
 from bot.reserve.client import AsyncAIReserveClient
-from bot.reserve.simulator.config import SimConfig
-from bot.reserve.simulator.embedded import EmbeddedSimulator
 from bot.services.approvals import ApprovalService
 from bot.services.audit import AuditLog
 from bot.services.claims import ButtonClaims
@@ -61,6 +61,10 @@ from bot.slack.notifier import SlackNotifier
 from bot.slack.retry import Sleep, retry_handlers
 from storage.db import Database
 from storage.leases import Lease, replica_id
+
+if TYPE_CHECKING:  # the simulator is imported only when the bot embeds one
+    from bot.reserve.simulator.config import SimConfig
+    from bot.reserve.simulator.embedded import EmbeddedSimulator
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +122,9 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         session = await stack.enter_async_context(aiohttp.ClientSession())
         simulator: EmbeddedSimulator | None = None
         if settings.uses_simulator:
+            from bot.reserve.simulator.config import SimConfig
+            from bot.reserve.simulator.embedded import EmbeddedSimulator
+
             # A fresh seed per process: ids from an earlier run (kept in the database) must
             # never be issued again by this run's simulator, whose state starts empty.
             simulator = await stack.enter_async_context(EmbeddedSimulator(
@@ -301,6 +308,10 @@ async def serve(runtime: Runtime, *, stop: asyncio.Event | None = None) -> None:
     otherwise. Socket Mode still serves the health endpoints on PORT, and keeps trying to
     connect while Slack is unreachable instead of exiting."""
     stop = stop or asyncio.Event()
+    # What start-up built (modules, schemas, table metadata: most of the heap) never becomes
+    # garbage: frozen, full collections no longer walk it, so their pauses stay short.
+    gc.collect()
+    gc.freeze()
     if runtime.settings.slack_app_token is not None:
         from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 

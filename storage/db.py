@@ -30,7 +30,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlalchemy.pool import ConnectionPoolEntry
 
-from storage.migrations import upgrade_head
+from storage.migrations import head_revision, upgrade_head
 from storage.repositories import Repos
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -84,7 +84,30 @@ class Database:
         return self._engine
 
     async def migrate(self) -> None:
-        """Bring the schema to the newest migration (alembic upgrade head); a no-op when current."""
+        """Bring the schema to the newest migration (alembic upgrade head); a no-op when current.
+
+        A database already at the head costs one query (alembic is not even imported). One that
+        needs migrating is migrated on a thread of its own, with an engine of its own, so the
+        event loop is never held up by alembic (an in-memory SQLite database, which exists only
+        on this engine's connection, is migrated here)."""
+        if await self.at_head():
+            return
+        if self._engine.url.database in (None, "", ":memory:") and self._is_sqlite:
+            await self._migrate_here()
+        else:
+            await asyncio.to_thread(asyncio.run, _migrate_apart(self._url))
+
+    async def at_head(self) -> bool:
+        """Whether the schema is at the newest migration already."""
+        try:
+            async with self._serialized(), self._engine.connect() as conn:
+                found = (await conn.execute(
+                    sa.text("SELECT version_num FROM alembic_version"))).scalars().all()
+        except sa.exc.DBAPIError:
+            return False  # no alembic_version table: a new database
+        return found == [head_revision()]
+
+    async def _migrate_here(self) -> None:
         async with self._serialized(), self._engine.connect() as conn:
             await conn.run_sync(_migrate)
 
@@ -133,6 +156,14 @@ class Database:
                 yield
             finally:
                 self._holder = None
+
+
+async def _migrate_apart(url: str) -> None:
+    db = Database(url)
+    try:
+        await db._migrate_here()
+    finally:
+        await db.dispose()
 
 
 def _sqlite_on_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:

@@ -44,8 +44,10 @@ from storage.tables import (
     QUOTES,
     REQUESTS,
     field_values,
+    raw_columns,
     row_values,
     to_domain,
+    to_domain_many,
 )
 from storage.terminations import TerminationRepo
 from storage.watching import NoticeRepo, VolumeRepo
@@ -257,13 +259,26 @@ class ClusterRepo:
         assert updated is not None  # we just updated it inside this transaction
         return updated
 
-    async def list_live(self) -> list[ClusterRecord]:
-        """Clusters that may still bill (provisioning…terminating), oldest first."""
+    async def list_live(self, *, offset: int = 0, limit: int | None = None,
+                        with_lifetime: bool = False) -> list[ClusterRecord]:
+        """Clusters that may still bill (provisioning…terminating), oldest first; `limit` of
+        them from the `offset`-th on (a page of `/cluster list`); `with_lifetime`: only those
+        approved for a number of hours (an envelope)."""
+        stmt = sa.select(CLUSTERS).where(CLUSTERS.c.status.in_(_LIVE))
+        if with_lifetime:
+            stmt = stmt.where(CLUSTERS.c.lifetime_hours.is_not(None))
         return await self._list(
-            sa.select(CLUSTERS)
-            .where(CLUSTERS.c.status.in_(_LIVE))
-            .order_by(CLUSTERS.c.created_at, CLUSTERS.c.id)
-        )
+            stmt.order_by(CLUSTERS.c.created_at, CLUSTERS.c.id).offset(offset).limit(limit))
+
+    async def live_totals(self) -> dict[ClusterState, tuple[int, int]]:
+        """For each state a cluster may still bill in: how many clusters, and their hourly cents
+        together (one grouped query, however many clusters there are)."""
+        rows = (await self._session.execute(
+            sa.select(CLUSTERS.c.status, sa.func.count(),
+                      sa.func.coalesce(sa.func.sum(CLUSTERS.c.hourly_cents), 0))
+            .where(CLUSTERS.c.status.in_(_LIVE)).group_by(CLUSTERS.c.status)
+        )).all()
+        return {ClusterState(status): (int(n), int(cents)) for status, n, cents in rows}
 
     async def list_recent(self, limit: int = 50) -> list[ClusterRecord]:
         """The `limit` most recently created clusters, newest first."""
@@ -302,15 +317,16 @@ class ClusterRepo:
             linked.update({id: bool(has) for id, has in found})
         return {id: id in linked for id in wanted if not linked.get(id, False)}
 
-    async def list_for_owner(self, owner_id: str) -> list[ClusterRecord]:
-        """Every cluster `owner_id` owns, live or not, oldest first."""
-        return await self._list(
-            sa.select(CLUSTERS)
-            .where(CLUSTERS.c.owner_id == owner_id)
-            .order_by(CLUSTERS.c.created_at, CLUSTERS.c.id)
-        )
+    async def list_for_owner(self, owner_id: str, *, live: bool = False) -> list[ClusterRecord]:
+        """Every cluster `owner_id` owns (`live`: only those that may still bill), oldest
+        first."""
+        stmt = sa.select(CLUSTERS).where(CLUSTERS.c.owner_id == owner_id)
+        if live:
+            stmt = stmt.where(CLUSTERS.c.status.in_(_LIVE))
+        return await self._list(stmt.order_by(CLUSTERS.c.created_at, CLUSTERS.c.id))
 
-    async def list_in_period(self, start: datetime, end: datetime) -> list[ClusterRecord]:
+    async def list_in_period(self, start: datetime, end: datetime, *,
+                             owner_id: str | None = None) -> list[ClusterRecord]:
         """Clusters that were up at some time in [start, end), first ready first.
 
         A cluster is up over [ready_at, terminated_at), or from ready_at on while it has no
@@ -320,15 +336,14 @@ class ClusterRepo:
         """
         if end <= start:
             raise ValueError(f"empty period: end {end.isoformat()} is not after start")
-        return await self._list(
-            sa.select(CLUSTERS)
-            .where(
-                CLUSTERS.c.ready_at.is_not(None),
-                CLUSTERS.c.ready_at < end,
-                sa.or_(CLUSTERS.c.terminated_at.is_(None), CLUSTERS.c.terminated_at > start),
-            )
-            .order_by(CLUSTERS.c.ready_at, CLUSTERS.c.id)
+        stmt = sa.select(CLUSTERS).where(
+            CLUSTERS.c.ready_at.is_not(None),
+            CLUSTERS.c.ready_at < end,
+            sa.or_(CLUSTERS.c.terminated_at.is_(None), CLUSTERS.c.terminated_at > start),
         )
+        if owner_id is not None:
+            stmt = stmt.where(CLUSTERS.c.owner_id == owner_id)
+        return await self._list(stmt.order_by(CLUSTERS.c.ready_at, CLUSTERS.c.id))
 
     async def by_request(self, request_id: str) -> ClusterRecord | None:
         """The cluster launched for `request_id` (the newest, should there ever be several)."""
@@ -341,8 +356,10 @@ class ClusterRepo:
         return found[0] if found else None
 
     async def _list(self, stmt: sa.Select[Any]) -> list[ClusterRecord]:
-        rows = (await self._session.execute(stmt)).mappings()
-        return [to_domain(ClusterRecord, row) for row in rows]
+        raw = stmt.with_only_columns(*raw_columns(CLUSTERS))
+        rows = (await self._session.execute(raw)).all()
+        return await to_domain_many(ClusterRecord, CLUSTERS, rows,
+                                    self._session.get_bind().dialect)
 
 
 class MessageRepo:

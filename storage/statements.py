@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
+
+if TYPE_CHECKING:  # each dialect is imported when a database of its kind is used (start-up)
+    from sqlalchemy.dialects import postgresql, sqlite
 
 # Set by a repository itself (its update()/transition() stamps `updated_at`), never through
 # **fields: an id never changes and a caller's clock must not overrule the statement's `now`.
@@ -19,8 +23,12 @@ def insert(session: AsyncSession, table: sa.Table) -> sqlite.Insert | postgresql
     """
     dialect = session.get_bind().dialect.name
     if dialect == "sqlite":
+        from sqlalchemy.dialects import sqlite
+
         return sqlite.insert(table)
     if dialect == "postgresql":
+        from sqlalchemy.dialects import postgresql
+
         return postgresql.insert(table)
     raise NotImplementedError(f"no upsert for the {dialect} dialect")  # pragma: no cover
 

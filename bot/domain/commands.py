@@ -7,7 +7,7 @@ from dataclasses import dataclass
 USAGE = {
     "quote": "/cluster quote <accel>x<gpusPerNode> nodes=<N> [storage=<GB> | volume=<id>] "
              "[location=<id>] [disk=<GB>]   e.g. /cluster quote h100x8 nodes=4",
-    "list": "/cluster list",
+    "list": "/cluster list [page]   e.g. /cluster list 2",
     "status": "/cluster status <cluster-id>   e.g. /cluster status clu_9xQe1",
     "terminate": "/cluster terminate <cluster-id>   e.g. /cluster terminate clu_9xQe1",
     "recover": "/cluster recover <cluster-id>   e.g. /cluster recover clu_9xQe1",
@@ -35,7 +35,7 @@ class QuoteCommand:
 
 @dataclass(frozen=True)
 class ListCommand:
-    pass
+    page: int = 1  # of LIST_PAGE_SIZE clusters each, oldest first
 
 
 @dataclass(frozen=True)

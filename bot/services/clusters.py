@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+from dataclasses import dataclass
 from datetime import datetime
 
 from bot.clock import Clock
 from bot.domain import spend
 from bot.domain.errors import InvalidCommand, NotAllowed, UnknownResource
-from bot.domain.models import Actor, AuditEntry, ClusterRecord, NodeSummary
+from bot.domain.models import Actor, AuditEntry, ClusterRecord, ClusterState, NodeSummary
 from bot.domain.spend import VolumeSpan
 from bot.reserve import errors as api
 from bot.reserve.port import ClusterProvider
@@ -20,6 +22,16 @@ from bot.services.watching import WatchService
 from storage.db import Database
 
 AUDIT_LINES = 40
+LIST_PAGE_SIZE = 25  # clusters per `/cluster list` message
+
+
+@dataclass(frozen=True)
+class LivePage:
+    clusters: list[ClusterRecord]
+    # Every live cluster's (not only this page's): how many, and their hourly cents, by state.
+    by_state: dict[ClusterState, tuple[int, int]]
+    page: int
+    pages: int
 
 
 class ClusterQueries:
@@ -35,6 +47,18 @@ class ClusterQueries:
     async def live(self) -> list[ClusterRecord]:
         async with self._db.transaction() as repos:
             return await repos.clusters.list_live()
+
+    async def live_page(self, page: int) -> LivePage:
+        """One page of `/cluster list` (oldest first), with the totals of every live cluster:
+        two bounded queries, however many clusters there are."""
+        async with self._db.transaction() as repos:
+            by_state = await repos.clusters.live_totals()
+            count = sum(n for n, _ in by_state.values())
+            pages = max(1, -(-count // LIST_PAGE_SIZE))
+            page = min(page, pages)
+            clusters = await repos.clusters.list_live(offset=(page - 1) * LIST_PAGE_SIZE,
+                                                      limit=LIST_PAGE_SIZE)
+        return LivePage(clusters=clusters, by_state=by_state, page=page, pages=pages)
 
     async def status(self, cluster_id: str) -> tuple[ClusterRecord, list[NodeSummary]]:
         """The stored record refreshed from the provider, with each node's state."""
@@ -60,8 +84,10 @@ class ClusterQueries:
         async with self._db.transaction() as repos:
             clusters = await repos.clusters.list_in_period(start, end)
         volumes = await self._volume_spans()
-        return spend.spend_report(clusters, month, now, volumes=volumes,
-                                  enforce_lifetime=self._people.policy.enforce_lifetime)
+        # Pure, and linear in the month's clusters (thousands): computed off the event loop.
+        return await asyncio.to_thread(
+            spend.spend_report, clusters, month, now, volumes=volumes,
+            enforce_lifetime=self._people.policy.enforce_lifetime)
 
     async def _volume_spans(self) -> list[VolumeSpan]:
         """Every volume the bot knows of or AI Reserve lists, with when it bills on its own:

@@ -14,6 +14,7 @@ provider, and "now" is AI Reserve's clock (the clock this service is given).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from datetime import datetime, timedelta
 
@@ -27,6 +28,8 @@ from bot.services.audit import AuditLog, audited
 from bot.services.people import People
 from bot.services.termination import TerminationService
 from storage.db import Database
+
+YIELD_EVERY = 200  # envelopes checked between two turns of the event loop
 
 log = logging.getLogger(__name__)
 
@@ -52,8 +55,10 @@ class EnvelopeService:
         enforce = self._people.policy.enforce_lifetime
         moved = 0
         async with self._db.transaction() as repos:
-            live = await repos.clusters.list_live()
-        for record in live:
+            live = await repos.clusters.list_live(with_lifetime=True)
+        for i, record in enumerate(live):
+            if i and i % YIELD_EVERY == 0:
+                await asyncio.sleep(0)  # thousands of envelopes: let the event loop breathe
             now = self._clock.now()
             if record.envelope_stage == "enforced" and record.status in _BILLING:
                 await self._enforce(record)  # an earlier terminate didn't land: again

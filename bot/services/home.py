@@ -34,8 +34,8 @@ class HomeService:
         start, end = spend.month_bounds(None, now)
         is_approver = user_id in await self._people.approvers()
         async with self._db.transaction() as repos:
-            month_clusters = await repos.clusters.list_in_period(start, end)
-            mine = [c for c in await repos.clusters.list_for_owner(user_id) if c.status.is_live]
+            month_clusters = await repos.clusters.list_in_period(start, end, owner_id=user_id)
+            mine = await repos.clusters.list_for_owner(user_id, live=True)
             pending: list[tuple[LaunchRequest, QuoteInfo]] = []
             if is_approver:
                 for request in await repos.requests.list_pending():
@@ -44,8 +44,7 @@ class HomeService:
                         pending.append((request, quote))
         # What AI Reserve has billed so far this month (the budget check also counts what the
         # live clusters will still cost; the home shows what is spent).
-        spent = sum(spend.accrued_in(c, start, end) for c in month_clusters
-                    if c.owner_id == user_id)
+        spent = sum(spend.accrued_in(c, start, end) for c in month_clusters)
         return HomeFacts(user_id=user_id, clusters=mine, pending=pending,
                          is_approver=is_approver, month_spent_cents=spent,
                          budget_cents=self._people.policy.budget_of(user_id),

@@ -35,7 +35,7 @@ from bot.domain.launch import IntentState, LaunchBody, LaunchIntent
 from bot.domain.models import LaunchRequest, RequestStatus
 from bot.domain.ports import Notifier
 from bot.reserve import errors as api
-from bot.reserve.port import ClusterProvider
+from bot.reserve.port import MAX_PAGE_SIZE, ClusterProvider
 from bot.reserve.schemas import Cluster, Shape
 from bot.services.approvals import Judge, reprice
 from bot.services.audit import AuditLog
@@ -254,7 +254,7 @@ class LaunchService:
                 if quote.launched_cluster_id is not None:
                     return await self._cluster(quote.launched_cluster_id)
             if unknown_quotes:
-                async for wire in self._provider.iter_clusters():
+                async for wire in self._provider.iter_clusters(page_size=MAX_PAGE_SIZE):
                     if wire.quote_id in quote_ids:
                         return wire
         except api.ApiError as exc:

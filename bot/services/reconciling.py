@@ -13,16 +13,17 @@ ended outside the bot are caught by the watcher's own poll.
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 
 from bot.clock import Clock
 from bot.domain.ports import Notifier
-from bot.reserve.port import MAX_PAGE_SIZE, ClusterProvider
+from bot.reserve.port import ClusterProvider
 from bot.reserve.schemas import Cluster
 from bot.services.audit import AuditLog
 from bot.services.linking import link_cluster
 from bot.services.observing import record_from_wire
 from bot.services.quoting import QuotingService
-from bot.services.watching import WatchService
+from bot.services.watching import LISTED, PAGE_SIZE, WatchService
 from storage.db import Database
 
 log = logging.getLogger(__name__)
@@ -42,17 +43,31 @@ class ReconcileService:
         self._clock = clock
 
     async def reconcile(self) -> dict[str, Cluster]:
-        """Link or adopt every live provider cluster the bot doesn't track. Returns the
-        provider's whole listing by id, so the watcher polls from it instead of one GET each."""
-        listing = {c.id: c async for c in self._provider.iter_clusters(
-            page_size=MAX_PAGE_SIZE)}
-        live = [c for c in listing.values() if c.status.is_live]
+        """Link or adopt every live provider cluster the bot doesn't track. Returns what was
+        listed (the clusters that can still bill or change) by id."""
+        listing: dict[str, Cluster] = {}
+        page: list[Cluster] = []
+        async for wire in self._provider.iter_clusters(LISTED, page_size=PAGE_SIZE):
+            listing[wire.id] = wire
+            page.append(wire)
+            if len(page) == PAGE_SIZE:
+                await self.reconcile_page(page, ())
+                page = []
+        await self.reconcile_page(page, ())
+        return listing
+
+    async def reconcile_page(self, page: list[Cluster], tracked: Collection[str]) -> None:
+        """Link or adopt the live clusters of one listed page that are not among `tracked`
+        (ids known to be linked already): what a sweep does with each page as it arrives."""
+        live = [c for c in page if c.status.is_live and c.id not in tracked]
+        if not live:
+            return
         async with self._db.transaction() as repos:
             unlinked = await repos.clusters.untracked([c.id for c in live])
             candidates = [c for c in live if c.id in unlinked]
             held = await repos.request_quotes.requests_of([c.quote_id for c in candidates])
         if not candidates:
-            return listing
+            return
         strangers = [c for c in candidates if c.quote_id not in held and not unlinked[c.id]]
         for wire in candidates:
             if wire.quote_id in held:
@@ -63,7 +78,6 @@ class ReconcileService:
                 await self._adopt(wire, names.get(wire.shape.accelerator,
                                                   wire.shape.accelerator))
             await self._notifier.deliver_notices()
-        return listing
 
     async def _link(self, wire: Cluster, request_id: str) -> None:
         async with self._db.transaction() as repos:

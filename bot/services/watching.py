@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Iterable, Mapping
+from datetime import datetime
 from typing import Any
 
 from bot.clock import Clock
@@ -30,8 +31,8 @@ from bot.domain.watch import (
     reminder_hour,
 )
 from bot.reserve import errors as api
-from bot.reserve.port import ClusterProvider
-from bot.reserve.schemas import Cluster
+from bot.reserve.port import MAX_PAGE_SIZE, ClusterProvider
+from bot.reserve.schemas import Cluster, ClusterStatus
 from bot.services.audit import ended_elsewhere
 from bot.services.observing import connection_details, observe, observed_fields, state_of
 from storage.db import Database
@@ -39,6 +40,14 @@ from storage.db import Database
 log = logging.getLogger(__name__)
 
 MAX_CONCURRENT_POLLS = 8
+# What a sweep lists: the statuses that can still bill or change (terminated and failed
+# clusters stay listed for 30 days, and never change again), at the contract's largest page.
+LISTED = (ClusterStatus.PROVISIONING, ClusterStatus.RUNNING, ClusterStatus.DEGRADED,
+          ClusterStatus.TERMINATING)
+PAGE_SIZE = MAX_PAGE_SIZE
+
+# Sees each listed page before it is synced, with the ids of the live records already tracked.
+PageHook = Callable[[list[Cluster], Collection[str]], Awaitable[None]]
 
 # Record fields that, when they change, make the cluster's top message worth editing.
 _VISIBLE = ("status", "nodes_ready", "ready_at", "terminated_at", "termination_reason",
@@ -53,27 +62,75 @@ class WatchService:
         self._notifier = notifier
         self._clock = clock
 
-    async def sync_live(self, *, listing: Mapping[str, Cluster] | None = None) -> int:
-        """Poll every cluster that may still bill (bounded concurrency); deliver notices.
+    async def sync_live(self, *, on_page: PageHook | None = None) -> int:
+        """One poll of every cluster that may still bill; deliver what changed. Returns how
+        many live records it checked.
 
-        With the provider's `listing` (one paged list call), a cluster found there needs no GET
-        of its own; one missing from it is read by id (which also tells a vanished one)."""
+        The live records are read in one query (converted off the event loop) and compared in
+        memory with AI Reserve's listing as its pages arrive — only the statuses that can still
+        bill or change, at the largest page. A transaction is opened only for a cluster whose
+        observation changed (or that has a notice or its connection DM due). `on_page` sees
+        each page first, with the ids already tracked (reconciliation: link or adopt the
+        others). A live record missing from the listing is read by id (which also tells one
+        that ended or vanished)."""
         async with self._db.transaction() as repos:
-            live = await repos.clusters.list_live()
-        gate = asyncio.Semaphore(MAX_CONCURRENT_POLLS)
-
-        async def one(record: ClusterRecord) -> None:
-            async with gate:
-                try:
-                    wire = listing.get(record.id) if listing is not None else None
-                    await self.sync(record.id, wire=wire, deliver=False)
-                except api.ApiError as exc:
-                    # Nothing is lost: the next poll sees whatever happened meanwhile.
-                    log.warning("polling %s failed: %s", record.id, exc.code)
-
-        await asyncio.gather(*(one(r) for r in live))
+            live = {r.id: r for r in await repos.clusters.list_live()}
+        listed: set[str] = set()
+        page: list[Cluster] = []
+        try:
+            async for wire in self._provider.iter_clusters(LISTED, page_size=PAGE_SIZE):
+                page.append(wire)
+                if len(page) == PAGE_SIZE:
+                    await self._sync_page(page, live, listed, on_page)
+                    page = []
+            await self._sync_page(page, live, listed, on_page)
+        except api.ApiError as exc:
+            # What was listed is synced; the rest waits for the next poll (no GET storm).
+            log.warning("listing clusters failed: %s", exc.code)
+        else:
+            await self._poll_each([id for id in live if id not in listed])
         await self._notifier.deliver_notices()
         return len(live)
+
+    async def _sync_page(self, page: list[Cluster], live: Mapping[str, ClusterRecord],
+                         listed: set[str], on_page: PageHook | None) -> None:
+        if not page:
+            return
+        if on_page is not None:
+            await on_page(page, live.keys())
+        mine = [(live[w.id], w) for w in page if w.id in live]
+        listed.update(w.id for _, w in mine)
+        now = self._clock.now()
+        # Pure and CPU-bound: compared in a thread, the event loop keeps answering Slack.
+        due = await asyncio.to_thread(
+            lambda: [w for r, w in mine if self._due(r, w, now=now)])
+        await self._gather(self.sync(w.id, wire=w, deliver=False) for w in due)
+
+    async def _poll_each(self, ids: list[str]) -> None:
+        """Read each of `ids` by id (bounded concurrency); a failed read changes nothing."""
+        await self._gather(self.sync(id, deliver=False) for id in ids)
+
+    async def _gather(self, syncs: Iterable[Coroutine[Any, Any, object]]) -> None:
+        gate = asyncio.Semaphore(MAX_CONCURRENT_POLLS)
+
+        async def one(sync: Coroutine[Any, Any, object]) -> None:
+            async with gate:
+                try:
+                    await sync
+                except api.ApiError as exc:
+                    # Nothing is lost: the next poll sees whatever happened meanwhile.
+                    log.warning("polling a cluster failed: %s", exc.code)
+
+        await asyncio.gather(*(one(s) for s in syncs))
+
+    def _due(self, before: ClusterRecord, wire: Cluster, *, now: datetime) -> bool:
+        """Whether `sync` would do anything for `wire`: a changed observation, a notice to
+        queue, or the connection DM to send."""
+        after = observe(wire, previous=before.status)
+        if self._changes(before, wire, after) or self._notices(before, after, now=now):
+            return True
+        return (after.status is ClusterState.RUNNING and before.connection_sent_at is None
+                and before.owner_id is not None and connection_details(wire) is not None)
 
     async def sync(self, cluster_id: str, *, wire: Cluster | None = None,
                    deliver: bool = True) -> ClusterRecord | None:
@@ -123,7 +180,7 @@ class WatchService:
             changes["accrued_at_degrade"] = observation.accrued_cents  # the episode's start
         return changes
 
-    def _notices(self, before: ClusterRecord, after: Observation, *, now: Any) -> list[Notice]:
+    def _notices(self, before: ClusterRecord, after: Observation, *, now: datetime) -> list[Notice]:
         episode = after.episode
         manual = frozenset(int(a) for e, a in (m.split(":") for m in before.manual_recoveries)
                            if int(e) == episode)

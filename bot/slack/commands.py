@@ -61,7 +61,10 @@ def register(app: AsyncApp, services: Services) -> None:
             reply = quote_blocks.quote_card(quote, now=now(), outlook=outlook)
         elif isinstance(cmd, ListCommand):
             await ack()
-            reply = cluster_blocks.cluster_list(await services.clusters.live(), now=now())
+            live = await services.clusters.live_page(cmd.page)
+            reply = cluster_blocks.cluster_list(
+                live.clusters, now=now(), by_state=live.by_state, page=live.page,
+                pages=live.pages)
         elif isinstance(cmd, StatusCommand):
             await ack(text=f"Looking up `{cmd.cluster_id}`…", **EPHEMERAL)
             record, nodes = await services.clusters.status(cmd.cluster_id)

@@ -57,8 +57,7 @@ def parse(text: str) -> Command:
     if verb == "quote":
         return _parse_quote(args)
     if verb == "list":
-        _no_more(args, "list")
-        return ListCommand()
+        return _parse_list(args)
     if verb in ("status", "terminate", "recover"):
         cluster_id = _one_id(args, verb)
         if verb == "status":
@@ -107,6 +106,16 @@ def _no_more(args: list[str], verb: str) -> None:
     if args:
         raise _fail(f"`/cluster {verb}` takes nothing more; I don't understand `{args[0]}`.",
                     args[0], verb)
+
+
+def _parse_list(args: list[str]) -> ListCommand:
+    if not args:
+        return ListCommand()
+    page, rest = args[0], args[1:]
+    if not (page.isdigit() and len(page) <= 5 and int(page) >= 1):
+        raise _fail(f"`{page[:40]}` is not a page number (1, 2, …).", page, "list")
+    _no_more(rest, "list")
+    return ListCommand(page=int(page))
 
 
 def _one_id(args: list[str], verb: str) -> str:

@@ -26,6 +26,7 @@ from bot.domain.models import ClusterRecord, LaunchRequest, RequestStatus
 from bot.reserve.simulator.config import SimConfig
 from bot.reserve.simulator.embedded import EmbeddedSimulator
 from bot.slack.ids import Action
+from tests.loopwatch import starting_up
 
 ALICE, BOB, CAROL, DAVE = "U0ALICE", "U0BOB", "U0CAROL", "U0DAVE"  # bob, carol approve
 LEADS = "S0LEADS"  # a Slack user group (carol)
@@ -204,9 +205,10 @@ async def bot(tmp_path: Path, *, slack: FakeSlack | None = None,
             slept.append(seconds)
             clock.advance(seconds)
 
-        rt = await stack.enter_async_context(runtime.start(
-            load_settings(env), clock=clock, scheduler=False, sleep=no_wait,
-            sim_config=sim_config))
+        with starting_up():  # not yet serving: the slow-callback check waits (loopwatch.py)
+            rt = await stack.enter_async_context(runtime.start(
+                load_settings(env), clock=clock, scheduler=False, sleep=no_wait,
+                sim_config=sim_config))
         url = await stack.enter_async_context(runtime.http_site(rt, host="127.0.0.1", port=0))
         requests = await stack.enter_async_context(SlackRequests(
             events_url=f"{url}/slack/events", signing_secret=SECRET, slack=slack))

@@ -107,14 +107,15 @@ async def test_auto_recovery_turned_on_from_the_notice(tmp_path):
 async def test_provider_faults_lose_no_transition_and_repeat_none(tmp_path):
     async with bot(tmp_path) as h:
         cluster_id = await h.running_cluster()
-        await h.sim_admin("faults", {"route": "GET /v1/clusters/{id}", "status": 503,
+        # The sweep reads the listing (a cluster missing from it, by id).
+        await h.sim_admin("faults", {"route": "GET /v1/clusters", "status": 503,
                                      "count": 40})
         await h.fail_node(cluster_id)
         for _ in range(3):
             await h.advance(30)  # every poll fails
         assert await kinds(h, cluster_id) == []
         await h.sim_admin("faults", {}, method="DELETE")
-        await h.sim_admin("faults", {"route": "GET /v1/clusters/{id}", "status": 429,
+        await h.sim_admin("faults", {"route": "GET /v1/clusters", "status": 429,
                                      "count": 2})
         for _ in range(3):
             await h.advance(30)

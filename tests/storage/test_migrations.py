@@ -446,3 +446,27 @@ async def test_downgrade_to_0002_with_policy_rows(db_url):
             assert await repos.audit.count() == 0
     finally:
         await db.dispose()
+
+
+def test_head_revision_read_from_the_files_is_alembics_head():
+    from alembic.script import ScriptDirectory
+
+    from storage.migrations import alembic_config, head_revision
+
+    assert head_revision() == ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+async def test_a_database_at_head_is_not_migrated_again(db_url, monkeypatch):
+    db = Database(db_url)
+    try:
+        assert not await db.at_head()
+        await db.migrate()
+        assert await db.at_head()
+        monkeypatch.setattr("storage.db.upgrade_head", _never)
+        await db.migrate()  # one query, no alembic
+    finally:
+        await db.dispose()
+
+
+def _never(*_: object) -> None:
+    raise AssertionError("migrated a database already at head")

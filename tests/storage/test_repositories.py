@@ -131,6 +131,11 @@ async def test_cluster_lists(db):
             ))
     async with db.transaction() as repos:
         assert [c.id for c in await repos.clusters.list_live()] == ["c-2", "c-3", "c-5", "c-6"]
+        # A page of `/cluster list`, and the totals of every live cluster in one query.
+        assert [c.id for c in await repos.clusters.list_live(offset=1, limit=2)] == ["c-3", "c-5"]
+        assert await repos.clusters.live_totals() == dict.fromkeys(
+            (ClusterState.RUNNING, ClusterState.PROVISIONING, ClusterState.DEGRADED,
+             ClusterState.TERMINATING), (1, 6412))
         assert [c.id for c in await repos.clusters.list_recent()] == [
             "c-6", "c-5", "c-4", "c-3", "c-2", "c-1"]
         assert [c.id for c in await repos.clusters.list_recent(limit=2)] == ["c-6", "c-5"]
@@ -157,3 +162,25 @@ async def test_message_put_get_and_upsert(db):
         assert await repos.messages.get("approval", "r-1") == moved
         assert await repos.messages.get("cluster", "r-1") == MessageRef(channel_id="C2", ts="2.0")
         assert await repos.messages.get("approval", "r-2") is None
+
+
+async def test_many_cluster_rows_convert_in_one_batch_like_one(db):
+    """Past MANY_ROWS the rows are converted on a thread: the same records either way."""
+    from storage.tables import MANY_ROWS
+
+    await seed(db)
+    many = [make_cluster(f"c-{i:03}", request_id=None, owner_id="U1" if i % 2 else "U2",
+                         status=ClusterState.RUNNING if i % 3 else ClusterState.TERMINATED,
+                         lifetime_hours=4 if i % 5 == 0 else None,
+                         created_at=T0 + timedelta(minutes=i)) for i in range(MANY_ROWS * 2)]
+    async with db.transaction() as repos:
+        for c in many:
+            await repos.clusters.add(c)
+    async with db.transaction() as repos:
+        live = [c for c in many if c.status.is_live]
+        assert await repos.clusters.list_live() == live
+        assert await repos.clusters.list_live(with_lifetime=True) == [
+            c for c in live if c.lifetime_hours is not None]
+        assert await repos.clusters.list_for_owner("U2", live=True) == [
+            c for c in live if c.owner_id == "U2"]
+        assert await repos.clusters.list_all() == many

@@ -7,6 +7,9 @@ idempotency, no faults. Production code never calls these.
     POST /_sim/clock/advance {seconds}                {now, virtual}   (virtual clock only)
     POST /_sim/clusters/{id}/nodes/{rank}/fail {mode: stopped|unhealthy}   → cluster
     POST /_sim/clusters/{id}/nodes/{rank}/recoverable {value: bool}        → cluster
+    POST /_sim/clusters/seed {count ≤ 10000, accelerator?, gpusPerNode?, nodes?}
+                                                      {data: [cluster ids]}  (201; many at once,
+                                                      each from its own quote, provisioning)
     POST /_sim/capacity {accelerator, location, availability?, placeableNodes?}
     POST /_sim/account {balanceCents}                 → account
     GET|POST|DELETE /_sim/faults                      (see faults.py)
@@ -23,7 +26,7 @@ from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
 from bot.clock import ManualClock
 from bot.reserve.errors import InvalidRequest, InvalidState
-from bot.reserve.schemas import Availability, WireRequest, format_timestamp
+from bot.reserve.schemas import Availability, ShapeRequest, WireRequest, format_timestamp
 from bot.reserve.simulator.faults import FaultRequest
 from bot.reserve.simulator.http_io import json_response, parse_model
 
@@ -52,6 +55,13 @@ class _Capacity(WireRequest):
     placeable_nodes: Annotated[StrictInt, Field(ge=0, le=1000)] | None = None
 
 
+class _Seed(WireRequest):
+    count: Annotated[StrictInt, Field(ge=1, le=10_000)]
+    accelerator: StrictStr = "h100-sxm-80gb"
+    gpus_per_node: Annotated[StrictInt, Field(ge=1, le=8)] = 8
+    nodes: Annotated[StrictInt, Field(ge=2, le=8)] = 2
+
+
 class _Balance(WireRequest):
     balance_cents: Annotated[StrictInt, Field(ge=0, le=10**12)]
 
@@ -68,6 +78,7 @@ class ControlApi:
         router.add_post("/_sim/clock/advance", self.advance)
         router.add_post("/_sim/clusters/{id}/nodes/{rank}/fail", self.fail_node)
         router.add_post("/_sim/clusters/{id}/nodes/{rank}/recoverable", self.recoverable)
+        router.add_post("/_sim/clusters/seed", self.seed)
         router.add_post("/_sim/capacity", self.capacity)
         router.add_post("/_sim/account", self.balance)
         router.add_get("/_sim/faults", self.list_faults, allow_head=False)
@@ -102,6 +113,13 @@ class ControlApi:
         value = parse_model(request, _Recoverable).value
         cluster = self._engine.set_recoverable(request.match_info["id"], _rank(request), value)
         return json_response(200, cluster.to_wire())
+
+    async def seed(self, request: web.Request) -> web.Response:
+        req = parse_model(request, _Seed)
+        shape = ShapeRequest(accelerator=req.accelerator, gpus_per_node=req.gpus_per_node,
+                             nodes=req.nodes)
+        return json_response(201, {"data": self._engine.seed_clusters(count=req.count,
+                                                                      shape=shape)})
 
     async def capacity(self, request: web.Request) -> web.Response:
         req = parse_model(request, _Capacity)

@@ -14,8 +14,10 @@ volumes.py, validation.py, logs.py, render.py; state.py holds the records they s
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Any, Literal
 
 from bot.clock import Clock, ManualClock
 from bot.reserve.errors import InvalidRequest, InvalidState, NotFound
@@ -35,6 +37,7 @@ from bot.reserve.schemas import (
     PerGpuPrice,
     Quote,
     QuoteRequest,
+    ShapeRequest,
     Volume,
     VolumeCreateRequest,
     VolumeUpdateRequest,
@@ -50,7 +53,7 @@ from bot.reserve.simulator.state import ClusterRecord, LedgerEntry, World
 from bot.reserve.simulator.validation import check_name, check_range
 from bot.reserve.simulator.volumes import Volumes, check_location
 
-__all__ = ["LedgerEntry", "SimulatorEngine"]
+__all__ = ["LedgerEntry", "Listed", "SimulatorEngine"]
 
 _LIVE = (ClusterStatus.PROVISIONING, ClusterStatus.RUNNING, ClusterStatus.DEGRADED)
 
@@ -58,6 +61,17 @@ MAX_ADVANCE_SECONDS = 366 * 24 * 3600
 MAX_BALANCE_CENTS = 10**12
 MAX_PLACEABLE_NODES = 10_000
 MAX_LOG_TAIL = 5000
+
+
+@dataclass(frozen=True)
+class Listed:
+    """A listed cluster, rendered on demand."""
+
+    id: str
+    render: Callable[[], Cluster]
+
+    def to_wire(self) -> dict[str, Any]:
+        return self.render().to_wire()
 
 
 class SimulatorEngine:
@@ -154,13 +168,27 @@ class SimulatorEngine:
         return render.cluster(self._w, cluster, self._billing)
 
     def list_clusters(self, statuses: set[ClusterStatus] | None = None) -> list[Cluster]:
+        return [listed.render() for listed in self.listed_clusters(statuses)]
+
+    def listed_clusters(self, statuses: set[ClusterStatus] | None = None) -> list[Listed]:
+        """The clusters `list_clusters` returns, each rendered only when asked (`to_wire`): a
+        page of 200 out of thousands renders 200."""
         self._settle()
         chosen = [
             c for c in self._w.clusters.values()
             if self._visible(c) and (not statuses or c.status in statuses)
         ]
         chosen.sort(key=lambda c: (c.created_at, c.seq), reverse=True)
-        return [self._render(c) for c in chosen]
+        return [Listed(c.id, lambda c=c: self._render(c)) for c in chosen]  # type: ignore[misc]
+
+    def seed_clusters(self, *, count: int, shape: ShapeRequest) -> list[str]:
+        """`count` clusters launched at once, each from its own quote, as the API would (for
+        benchmarks and demos: `POST /_sim/clusters/seed`). They provision like any other."""
+        ids = []
+        for _ in range(count):
+            quote = self.quote(QuoteRequest(shape=shape))
+            ids.append(self._desk.launch(LaunchRequest(quote_id=quote.id)).id)
+        return ids
 
     def get_cluster(self, cluster_id: str) -> Cluster:
         return self._render(self._cluster(cluster_id))

@@ -7,6 +7,7 @@ whose message says what is wrong, so no bad input ever reaches the engine untype
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import json
@@ -224,7 +225,24 @@ class _Listed(Protocol):
 _Item = TypeVar("_Item", bound=_Listed)
 
 
-def page(items: Sequence[_Item], params: dict[str, str]) -> dict[str, Any]:
+# Items rendered between two turns of the event loop by `rendered_page` (a page of 200
+# clusters is ~20 ms of rendering: the bot under test may share the simulator's loop).
+RENDER_STEP = 25
+
+
+async def rendered_page(items: Sequence[_Item], params: dict[str, str]) -> dict[str, Any]:
+    """`page`, rendering its items a few at a time and letting the event loop run between."""
+    found = page(items, params, render=False)
+    data = []
+    for start in range(0, len(found["data"]), RENDER_STEP):
+        if start:
+            await asyncio.sleep(0)
+        data += [item.to_wire() for item in found["data"][start:start + RENDER_STEP]]
+    return {**found, "data": data}
+
+
+def page(items: Sequence[_Item], params: dict[str, str], *, render: bool = True
+         ) -> dict[str, Any]:
     """One page of `{data, nextCursor}` out of the engine's full, ordered list.
 
     The cursor is urlsafe base64 of {"o": offset, "a": id of the last item sent}. Resuming after
@@ -240,7 +258,8 @@ def page(items: Sequence[_Item], params: dict[str, str]) -> dict[str, Any]:
     chunk = items[start:start + limit]
     end = start + len(chunk)
     next_cursor = _encode_cursor(end, chunk[-1].id) if chunk and end < len(items) else None
-    return {"data": [item.to_wire() for item in chunk], "nextCursor": next_cursor}
+    return {"data": [item.to_wire() for item in chunk] if render else chunk,
+            "nextCursor": next_cursor}
 
 
 def _encode_cursor(offset: int, anchor: str) -> str:

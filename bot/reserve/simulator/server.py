@@ -331,8 +331,8 @@ class _PublicApi:
         return io.json_response(201, cluster.to_wire(), location)
 
     async def list_clusters(self, request: web.Request, params: Params) -> web.Response:
-        clusters = self._engine.list_clusters(io.statuses_param(params.get("status", "")))
-        return io.json_response(200, io.page(clusters, params))
+        clusters = self._engine.listed_clusters(io.statuses_param(params.get("status", "")))
+        return io.json_response(200, await io.rendered_page(clusters, params))
 
     async def get_cluster(self, request: web.Request, params: Params) -> web.Response:
         return io.json_response(200, self._engine.get_cluster(_id(request)).to_wire())

@@ -13,10 +13,12 @@ import signal
 import sys
 from collections.abc import Callable
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from bot.clock import Clock, ManualClock, SystemClock
-from bot.reserve.simulator.config import SimConfig
-from bot.reserve.simulator.embedded import EmbeddedSimulator
+
+if TYPE_CHECKING:  # the CLI builds its parser with this module: the simulator loads on `run`
+    from bot.reserve.simulator.embedded import EmbeddedSimulator
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
@@ -64,6 +66,9 @@ def _start(text: str) -> datetime:
 
 def build(args: argparse.Namespace) -> EmbeddedSimulator:
     """The simulator the arguments describe, not yet serving."""
+    from bot.reserve.simulator.config import SimConfig
+    from bot.reserve.simulator.embedded import EmbeddedSimulator
+
     config = SimConfig.fast() if args.profile == "fast" else SimConfig.realistic()
     # A virtual clock starts at the wall clock's time unless told otherwise, so clients'
     # Date-based offsets are sane.

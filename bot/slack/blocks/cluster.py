@@ -8,7 +8,7 @@ it shows as "unclaimed" wherever an owner would be.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 
 from slack_sdk.models.blocks import Block, ButtonElement
@@ -127,14 +127,21 @@ def connection_dm(c: ClusterRecord, details: ConnectionDetails) -> Message:
                    blocks, key="connect")
 
 
-def cluster_list(clusters: Sequence[ClusterRecord], *, now: datetime) -> Message:
-    """`/cluster list`: one line per cluster, summarising the overflow past the size budget."""
+def cluster_list(clusters: Sequence[ClusterRecord], *, now: datetime,
+                 by_state: Mapping[ClusterState, tuple[int, int]] | None = None,
+                 page: int = 1, pages: int = 1) -> Message:
+    """`/cluster list`: one line per cluster, summarising the overflow past the size budget.
+
+    `clusters` may be one page of them: `by_state` (count and hourly cents per state) is then
+    every live cluster's, and the message says which page it is and how to ask for the next."""
     if not clusters:
         return compose("No live clusters", [section("No live clusters.")], key="list")
-    total = billing_now_cents(clusters)
+    totals = by_state if by_state is not None else totals_by_state(clusters)
+    n = sum(count for count, _ in totals.values())
+    total = billing_now_cents(totals)
     blocks: list[Block] = [
-        header(f"Live clusters ({len(clusters)})"),
-        section(together_line(clusters)),
+        header(f"Live clusters ({n})"),
+        section(together_line(totals)),
     ]
     more = "…and {n} more. `/cluster status <id>` shows one cluster."
     lines = fit_lines([_list_line(c, now=now) for c in clusters], LIST_TEXT_BUDGET, more)
@@ -145,38 +152,48 @@ def cluster_list(clusters: Sequence[ClusterRecord], *, now: datetime) -> Message
             chunk = []
         chunk.append(line)
     blocks.append(section("\n".join(chunk)))
-    plural = "s" if len(clusters) != 1 else ""
-    return compose(f"{len(clusters)} live cluster{plural}, billing {hourly(total)} together now",
-                   blocks,
+    if pages > 1:
+        after = f" · `/cluster list {page + 1}` for the next" if page < pages else ""
+        blocks.append(context(f"Page {page} of {pages}{after}"))
+    plural = "s" if n != 1 else ""
+    return compose(f"{n} live cluster{plural}, billing {hourly(total)} together now", blocks,
                    key="list")
 
 
 BILLING_NOW = (ClusterState.RUNNING, ClusterState.DEGRADED)
 
 
-def billing_now_cents(clusters: Sequence[ClusterRecord]) -> int:
+def totals_by_state(clusters: Iterable[ClusterRecord]) -> dict[ClusterState, tuple[int, int]]:
+    """How many clusters are in each state, and their hourly cents together."""
+    totals: dict[ClusterState, tuple[int, int]] = {}
+    for c in clusters:
+        n, cents = totals.get(c.status, (0, 0))
+        totals[c.status] = (n + 1, cents + c.hourly_cents)
+    return totals
+
+
+def billing_now_cents(totals: Mapping[ClusterState, tuple[int, int]]) -> int:
     """What the clusters bill per hour right now: only running and degraded ones are charged
     (provisioning is not yet, terminating is no longer — contract §5.1)."""
-    return sum(c.hourly_cents for c in clusters if c.status in BILLING_NOW)
+    return sum(cents for state, (_, cents) in totals.items() if state in BILLING_NOW)
 
 
-def together_line(clusters: Sequence[ClusterRecord]) -> str:
-    """`"3 clusters · together *$125.06/h* ($3,001.44 per day) · 1 provisioning, not billing
-    yet"` (mrkdwn): the sum counts only the clusters that bill now."""
-    total = billing_now_cents(clusters)
-    billing = sum(1 for c in clusters if c.status in BILLING_NOW)
-    plural = "s" if len(clusters) != 1 else ""
-    line = f"{len(clusters)} cluster{plural}"
+def together_line(totals: Mapping[ClusterState, tuple[int, int]]) -> str:
+    """`"3 clusters · together *$125.06/h* ($3,001.44 per day) for the 2 billing now ·
+    1 provisioning (not billing)"` (mrkdwn), from `totals_by_state` (or the database's own
+    totals): the sum counts only the clusters that bill now."""
+    total = billing_now_cents(totals)
+    count = sum(n for n, _ in totals.values())
+    billing = sum(n for state, (n, _) in totals.items() if state in BILLING_NOW)
+    plural = "s" if count != 1 else ""
+    line = f"{count} cluster{plural}"
     if billing:
         line += f" · together *{hourly(total)}* ({money(total * 24)} per day)"
-        if billing != len(clusters):
+        if billing != count:
             line += f" for the {billing} billing now"
     else:
         line += " · none is billing now"
-    idle: dict[str, int] = {}
-    for c in clusters:
-        if c.status not in BILLING_NOW:
-            idle[c.status.value] = idle.get(c.status.value, 0) + 1
+    idle = {state.value: n for state, (n, _) in totals.items() if state not in BILLING_NOW}
     if idle:
         line += " · " + ", ".join(f"{n} {state}" for state, n in sorted(idle.items())) + \
             " (not billing)"

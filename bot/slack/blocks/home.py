@@ -25,6 +25,7 @@ from bot.slack.blocks.cluster import (
     cluster_state_line,
     terminate_button,
     together_line,
+    totals_by_state,
 )
 from bot.slack.blocks.format import (
     ID_MAX,
@@ -87,7 +88,7 @@ def _clusters(clusters: Sequence[ClusterRecord], *, now: datetime) -> list[Block
         blocks.append(section("You have no live clusters. `/cluster quote h100x8 nodes=2` prices "
                               "one; *Request launch* on the quote asks an approver."))
         return blocks
-    blocks.append(context(together_line(clusters)))
+    blocks.append(context(together_line(totals_by_state(clusters))))
     for c in clusters[:CLUSTERS_SHOWN]:
         hours = f"{c.accrued_hours} billed hour{'s' if c.accrued_hours != 1 else ''}"
         envelope = f" · envelope {c.lifetime_hours} h" if c.lifetime_hours else ""

@@ -113,3 +113,27 @@ async def test_reset_forgets_everything(api: Api) -> None:
     again = await api.quote()
     relaunch = await api.launch(again["id"], key="k")  # the key was forgotten too
     assert relaunch.status == 201 and "Idempotent-Replayed" not in relaunch.headers
+
+
+async def test_seed_launches_many_clusters_listed_in_pages(api: Api) -> None:
+    reply = await api.admin("POST", "/clusters/seed", {"count": 450, "nodes": 2})
+    assert reply.status == 201, reply.body
+    ids = reply.body["data"]
+    assert len(set(ids)) == 450
+    listed: list[str] = []
+    params = "?limit=200&status=provisioning,running"
+    while True:
+        page = await api.call("GET", "/v1/clusters" + params)
+        assert page.status == 200 and len(page.body["data"]) <= 200
+        listed += [c["id"] for c in page.body["data"]]
+        if not page.body["nextCursor"]:
+            break
+        params = f"?limit=200&status=provisioning,running&cursor={page.body['nextCursor']}"
+    assert sorted(listed) == sorted(ids)
+    assert {c["status"] for c in page.body["data"]} == {"provisioning"}
+
+
+@pytest.mark.parametrize("body", [{"count": 0}, {"count": 10_001}, {"count": 1, "nodes": 1},
+                                  {"count": "3"}])
+async def test_bad_seed(api: Api, body: dict) -> None:
+    assert_error(await api.admin("POST", "/clusters/seed", body), 400, "invalid_request")

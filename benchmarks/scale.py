@@ -1,0 +1,315 @@
+"""A thousand clusters without a stall (issue 12): every figure against a baseline measured in
+the same run, with the bot, the AI Reserve simulator and Slack each in a process of its own.
+
+- start-up: `python -m bot serve` exec → first HTTP answer, vs a bare Bolt AsyncApp
+  (benchmarks/barebolt.py) started the same way;
+- sweep wall and CPU at 100 / 1,000 / 5,000 live clusters, read from the bot's own log line
+  per sweep (the production scheduler, `POLL_INTERVAL_SECONDS`), vs a raw aiohttp client doing
+  the same list calls (statuses that can bill, 200 a page) right after each sweep; and the
+  provider calls each sweep made (from the bot's request log);
+- ack p50/p99 of signed `/cluster list` bursts at concurrency 10 and 50 while the bot sweeps
+  1,000 clusters, vs the bare Bolt app on the same signed requests;
+- RSS of the bot process idle and after sweeping 1,000 / 5,000 clusters (and its peak);
+- detection: a node fails at AI Reserve → the notice reaches Slack, at 1,000 clusters.
+
+The clusters are seeded at the simulator (`POST /_sim/clusters/seed`) and recorded in the bot's
+database already observed, as a bot that has watched them for a while has them: every sweep
+measured is a quiet one unless a node was failed on purpose.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import aiohttp
+
+from benchmarks.report import Table, percentile
+from benchmarks.world import (
+    LISTENING,
+    POLL_SECONDS,
+    SWEPT,
+    Child,
+    World,
+    child_env,
+    rss_mib,
+    signed,
+)
+from tests.procs import SimProcess
+
+SIZES = (100, 1000, 5000)
+SWEEPS = 3  # measured per size, after one warm-up sweep
+STARTS = 5  # start-ups per program
+BURST_EVERY = 0.25  # seconds between two bursts of signed slash commands
+LOAD_SECONDS = 4.0  # per (mix, program, concurrency, round)
+ROUNDS = 2
+CONCURRENCY = (10, 50)
+# What the bursts ask: every command a `/cluster list` (the bot renders a page of 25 of the
+# 1,000 clusters after each ack: ~200 lists/s at concurrency 50), or one in five.
+MIXES = {"list": ("list",), "1 list : 4 help": ("list", "help", "help", "help", "help")}
+FAILURES = 16  # nodes failed for the detection figure, one every FAIL_EVERY seconds
+FAIL_EVERY = 0.8
+@dataclass
+class Sweeps:
+    n: int
+    wall: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+    raw_wall: list[float] = field(default_factory=list)
+    raw_cpu: list[float] = field(default_factory=list)
+    lists: list[int] = field(default_factory=list)
+    gets: list[int] = field(default_factory=list)
+    raw_calls: int = 0
+    rss: tuple[float, float] = (0.0, 0.0)
+
+
+async def _sweeps(w: World, n: int) -> Sweeps:
+    """Wait for a warm-up sweep and SWEEPS more; after each, the raw client's listing."""
+    assert w.bot is not None
+    figures = Sweeps(n)
+    offset = len(w.bot.text())
+    for i in range(SWEEPS + 1):
+        found = await w.bot.wait_for(SWEPT, offset=offset, within=POLL_SECONDS * 6)
+        between = w.bot.text()[offset:found.start()]
+        offset = found.end()
+        if i == 0:
+            continue  # warm-up
+        figures.wall.append(float(found[2]))
+        figures.cpu.append(float(found[3]))
+        figures.lists.append(between.count("GET /clusters -> "))
+        figures.gets.append(len(re.findall(r"GET /clusters/clu_\S+ -> ", between)))
+        wall, cpu = time.perf_counter(), time.process_time()
+        _, figures.raw_calls = await w.list_raw()
+        figures.raw_wall.append(time.perf_counter() - wall)
+        figures.raw_cpu.append(time.process_time() - cpu)
+    figures.rss = rss_mib(w.bot.pid)
+    return figures
+
+
+async def _load(w: World, url: str, concurrency: int, texts: Sequence[str]) -> list[float]:
+    """Bursts of `concurrency` signed `/cluster <text>` (cycling through `texts`) every
+    BURST_EVERY s: each ack's time."""
+    acks: list[float] = []
+    refused = 0
+
+    async def one() -> None:
+        nonlocal refused
+        w.counter += 1
+        body, headers = signed(texts[w.counter % len(texts)], w.counter,
+                                w.slack["inspect_url"])
+        began = time.perf_counter()
+        async with w.session.post(url, data=body, headers=headers) as r:
+            await r.read()
+            refused += r.status != 200
+        acks.append(time.perf_counter() - began)
+
+    loop = asyncio.get_running_loop()
+    end = loop.time() + LOAD_SECONDS
+    pending: set[asyncio.Task[None]] = set()
+    while loop.time() < end:
+        pending |= {asyncio.create_task(one()) for _ in range(concurrency)}
+        await asyncio.sleep(BURST_EVERY)
+        pending = {t for t in pending if not t.done()}
+    await asyncio.gather(*pending)
+    assert refused == 0, f"{refused} requests refused"
+    return acks
+
+
+async def _detection(w: World, clusters: Sequence[str]) -> list[float]:
+    """Fail node 1 of clusters one by one; the time until the bot's notice names each."""
+    failed: dict[str, float] = {}
+    async with w.session.get(f"{w.slack['inspect_url']}/posts") as r:
+        since = len((await r.json())["posts"])
+    for cluster_id in clusters:
+        await w.sim.fail_node(cluster_id, 1)
+        failed[cluster_id] = time.time()
+        await asyncio.sleep(FAIL_EVERY * random.uniform(0.5, 1.5))
+    seen: dict[str, float] = {}
+    deadline = time.perf_counter() + POLL_SECONDS * 4
+    while len(seen) < len(failed) and time.perf_counter() < deadline:
+        async with w.session.get(f"{w.slack['inspect_url']}/posts",
+                                 params={"since": str(since)}) as r:
+            for post in (await r.json())["posts"]:
+                for cluster_id in failed:
+                    if cluster_id not in seen and cluster_id in post["text"]:
+                        seen[cluster_id] = post["t"]
+        await asyncio.sleep(0.1)
+    assert len(seen) == len(failed), f"only {len(seen)} of {len(failed)} failures announced"
+    return [seen[c] - failed[c] for c in failed]
+
+
+# What the bot's dependencies alone cost to import (no code of ours): the floor under its
+# start-up on this machine.
+DEPENDENCIES = ("slack_bolt.async_app, aiohttp.web, slack_sdk.web.async_client, "
+                "sqlalchemy.ext.asyncio, aiosqlite, sqlmodel, pydantic_settings, "
+                "apscheduler.schedulers.asyncio, yaml")
+
+
+async def _startups(w: World, *, runs: int) -> tuple[list[float], list[float], list[float]]:
+    """exec → first HTTP answer, alternately the bot and the bare Bolt app; and exec → exit
+    of an interpreter importing the bot's dependencies."""
+    bot: list[float] = []
+    bare: list[float] = []
+    floor: list[float] = []
+    for i in range(runs):
+        began = time.perf_counter()
+        deps = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", f"import {DEPENDENCIES}", env=child_env(), cwd=w.tmp)
+        assert await deps.wait() == 0
+        floor.append(time.perf_counter() - began)
+        for program, into in (("bot", bot), ("bare", bare)):
+            argv = [sys.executable, "-m", "bot", "serve"] if program == "bot" else \
+                [sys.executable, "-m", "benchmarks.barebolt"]
+            child = Child(argv, w.bot_env(),
+                          w.tmp / f"start-{program}-{i}.log", w.tmp)
+            await child.start()
+            url = (await child.wait_for(LISTENING))[1]
+            async with w.session.post(f"{url}/slack/events", data=b"") as r:
+                await r.read()
+            into.append(time.perf_counter() - child.started)
+            await child.stop()
+    return bot, bare, floor
+
+
+def _spread(samples: Sequence[float], scale: float = 1.0, unit: str = "") -> str:
+    """median [min–max] (n)."""
+    return (f"{statistics.median(samples) * scale:.3g}{unit} "
+            f"[{min(samples) * scale:.3g}–{max(samples) * scale:.3g}] n={len(samples)}")
+
+
+def _ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}×" if b else "n/a"
+
+
+async def run() -> list[Table]:
+    random.seed(12)
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        async with AsyncExitStack() as stack:
+            slack_child = Child([sys.executable, "-m", "benchmarks.slackproc"], child_env(),
+                                tmp / "slack.log", tmp)
+            await slack_child.start()
+            stack.push_async_callback(slack_child.stop)
+            slack = json.loads((await slack_child.wait_for(re.compile(r"\{.*\}")))[0])
+            sim = SimProcess(tmp, profile="fast")
+            stack.push_async_callback(sim.stop)
+            await sim.start()
+            await sim.admin("account", {"balanceCents": 10**12})
+            session = await stack.enter_async_context(aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=0)))
+            w = World(tmp=tmp, session=session, sim=sim, slack=slack,
+                      database_url=f"sqlite:///{tmp / 'bot.db'}")
+            stack.push_async_callback(w.stop_bot)
+
+            first = time.perf_counter()
+            await w.start_bot()  # the first start migrates a new database
+            first = time.perf_counter() - first
+            await w.stop_bot()
+            starts = await _startups(w, runs=STARTS)
+
+            await w.start_bot()
+            assert w.bot is not None
+            await w.bot.wait_for(SWEPT)
+            idle = rss_mib(w.bot.pid)
+            await w.stop_bot()
+
+            sweeps: list[Sweeps] = []
+            acks: dict[tuple[str, str, int], list[float]] = {}
+            p99s: dict[tuple[str, str, int], list[float]] = {}
+            detection: list[float] = []
+            for n in SIZES:
+                await w.grow_to(n)
+                url = await w.start_bot()
+                sweeps.append(await _sweeps(w, n))
+                if n == 1000:
+                    bare = Child([sys.executable, "-m", "benchmarks.barebolt"], w.bot_env(),
+                                 tmp / "bare.log", tmp)
+                    await bare.start()
+                    stack.push_async_callback(bare.stop)
+                    bare_url = (await bare.wait_for(LISTENING))[1]
+                    for _ in range(ROUNDS):
+                        for mix, texts in MIXES.items():
+                            for c in CONCURRENCY:
+                                for name, target in (("bot", url), ("bare Bolt", bare_url)):
+                                    got = await _load(w, f"{target}/slack/events", c, texts)
+                                    key = (mix, name, c)
+                                    acks.setdefault(key, []).extend(got)
+                                    p99s.setdefault(key, []).append(percentile(got, 99))
+                    await bare.stop()
+                    wires, _ = await w.list_raw()
+                    chosen = random.sample([c["id"] for c in wires], FAILURES)
+                    detection = await _detection(w, chosen)
+                await w.stop_bot()
+    return _tables(first=first, starts=starts, idle=idle, sweeps=sweeps, acks=acks,
+                   p99s=p99s, detection=detection)
+
+
+def _tables(*, first: float, starts: tuple[list[float], list[float], list[float]],
+            idle: tuple[float, float], sweeps: list[Sweeps],
+            acks: dict[tuple[str, str, int], list[float]],
+            p99s: dict[tuple[str, str, int], list[float]],
+            detection: list[float]) -> list[Table]:
+    bot_s, bare_s, floor = starts
+    start = Table("12a. Start-up: exec → first HTTP answer (s; median [min–max] n)",
+                  ["program", "start-up", "vs bare Bolt"])
+    start.rows += [["bot (`python -m bot serve`)", _spread(bot_s, unit=" s"),
+                    _ratio(statistics.median(bot_s), statistics.median(bare_s))],
+                   ["bare Bolt AsyncApp", _spread(bare_s, unit=" s"), "1.00×"],
+                   ["importing the bot's dependencies", _spread(floor, unit=" s"),
+                    _ratio(statistics.median(floor), statistics.median(bare_s))]]
+    start.notes.append(f"dependencies: {DEPENDENCIES} (exec → exit)")
+    start.notes.append(f"the bot's very first start (migrating a new SQLite database): "
+                       f"{first:.2f} s; the runs above reopen a database at head")
+
+    sweep = Table(
+        f"12b. Quiet sweep, production path (bot log per sweep; median [min–max] of {SWEEPS} "
+        "after a warm-up) vs a raw aiohttp client listing the same",
+        ["clusters", "sweep wall", "sweep CPU", "raw wall", "raw CPU", "wall ×raw",
+         "CPU ×raw", "list calls", "GETs", "RSS MiB (peak)"])
+    for f in sweeps:
+        sweep.rows.append([
+            str(f.n), _spread(f.wall, 1000, " ms"), _spread(f.cpu, 1000, " ms"),
+            _spread(f.raw_wall, 1000, " ms"), _spread(f.raw_cpu, 1000, " ms"),
+            _ratio(statistics.median(f.wall), statistics.median(f.raw_wall)),
+            _ratio(statistics.median(f.cpu), statistics.median(f.raw_cpu)),
+            f"{max(f.lists)} (raw {f.raw_calls})", str(max(f.gets)),
+            f"{f.rss[0]:.0f} ({f.rss[1]:.0f})"])
+    sweep.notes.append(f"RSS idle (no cluster, after one sweep): {idle[0]:.0f} MiB "
+                       f"(peak {idle[1]:.0f})")
+    sweep.notes.append("sweep CPU is the bot process's (all threads) from the sweep's start to "
+                       "its end; raw CPU is this process's for the same list calls + JSON")
+
+    ack = Table(
+        f"12c. Ack of signed `/cluster …` bursts every {BURST_EVERY} s, while the bot sweeps "
+        f"1,000 clusters every {POLL_SECONDS} s (ms; {ROUNDS} rounds of {LOAD_SECONDS:g} s)",
+        ["commands", "program", "concurrency", "acks", "p50", "p99", "p99 per round", "max",
+         "p99 vs bare"])
+    for mix in MIXES:
+        for c in CONCURRENCY:
+            for name in ("bot", "bare Bolt"):
+                got = acks[(mix, name, c)]
+                bare = acks[(mix, "bare Bolt", c)]
+                ack.rows.append([
+                    mix, name, str(c), str(len(got)), f"{percentile(got, 50) * 1000:.1f}",
+                    f"{percentile(got, 99) * 1000:.1f}",
+                    "/".join(f"{p * 1000:.0f}" for p in p99s[(mix, name, c)]),
+                    f"{max(got) * 1000:.1f}", _ratio(percentile(got, 99), percentile(bare, 99))])
+
+    detect = Table(f"12d. Detection at 1,000 clusters, {POLL_SECONDS} s poll: node fails at AI "
+                   "Reserve → the bot's notice reaches Slack (s)",
+                   ["failures", "p50", "p95", "max", "p95 vs poll"])
+    detect.rows.append([str(len(detection)), f"{percentile(detection, 50):.2f}",
+                        f"{percentile(detection, 95):.2f}", f"{max(detection):.2f}",
+                        _ratio(percentile(detection, 95), POLL_SECONDS)])
+    detect.notes.append(f"failures spread over {FAILURES * FAIL_EVERY:.0f} s, not aligned with "
+                        "the poll; with this few, p95 is the second-largest sample")
+    return [start, sweep, ack, detect]

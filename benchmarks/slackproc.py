@@ -1,0 +1,65 @@
+"""`python -m benchmarks.slackproc`: FakeSlack in a process of its own, as Slack is to the bot.
+
+Prints one JSON line — `{"api_url", "bot_token", "inspect_url"}` — then serves until SIGTERM.
+Besides Slack's Web API (for the bot), it serves the benchmark:
+
+    GET  {inspect_url}/posts?since=N   the bot's chat.postMessage calls from the N-th on:
+                                       {"posts": [{"t": unix seconds, "text": args as JSON}]}
+    POST {inspect_url}/sink/{any}      a response_url that answers 200 and keeps nothing (the
+                                       load generator's slash commands point there)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+import time
+
+from aiohttp import web
+
+from bot.devslack.models import DEFAULT_USERS, ApiCall, SlackUser
+from bot.devslack.webapi import FakeSlack
+from tests.e2e.harness import APPROVALS, DAVE, GENERAL, LEADS
+
+
+async def main() -> None:
+    posts: list[dict[str, object]] = []
+
+    def on_call(call: ApiCall) -> None:
+        if call.method == "chat.postMessage":
+            posts.append({"t": time.time(), "text": json.dumps(call.args, default=str)})
+
+    async def read_posts(request: web.Request) -> web.Response:
+        since = int(request.query.get("since", "0"))
+        return web.json_response({"posts": posts[since:]})
+
+    async def sink(request: web.Request) -> web.Response:
+        await request.read()
+        return web.Response(text="ok")
+
+    users = (*DEFAULT_USERS, SlackUser(DAVE, "dave", "Dave Diaz"))
+    async with FakeSlack(channels={GENERAL: "general", APPROVALS: "approvals",
+                                   "C0RANDOM": "random"}, users=users,
+                         usergroups={LEADS: ["U0CAROL"]}) as slack:
+        slack.subscribe(on_call)
+        app = web.Application()
+        app.router.add_get("/posts", read_posts)
+        app.router.add_post("/sink/{any}", sink)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        print(json.dumps({"api_url": slack.api_url, "bot_token": slack.bot_token,  # noqa: T201
+                          "inspect_url": f"http://127.0.0.1:{port}"}), flush=True)
+        stop = asyncio.Event()
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+        await stop.wait()
+        await runner.cleanup()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
+    sys.exit(0)

@@ -1,0 +1,36 @@
+"""The slow-callback check itself (tests/loopwatch.py) can fail: a callback that computes for
+longer than SLOW is caught, a quick one and a long *wait* are not."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from tests.loopwatch import SLOW, watch
+
+
+def _compute(seconds: float) -> None:
+    until = time.thread_time() + seconds
+    while time.thread_time() < until:
+        pass
+
+
+async def test_a_callback_computing_past_the_limit_is_caught():
+    loop = asyncio.get_running_loop()
+    with watch(loop) as slow:
+        assert loop.get_debug() and loop.slow_callback_duration == SLOW
+        loop.call_soon(_compute, SLOW * 1.6)
+        await asyncio.sleep(0.01)
+    assert len(slow.found) == 1 and slow.found[0][0] >= SLOW
+    assert "_compute" in slow.report()
+    assert not loop.get_debug()
+
+
+async def test_quick_callbacks_and_long_waits_pass():
+    with watch(asyncio.get_running_loop()) as slow:
+        for _ in range(20):
+            _compute(SLOW / 10)
+            await asyncio.sleep(0)
+        await asyncio.sleep(SLOW * 2)  # waiting is not blocking
+        await asyncio.to_thread(_compute, SLOW * 1.6)  # nor is computing on another thread
+    assert slow.found == []
