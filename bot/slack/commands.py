@@ -9,6 +9,7 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from bot.domain.commands import (
     AuditCommand,
     AutoRecoverCommand,
+    GrowVolumeCommand,
     HelpCommand,
     ListCommand,
     LogsCommand,
@@ -18,6 +19,7 @@ from bot.domain.commands import (
     SpendCommand,
     StatusCommand,
     TerminateCommand,
+    VolumesCommand,
 )
 from bot.domain.errors import InvalidCommand
 from bot.domain.models import Actor
@@ -29,6 +31,8 @@ from bot.slack.blocks import common
 from bot.slack.blocks import notices as notice_blocks
 from bot.slack.blocks import quote as quote_blocks
 from bot.slack.blocks import spend as spend_blocks
+from bot.slack.blocks import volumes as volume_blocks
+from bot.slack.blocks.format import money
 from bot.slack.blocks.message import Message
 from bot.slack.errors import answering
 
@@ -93,6 +97,15 @@ def register(app: AsyncApp, services: Services) -> None:
             await ack()
             report = await services.clusters.spend(month=cmd.month)
             reply = spend_blocks.spend_report(report, now=now())
+        elif isinstance(cmd, VolumesCommand):
+            await ack(text="Reading the volumes at AI Reserve…", **EPHEMERAL)
+            reply = volume_blocks.volume_list(await services.volumes.listing(), now=now())
+        elif isinstance(cmd, GrowVolumeCommand):
+            await ack(text=f"Growing `{cmd.volume_id}` to {cmd.size_gb:,} GB…", **EPHEMERAL)
+            volume = await services.volumes.grow(volume_id=cmd.volume_id, size_gb=cmd.size_gb,
+                                                 actor=actor)
+            reply = common.notice(f"Volume `{volume.id}` is {volume.size_gb:,} GB now; it "
+                                  f"bills {money(volume.monthly_cents)}/month from here on.")
         else:
             assert isinstance(cmd, LogsCommand)
             await ack(text=f"Fetching node {cmd.node}'s log…", **EPHEMERAL)
