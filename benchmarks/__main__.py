@@ -1,4 +1,4 @@
-"""`python -m benchmarks [ack] [sweep] [storage] [envelope] [saga] [replicas]`: run the
+"""`python -m benchmarks [ack] [sweep] [storage] [envelope] [saga] [replicas] [charts]`: run the
 benchmarks (all by default), report.
 
 The report goes to stdout; the bot's own log is kept to errors so it doesn't drown the figures
@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from benchmarks import ack, envelope, replicas, saga, storage, sweep
+from benchmarks import ack, charts, envelope, replicas, saga, storage, sweep
 from benchmarks.report import Table
 
 BENCHMARKS: dict[str, Callable[[], Coroutine[Any, Any, list[Table]]]] = {
@@ -26,6 +26,7 @@ BENCHMARKS: dict[str, Callable[[], Coroutine[Any, Any, list[Table]]]] = {
     "envelope": envelope.run,
     "saga": saga.run_bench,
     "replicas": replicas.run,
+    "charts": charts.run,
 }
 
 

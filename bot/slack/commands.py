@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.domain.commands import (
     AuditCommand,
@@ -24,7 +26,7 @@ from bot.domain.commands import (
 from bot.domain.errors import InvalidCommand
 from bot.domain.models import Actor
 from bot.services.container import Services
-from bot.slack import parsing
+from bot.slack import parsing, uploads
 from bot.slack.blocks import audit as audit_blocks
 from bot.slack.blocks import cluster as cluster_blocks
 from bot.slack.blocks import common
@@ -43,7 +45,7 @@ def register(app: AsyncApp, services: Services) -> None:
     @app.command("/cluster")
     @answering
     async def cluster_command(ack: AsyncAck, command: dict[str, Any],
-                              respond: AsyncRespond) -> None:
+                              respond: AsyncRespond, client: AsyncWebClient) -> None:
         try:
             cmd = parsing.parse(command.get("text") or "")
         except InvalidCommand as exc:
@@ -96,7 +98,15 @@ def register(app: AsyncApp, services: Services) -> None:
         elif isinstance(cmd, SpendCommand):
             await ack()
             report = await services.clusters.spend(month=cmd.month)
-            reply = spend_blocks.spend_report(report, now=now())
+            await respond(**spend_blocks.spend_report(report, now=now()).as_kwargs(),
+                          **EPHEMERAL)
+            try:
+                await uploads.send_spend_chart(client, report, user_id=actor.user_id, now=now())
+            except SlackApiError as exc:
+                reply = common.notice(f"The spend chart could not be sent "
+                                      f"({exc.response.get('error')}); the figures above stand.")
+            else:
+                return
         elif isinstance(cmd, VolumesCommand):
             await ack(text="Reading the volumes at AI Reserve…", **EPHEMERAL)
             reply = volume_blocks.volume_list(await services.volumes.listing(), now=now())
