@@ -12,16 +12,16 @@ from collections.abc import Sequence
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
+from bot.domain.hours import HourState
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 WIDTH, HEIGHT, DPI = 10.0, 6.0, 100  # 1000 × 600 px
 OWNERS_SHOWN = 10
-# Hour states on a receipt's chart, in legend order, with their colours.
-BILLED, DEGRADED, NOT_SERVING, NOT_BILLED = "billed", "billed while degraded", \
-    "billed while not serving", "not billed (every node down)"
-HOUR_COLOURS = {BILLED: "#2b6cb0", DEGRADED: "#dd6b20", NOT_SERVING: "#805ad5",
-                NOT_BILLED: "#cbd5e0"}
+# Hour states on a receipt's chart (bot/domain/hours.py), in legend order, with their colours.
+HOUR_COLOURS = {HourState.BILLED: "#2b6cb0", HourState.DEGRADED: "#dd6b20",
+                HourState.NOT_SERVING: "#805ad5", HourState.NOT_BILLED: "#cbd5e0"}
 _PALETTE = ("#2b6cb0", "#dd6b20", "#38a169", "#e53e3e", "#805ad5", "#d69e2e", "#319795",
             "#d53f8c", "#4a5568", "#718096", "#a0aec0")
 
@@ -77,7 +77,7 @@ def spend_png(*, month: str, days: Sequence[tuple[date, int]],
     return _png(fig)
 
 
-def hours_png(*, title: str, hours: Sequence[tuple[datetime, str]]) -> bytes:
+def hours_png(*, title: str, hours: Sequence[tuple[datetime, HourState]]) -> bytes:
     """One cell per hour mark from ready to the end, coloured by its state (`HOUR_COLOURS`):
     what was billed, what was billed while degraded or not serving, what was not billed."""
     from matplotlib.patches import Patch

@@ -10,6 +10,7 @@ import pytest
 
 from benchmarks.charts import draw, month_of
 from bot import charts
+from bot.domain.hours import HourState
 from bot.domain.spend import spend_report
 from bot.domain.spend_days import daily_cents
 from tests.domain import make_cluster
@@ -59,11 +60,11 @@ def test_a_cluster_across_midnight_is_split_by_the_hour_of_each_charge():
 
 def test_hours_chart_marks_each_state():
     at = datetime(2026, 11, 3, tzinfo=UTC)
-    hours = ([(at, charts.BILLED)] * 20 + [(at, charts.DEGRADED)] * 5
-             + [(at, charts.NOT_BILLED)] * 2 + [(at, charts.NOT_SERVING)] * 3)
+    hours = ([(at, HourState.BILLED)] * 20 + [(at, HourState.DEGRADED)] * 5
+             + [(at, HourState.NOT_BILLED)] * 2 + [(at, HourState.NOT_SERVING)] * 3)
     image = decoded(charts.hours_png(title="clu_1: 28 billed hours", hours=hours))
     assert image.size == (1000, 300)
     rgb = {colour for _, colour in image.convert("RGB").getcolors(maxcolors=1 << 20)}
-    for state in (charts.BILLED, charts.DEGRADED, charts.NOT_BILLED, charts.NOT_SERVING):
+    for state in HourState:
         hex_colour = charts.HOUR_COLOURS[state]
         assert tuple(int(hex_colour[i:i + 2], 16) for i in (1, 3, 5)) in rgb, state

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
@@ -23,6 +24,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.domain.claims import ClaimKey
 from bot.domain.errors import Conflict
+from bot.domain.hours import HourState
 from bot.domain.models import (
     Actor,
     ClusterRecord,
@@ -34,7 +36,7 @@ from bot.domain.models import (
 )
 from bot.domain.workload import default_workload
 from bot.services.container import Services
-from bot.slack import home
+from bot.slack import home, uploads
 from bot.slack.blocks import common
 from bot.slack.blocks import launch_modal as modal_blocks
 from bot.slack.blocks import quote as quote_blocks
@@ -47,6 +49,7 @@ from bot.slack.ids import (
     ClusterRef,
     EnvelopeRef,
     GrowRef,
+    HoursRef,
     QuoteRef,
     RecoveryRef,
     Ref,
@@ -80,9 +83,11 @@ class Button(Generic[R, T]):
     said: Callable[[R, T], str]
     once: Once[R, T] | None = None
     card: Callable[[Services, T], Message] | None = None
+    picture: Callable[[T], uploads.Picture] | None = None  # uploaded after the act
 
 
 Quoted = tuple[QuoteInfo, QuoteOutlook]
+Hours = tuple[ClusterRecord, list[tuple[datetime, HourState]]]
 
 
 async def _relaunch(s: Services, r: RelaunchRef, a: Actor) -> Quoted:
@@ -183,6 +188,14 @@ BUTTONS: dict[str, Button[Any, Any]] = {
                               f"{q[0].spec.shape.accelerator}x{q[0].spec.shape.gpus_per_node} "
                               f"nodes={q[0].spec.shape.nodes} volume={r.volume_id}`."),
         card=lambda s, q: quote_blocks.quote_card(q[0], now=s.clock.now(), outlook=q[1])),
+    Action.HOURS_CHART: Button[HoursRef, Hours](
+        HoursRef, lambda s, r, a: s.clusters.billed_hours(cluster_id=r.cluster_id),
+        lambda r, h: f"The chart of `{r.cluster_id}`'s {h[0].accrued_hours} billed hours is in "
+                     "the thread.",
+        Once("hours_chart", lambda r: (r.cluster_id, str(r.hours)),
+             lambda r, h, by: f"Already drawn for {by}: the chart of `{r.cluster_id}`'s "
+                              f"{h[0].accrued_hours} billed hours is in the thread."),
+        picture=lambda h: uploads.hours_picture(*h)),
 }
 
 GROW_ONCE = Once[GrowRef, VolumeRecord](
@@ -227,7 +240,18 @@ def _listener(row: Button[R, T], services: Services) -> Callable[..., Awaitable[
         await ack()
         try:
             ref = _ref(row.ref, action)
-            result = await press(row, services, ref, _actor(body))
+            actor = _actor(body)
+            if row.picture is None:
+                result = await press(row, services, ref, actor)
+            else:  # the upload is part of the claimed act: a refused upload can be retried
+                picture = row.picture
+
+                async def act() -> T:
+                    done = await row.act(services, ref, actor)
+                    await uploads.send_picture(client, picture(done), body=body)
+                    return done
+                result = await (press_once(row.once, services, ref, actor, act) if row.once
+                                else act())
             answer = row.card(services, result) if row.card else \
                 common.notice(row.said(ref, result))
             await reply_privately(answer, body=body, respond=respond, client=client)

@@ -34,10 +34,11 @@ class Action:
     EXTEND = "cluster_extend"
     GROW_VOLUME = "volume_grow"
     RELAUNCH_ON_VOLUME = "volume_relaunch"
+    HOURS_CHART = "cluster_hours_chart"
     ALL: ClassVar[tuple[str, ...]] = (
         QUOTE_REQUEST_LAUNCH, QUOTE_DISCARD, APPROVE, REJECT, RETRY_LAUNCH, TERMINATE,
         RECOVER, AUTORECOVER_ON, KEEP_RUNNING, CLAIM, DELETE_VOLUME, KEEP_VOLUME, EXTEND,
-        GROW_VOLUME, RELAUNCH_ON_VOLUME,
+        GROW_VOLUME, RELAUNCH_ON_VOLUME, HOURS_CHART,
     )
 
 
@@ -149,6 +150,14 @@ class RelaunchRef(Ref):
     tag = "rv"
     cluster_id: str
     volume_id: str
+
+
+class HoursRef(Ref):
+    """Billed hours chart: once per cluster and billed hours as the receipt showed them."""
+
+    tag = "hc"
+    cluster_id: str
+    hours: int
 
 
 def unpack_any(raw: str | None) -> Ref:

@@ -4,11 +4,15 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.domain.hours import HourState
+from bot.domain.models import ClusterRecord
 from bot.domain.spend import SpendReport
 from bot.domain.spend_days import daily_cents
 
@@ -48,3 +52,36 @@ async def send_spend_chart(client: AsyncWebClient, report: SpendReport, *, user_
                      comment=f"Spend for {report.month} by day and by owner (AI Reserve's "
                              "billed hours).", user_id=user_id)
     return True
+
+
+@dataclass(frozen=True)
+class Picture:
+    """A chart a button answers with: how to draw it and what to call it."""
+
+    draw: Callable[[], bytes]
+    filename: str
+    title: str
+
+
+async def send_picture(client: AsyncWebClient, picture: Picture, *, body: dict[str, Any]) -> None:
+    """Into the thread of the message whose button was pressed (its channel), else the
+    presser's DM (a press from the App Home or an ephemeral)."""
+    container = body.get("container") or {}
+    channel = container.get("channel_id") if not container.get("is_ephemeral") else None
+    thread = container.get("thread_ts") or container.get("message_ts")
+    user = (body.get("user") or {}).get("id")
+    await upload_png(client, draw=picture.draw, filename=picture.filename, title=picture.title,
+                     comment=picture.title, channel=channel,
+                     thread_ts=thread if channel else None, user_id=user)
+
+
+def hours_picture(c: ClusterRecord, marks: Sequence[tuple[datetime, HourState]]) -> Picture:
+    """The receipt's chart: the cluster's hour marks, degraded and not-serving ones marked."""
+    title = f"{c.id}: {c.accrued_hours} billed hours"
+
+    def draw() -> bytes:
+        from bot import charts
+
+        return charts.hours_png(title=title, hours=marks)
+
+    return Picture(draw=draw, filename=f"hours-{c.id}.png", title=title)
