@@ -50,8 +50,8 @@ def month_of(clusters: int = 50, *, seed: int = 7) -> tuple[SpendReport, datetim
 
 
 def draw(report: SpendReport, now: datetime) -> bytes:
-    from bot import charts
     from bot.domain.spend_days import daily_cents
+    from bot.slack import charts
 
     owners = [(owner or "unclaimed", cents) for owner, cents in report.by_owner]
     return charts.spend_png(month=report.month, days=daily_cents(report, now=now),

@@ -9,10 +9,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from benchmarks.charts import draw, month_of
-from bot import charts
 from bot.domain.hours import HourState
 from bot.domain.spend import spend_report
 from bot.domain.spend_days import daily_cents
+from bot.slack import charts
 from tests.domain import make_cluster
 
 Image = pytest.importorskip("PIL.Image")

@@ -1,7 +1,7 @@
 """A cluster's hours, one per hourly charge mark (`ready_at + k·1 h`, contract §5.3), each with
 what it was: billed, billed while degraded, billed while not serving (the readiness rule had
 not matched yet), or passed uncharged because every node was down. The receipt's chart draws
-them (bot/charts.py)."""
+them (bot/slack/charts.py)."""
 
 from __future__ import annotations
 

@@ -42,7 +42,7 @@ async def send_spend_chart(client: AsyncWebClient, report: SpendReport, *, user_
     owners = [(owner or "unclaimed", cents) for owner, cents in report.by_owner]
 
     def draw() -> bytes:
-        from bot import charts  # matplotlib loads on the first chart, not at start-up
+        from bot.slack import charts  # matplotlib loads on the first chart, not at start-up
 
         return charts.spend_png(month=report.month, days=days, owners=owners,
                                 total_cents=report.total_cents)
@@ -80,7 +80,7 @@ def hours_picture(c: ClusterRecord, marks: Sequence[tuple[datetime, HourState]])
     title = f"{c.id}: {c.accrued_hours} billed hours"
 
     def draw() -> bytes:
-        from bot import charts
+        from bot.slack import charts
 
         return charts.hours_png(title=title, hours=marks)
 

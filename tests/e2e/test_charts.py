@@ -5,8 +5,8 @@ import io
 
 import pytest
 
-from bot import charts
 from bot.domain.hours import HourState
+from bot.slack import charts
 from bot.slack.ids import Action
 from tests.e2e.harness import ALICE, BOB, CAROL, bot
 from tests.e2e.test_buttons import told
