@@ -65,3 +65,15 @@ async def test_an_upload_to_an_unknown_channel_is_refused(slack: FakeSlack,
         await client.files_upload_v2(channel="C0NOWHERE", file=PNG, filename="x.png")
     assert caught.value.response["error"] == "channel_not_found"
     assert slack.uploads.uploaded == []
+
+
+async def test_the_local_screen_shows_a_shared_file(slack: FakeSlack, client: AsyncWebClient):
+    import io
+
+    from bot.devslack.screen import Screen
+
+    out = io.StringIO()
+    slack.subscribe(Screen(slack, out).on_call)
+    dm = (await client.conversations_open(users=ALICE))["channel"]["id"]
+    await client.files_upload_v2(channel=dm, file=PNG, filename="s.png", title="Spend 2026-11")
+    assert "📎 DM to @" in out.getvalue() and f"Spend 2026-11 ({len(PNG)} bytes" in out.getvalue()
