@@ -89,6 +89,10 @@ class Screen:
         elif call.method == "chat.scheduleMessage":
             where = self.where(str(response.get("channel")))
             self.say(f"⏰ scheduled for {response.get('post_at')} in {where}")
+        elif call.method == "files.completeUploadExternal":
+            where = self.where(str(call.args.get("channel_id") or "?"))
+            for f in response.get("files") or []:
+                self.say(f"📎 {where}: file {f.get('title')} ({f.get('size')} bytes, PNG)")
         elif call.method == "chat.delete":
             self.say(f"✗ {self.where(str(response['channel']))}: message {response['ts']} deleted")
         else:

@@ -27,6 +27,7 @@ from aiohttp import web
 
 from bot.clock import Clock, SystemClock
 from bot.devslack import replies
+from bot.devslack.files import FileUploads
 from bot.devslack.methods import METHODS, MethodStore
 from bot.devslack.models import (
     DEFAULT_CHANNELS,
@@ -109,6 +110,7 @@ class FakeSlack(MethodStore):
         self._last_activity = float("-inf")
         self._activity = asyncio.Event()
         self._pending_acks: dict[str, asyncio.Event] = {}
+        self.uploads = FileUploads()  # files_upload_v2: bot/devslack/files.py
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -129,11 +131,12 @@ class FakeSlack(MethodStore):
         app = web.Application()
         app.router.add_route("*", "/api/{method}", self._serve_api)
         app.router.add_post("/response/{response_id}", self._serve_response_url)
+        app.router.add_post("/upload/{file_id}", self.uploads.receive)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         await web.TCPSite(self._runner, host, port).start()
         bound_host, bound_port = self._runner.addresses[0][:2]
-        self._base_url = f"http://{bound_host}:{bound_port}"
+        self._base_url = self.uploads.base_url = f"http://{bound_host}:{bound_port}"
 
     async def stop(self) -> None:
         if self._runner is not None:
@@ -334,7 +337,7 @@ class FakeSlack(MethodStore):
                 self._cooldown[method] = now + timedelta(seconds=fault.retry_after)
             return fault.status, fault_headers, {"ok": False, "error": fault.error}
         self.deliver_scheduled()
-        handler = METHODS.get(method)
+        handler = METHODS.get(method) or self.uploads.methods().get(method)
         if handler is None:
             return 200, {}, {"ok": False, "error": "unknown_method"}
         try:

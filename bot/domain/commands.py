@@ -17,6 +17,8 @@ USAGE = {
     "logs": "/cluster logs <cluster-id> [node=<rank>]   e.g. /cluster logs clu_9xQe1 node=1",
     "audit": "/cluster audit [<cluster-or-request-id>]   e.g. /cluster audit clu_9xQe1",
     "spend": "/cluster spend [YYYY-MM]   e.g. /cluster spend 2026-11",
+    "volumes": "/cluster volumes",
+    "volume": "/cluster volume grow <volume-id> <GB>   e.g. /cluster volume grow vol_7kP2 2000",
     "help": "/cluster help",
 }
 SHORT_ACCELERATORS = ("h100", "h200", "b200", "a100", "l40s", "mi300x")
@@ -82,12 +84,23 @@ class SpendCommand:
 
 
 @dataclass(frozen=True)
+class VolumesCommand:
+    pass
+
+
+@dataclass(frozen=True)
+class GrowVolumeCommand:
+    volume_id: str
+    size_gb: int
+
+
+@dataclass(frozen=True)
 class HelpCommand:
     unknown: str | None = None  # the word we didn't understand, if that's why help is shown
 
 
 Command = (QuoteCommand | ListCommand | StatusCommand | TerminateCommand | RecoverCommand
            | AutoRecoverCommand | NotifyCommand | LogsCommand | AuditCommand | SpendCommand
-           | HelpCommand)
+           | VolumesCommand | GrowVolumeCommand | HelpCommand)
 
 

@@ -132,6 +132,10 @@ class ClusterProvider(Protocol):
         """Delete a volume that no cluster holds; billing stops at once."""
         ...
 
+    async def resize_volume(self, volume_id: str, size_gb: int) -> Volume:
+        """Grow a volume no cluster holds (never shrink); later hours bill at the new size."""
+        ...
+
     async def get_account(self) -> Account:
         """Balance, payment status and grace period, self-serve limits."""
         ...

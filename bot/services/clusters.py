@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from bot.clock import Clock
-from bot.domain import spend
+from bot.domain import hours, spend
 from bot.domain.errors import InvalidCommand, NotAllowed, UnknownResource
 from bot.domain.models import Actor, AuditEntry, ClusterRecord, ClusterState, NodeSummary
 from bot.domain.spend import VolumeSpan
@@ -43,6 +43,27 @@ class ClusterQueries:
         self._people = people
         self._audit = audit
         self._clock = clock
+
+    async def billed_hours(self, *, cluster_id: str) -> tuple[ClusterRecord, list[
+            tuple[datetime, hours.HourState]]]:
+        """Each hour mark the cluster passed and what it was (billed, degraded, not serving,
+        uncharged), for the receipt's chart; degraded episodes as the watcher announced them."""
+        async with self._db.transaction() as repos:
+            record = await repos.clusters.get(cluster_id)
+            notices = await repos.notices.for_cluster(cluster_id)
+        if record is None:
+            raise UnknownResource("cluster", cluster_id)
+        end = record.terminated_at or self._clock.now()
+        return record, hours.hour_states(
+            record, degraded=hours.degraded_spans(notices, end=end),
+            not_serving=await self.not_serving(record))
+
+    async def not_serving(self, record: ClusterRecord) -> list[hours.Span]:
+        """The hook for readiness (issue 11, item 1): the spans a cluster billed while its
+        workload was not serving yet (ready → the readiness rule matched, or → the end when it
+        never did). Until a readiness rule is recorded nothing is known: none."""
+        del record
+        return []
 
     async def live(self) -> list[ClusterRecord]:
         async with self._db.transaction() as repos:

@@ -5,15 +5,20 @@ time it is seen so; its owner (the owner of the cluster it was made with, else t
 gets a reminder a day after, then daily, with what it costs per month. *Keep* snoozes the
 reminders for a week; *Delete volume* deletes it — refused, with the reason, while a cluster is
 attached.
+
+`/cluster volumes` lists them fresh from AI Reserve; *Grow* (and `/cluster volume grow <id>
+<GB>`) resizes one only while detached and never shrinks (the docs); *Relaunch on this volume*
+on a terminated cluster's receipt turns it into the quote command for the same shape there.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from bot.clock import Clock
-from bot.domain.errors import Conflict, NotAllowed, UnknownResource
-from bot.domain.models import Actor, VolumeRecord
+from bot.domain.commands import USAGE, QuoteCommand
+from bot.domain.errors import Conflict, InvalidCommand, NotAllowed, UnknownResource
+from bot.domain.models import Actor, ClusterState, Frozen, VolumeRecord
 from bot.domain.ports import Notifier
 from bot.reserve import errors as api
 from bot.reserve.port import ClusterProvider
@@ -26,6 +31,14 @@ from storage.repositories import Repos
 
 REMIND_EVERY = timedelta(days=1)
 KEEP_SNOOZE = timedelta(days=7)
+_GONE = ("deleting", "deleted")
+
+
+class VolumeListing(Frozen):
+    """One row of `/cluster volumes`: the stored record (owner, holder, rate) and its age."""
+
+    volume: VolumeRecord
+    created_at: datetime
 
 
 class VolumeService:
@@ -41,8 +54,25 @@ class VolumeService:
 
     async def sync(self) -> list[VolumeRecord]:
         """Refresh every volume; returns the orphaned ones whose reminder is due now."""
+        await self._refresh()
+        async with self._db.transaction() as repos:
+            return await repos.volumes.due(self._clock.now())
+
+    async def listing(self) -> list[VolumeListing]:
+        """Every volume AI Reserve lists (not deleted), fresh, with the stored owner; newest
+        first."""
+        wires = await self._refresh()
+        async with self._db.transaction() as repos:
+            stored = {v.id: v for v in await repos.volumes.list_all()}
+        return [VolumeListing(volume=stored[w.id], created_at=w.created_at)
+                for w in wires if w.id in stored and w.status.value not in _GONE]
+
+    async def _refresh(self) -> list[Volume]:
         now = self._clock.now()
-        wires = [v async for v in self._provider.iter_volumes()]
+        try:
+            wires = [v async for v in self._provider.iter_volumes()]
+        except api.ApiError as exc:
+            raise explain(exc) from exc
         async with self._db.transaction() as repos:
             for wire in wires:
                 stored = await repos.volumes.get(wire.id)
@@ -58,7 +88,7 @@ class VolumeService:
                     name=wire.name, size_gb=wire.size_gb, location=wire.location,
                     hourly_cents=wire.billing.hourly_cents, status=wire.status.value,
                     orphaned_since=since, next_reminder_at=due, updated_at=now))
-            return await repos.volumes.due(now)
+        return wires
 
     async def _owner_of(self, repos: Repos, wire: Volume) -> str | None:
         cluster_id = wire.created_with_cluster_id or wire.attached_cluster_id
@@ -109,3 +139,70 @@ class VolumeService:
         async with self._db.transaction() as repos:
             return await repos.volumes.update(volume_id, now=self._clock.now(),
                                               status=wire.status.value, next_reminder_at=None)
+
+    async def growable(self, *, volume_id: str, actor: Actor) -> VolumeRecord:
+        """The stored volume if `actor` may grow it and no cluster holds it (a local read:
+        AI Reserve decides again when the size is given)."""
+        volume = await self._allowed(volume_id, actor)
+        if volume.status in _GONE:
+            raise Conflict(f"Volume `{volume_id}` is {volume.status}; it can no longer grow.")
+        if volume.status == "attached":
+            raise Conflict(_attached(volume_id, volume.cluster_id))
+        return volume
+
+    @audited("grow_volume", subject="volume_id")
+    async def grow(self, *, volume_id: str, size_gb: int, actor: Actor) -> VolumeRecord:
+        """Grow a detached volume to `size_gb`; a shrink, the same size, an attached or deleted
+        volume is refused naming why, and nothing changes."""
+        await self._refresh()
+        volume = await self._allowed(volume_id, actor)
+        usage = USAGE["volume"]
+        if volume.status in _GONE:
+            raise Conflict(f"Volume `{volume_id}` is {volume.status}; it can no longer grow.")
+        if size_gb < volume.size_gb:
+            raise InvalidCommand(f"Volume `{volume_id}` is {volume.size_gb:,} GB; {size_gb:,} GB "
+                                 "would shrink it, and AI Reserve volumes only grow. Nothing "
+                                 "was changed.", bad_part=str(size_gb), usage=usage)
+        if size_gb == volume.size_gb:
+            raise InvalidCommand(f"Volume `{volume_id}` is already {size_gb:,} GB: give a larger "
+                                 "size. Nothing was changed.", bad_part=str(size_gb), usage=usage)
+        if volume.status == "attached":
+            raise Conflict(_attached(volume_id, volume.cluster_id))
+        try:
+            wire = await self._provider.resize_volume(volume_id, size_gb)
+        except api.VolumeAttached as exc:
+            raise Conflict(_attached(volume_id, exc.cluster_id)) from None
+        except api.ApiError as exc:
+            raise explain(exc, ident=volume_id, usage=usage) from exc
+        async with self._db.transaction() as repos:
+            return await repos.volumes.update(volume_id, now=self._clock.now(),
+                                              size_gb=wire.size_gb,
+                                              hourly_cents=wire.billing.hourly_cents)
+
+    async def relaunch(self, *, cluster_id: str) -> tuple[QuoteCommand, str]:
+        """The quote for a terminated cluster's shape on the volume it kept (pinned to the
+        volume's location), and the channel to quote in."""
+        async with self._db.transaction() as repos:
+            cluster = await repos.clusters.get(cluster_id)
+            volume = await repos.volumes.get(cluster.volume_id) \
+                if cluster and cluster.volume_id else None
+        if cluster is None:
+            raise UnknownResource("cluster", cluster_id)
+        if cluster.volume_id is None:
+            raise Conflict(f"Cluster `{cluster_id}` had no shared volume to relaunch on.")
+        if cluster.status not in (ClusterState.TERMINATED, ClusterState.FAILED):
+            raise Conflict(f"Cluster `{cluster_id}` is {cluster.status.value}: it still holds "
+                           f"volume `{cluster.volume_id}`.")
+        if volume is not None and volume.status in _GONE:
+            raise Conflict(f"Volume `{volume.id}` is {volume.status}: there is nothing left "
+                           "to relaunch on.")
+        shape = cluster.shape
+        location = volume.location if volume is not None else cluster.location
+        return QuoteCommand(accelerator=shape.accelerator, gpus_per_node=shape.gpus_per_node,
+                            nodes=shape.nodes, volume_id=cluster.volume_id,
+                            location=location), cluster.channel_id
+
+
+def _attached(volume_id: str, cluster_id: str | None) -> str:
+    return (f"Volume `{volume_id}` is attached to cluster `{cluster_id}`; AI Reserve grows a "
+            "volume only while no cluster holds it. Terminate the cluster first.")

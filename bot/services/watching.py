@@ -86,7 +86,7 @@ class WatchService:
             await self._sync_page(page, live, listed, on_page)
         except api.ApiError as exc:
             # What was listed is synced; the rest waits for the next poll (no GET storm).
-            log.warning("listing clusters failed: %s", exc.code)
+            log.warning("listing clusters failed: %s", exc)  # e.g. "GET /clusters is paused …"
         else:
             await self._poll_each([id for id in live if id not in listed])
         await self._notifier.deliver_notices()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
@@ -22,27 +23,37 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.domain.claims import ClaimKey
+from bot.domain.errors import Conflict
+from bot.domain.hours import HourState
 from bot.domain.models import (
     Actor,
     ClusterRecord,
     LaunchRequest,
+    QuoteInfo,
+    QuoteOutlook,
     RequestStatus,
     VolumeRecord,
 )
 from bot.domain.workload import default_workload
 from bot.services.container import Services
-from bot.slack import home
+from bot.slack import home, uploads
 from bot.slack.blocks import common
 from bot.slack.blocks import launch_modal as modal_blocks
+from bot.slack.blocks import quote as quote_blocks
+from bot.slack.blocks import volumes as volume_blocks
+from bot.slack.blocks.message import Message
 from bot.slack.errors import StaleReference, answering, reply_privately
 from bot.slack.ids import (
     Action,
     ApprovalRef,
     ClusterRef,
     EnvelopeRef,
+    GrowRef,
+    HoursRef,
     QuoteRef,
     RecoveryRef,
     Ref,
+    RelaunchRef,
     ReminderRef,
     RequestRef,
     VolumeRef,
@@ -64,12 +75,26 @@ class Once(Generic[R, T]):
 
 @dataclass(frozen=True)
 class Button(Generic[R, T]):
-    """One row: the reference the button carries → the service call → the presser's answer."""
+    """One row: the reference the button carries → the service call → the presser's answer
+    (`said`, or a whole message when the row has a `card`)."""
 
     ref: type[R]
     act: Callable[[Services, R, Actor], Awaitable[T]]
     said: Callable[[R, T], str]
     once: Once[R, T] | None = None
+    card: Callable[[Services, T], Message] | None = None
+    picture: Callable[[T], uploads.Picture] | None = None  # uploaded after the act
+
+
+Quoted = tuple[QuoteInfo, QuoteOutlook]
+Hours = tuple[ClusterRecord, list[tuple[datetime, HourState]]]
+
+
+async def _relaunch(s: Services, r: RelaunchRef, a: Actor) -> Quoted:
+    """The same shape quoted on the volume the cluster kept, in the cluster's channel."""
+    cmd, channel_id = await s.volumes.relaunch(cluster_id=r.cluster_id)
+    quote = await s.quoting.quote(cmd, actor=a, channel_id=channel_id)
+    return quote, await s.quoting.outlook(quote)
 
 
 def _decided(verb: str) -> Callable[[ApprovalRef, LaunchRequest], str]:
@@ -155,7 +180,28 @@ BUTTONS: dict[str, Button[Any, Any]] = {
         Once("extend", lambda r: (r.cluster_id, str(r.hours)),
              lambda r, c, by: f"Already extended by {by} to {c.lifetime_hours} h (this button "
                               f"showed {r.hours} h); nothing more was extended.")),
+    Action.RELAUNCH_ON_VOLUME: Button[RelaunchRef, Quoted](
+        RelaunchRef, _relaunch,
+        lambda r, q: f"Quoted `{r.cluster_id}`'s shape on volume `{r.volume_id}`.",
+        Once("relaunch", lambda r: (r.cluster_id, r.volume_id),
+             lambda r, q, by: f"Already quoted by {by}. To price it yourself: `/cluster quote "
+                              f"{q[0].spec.shape.accelerator}x{q[0].spec.shape.gpus_per_node} "
+                              f"nodes={q[0].spec.shape.nodes} volume={r.volume_id}`."),
+        card=lambda s, q: quote_blocks.quote_card(q[0], now=s.clock.now(), outlook=q[1])),
+    Action.HOURS_CHART: Button[HoursRef, Hours](
+        HoursRef, lambda s, r, a: s.clusters.billed_hours(cluster_id=r.cluster_id),
+        lambda r, h: f"The chart of `{r.cluster_id}`'s {h[0].accrued_hours} billed hours is in "
+                     "the thread.",
+        Once("hours_chart", lambda r: (r.cluster_id, str(r.hours)),
+             lambda r, h, by: f"Already drawn for {by}: the chart of `{r.cluster_id}`'s "
+                              f"{h[0].accrued_hours} billed hours is in the thread."),
+        picture=lambda h: uploads.hours_picture(*h)),
 }
+
+GROW_ONCE = Once[GrowRef, VolumeRecord](
+    "grow_volume", lambda r: (r.volume_id, str(r.size_gb)),
+    lambda r, v, by: f"Already grown by {by}: volume `{v.id}` is {v.size_gb:,} GB now "
+                     f"(this form showed {r.size_gb:,} GB).")
 
 
 def _actor(body: dict[str, Any]) -> Actor:
@@ -175,12 +221,17 @@ async def press(row: Button[R, T], services: Services, ref: R, actor: Actor) -> 
     """Call the row's service, through a claim of (action, subject, version) if it has one."""
     if row.once is None:
         return await row.act(services, ref, actor)
-    once = row.once
+    return await press_once(row.once, services, ref, actor,
+                            lambda: row.act(services, ref, actor))
+
+
+async def press_once(once: Once[R, T], services: Services, ref: R, actor: Actor,
+                     act: Callable[[], Awaitable[T]]) -> T:
+    """`act` through a claim of (action, subject, version) — a button's or a form's."""
     subject, version = once.key(ref)
     return await services.claims.once(
         ClaimKey(action=once.action, subject_id=subject, version=version), actor=actor,
-        act=lambda: row.act(services, ref, actor),
-        told=lambda result: once.told(ref, result, f"<@{actor.user_id}>"))
+        act=act, told=lambda result: once.told(ref, result, f"<@{actor.user_id}>"))
 
 
 def _listener(row: Button[R, T], services: Services) -> Callable[..., Awaitable[None]]:
@@ -189,9 +240,21 @@ def _listener(row: Button[R, T], services: Services) -> Callable[..., Awaitable[
         await ack()
         try:
             ref = _ref(row.ref, action)
-            result = await press(row, services, ref, _actor(body))
-            await reply_privately(common.notice(row.said(ref, result)), body=body,
-                                  respond=respond, client=client)
+            actor = _actor(body)
+            if row.picture is None:
+                result = await press(row, services, ref, actor)
+            else:  # the upload is part of the claimed act: a refused upload can be retried
+                picture = row.picture
+
+                async def act() -> T:
+                    done = await row.act(services, ref, actor)
+                    await uploads.send_picture(client, picture(done), body=body)
+                    return done
+                result = await (press_once(row.once, services, ref, actor, act) if row.once
+                                else act())
+            answer = row.card(services, result) if row.card else \
+                common.notice(row.said(ref, result))
+            await reply_privately(answer, body=body, respond=respond, client=client)
         finally:  # a refusal too: the Home then shows what is true now
             await home.refresh_after_press(services, client, body)
     return pressed
@@ -219,6 +282,20 @@ def register(app: AsyncApp, services: Services) -> None:
             if exc.response.get("error") != "exchanged_trigger_id":
                 raise
             # A repeated delivery of one press: its first delivery opened the form.
+
+    @app.action(Action.GROW_VOLUME)
+    @answering
+    async def grow(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any],
+                   respond: AsyncRespond, client: AsyncWebClient) -> None:
+        await ack()
+        ref = _ref(GrowRef, action)
+        # A local read only (the trigger_id lasts 3 s): AI Reserve decides again at submit.
+        volume = await services.volumes.growable(volume_id=ref.volume_id, actor=_actor(body))
+        if volume.size_gb != ref.size_gb:
+            raise Conflict(f"Volume `{volume.id}` is {volume.size_gb:,} GB now, not the "
+                           f"{ref.size_gb:,} GB this list showed: `/cluster volumes` again.")
+        await client.views_open(trigger_id=body["trigger_id"],
+                                view=volume_blocks.grow_modal(ref))
 
     @app.action(Action.QUOTE_DISCARD)
     @answering

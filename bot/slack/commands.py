@@ -5,10 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.domain.commands import (
     AuditCommand,
     AutoRecoverCommand,
+    GrowVolumeCommand,
     HelpCommand,
     ListCommand,
     LogsCommand,
@@ -18,17 +21,20 @@ from bot.domain.commands import (
     SpendCommand,
     StatusCommand,
     TerminateCommand,
+    VolumesCommand,
 )
 from bot.domain.errors import InvalidCommand
 from bot.domain.models import Actor
 from bot.services.container import Services
-from bot.slack import parsing
+from bot.slack import parsing, uploads
 from bot.slack.blocks import audit as audit_blocks
 from bot.slack.blocks import cluster as cluster_blocks
 from bot.slack.blocks import common
 from bot.slack.blocks import notices as notice_blocks
 from bot.slack.blocks import quote as quote_blocks
 from bot.slack.blocks import spend as spend_blocks
+from bot.slack.blocks import volumes as volume_blocks
+from bot.slack.blocks.format import money
 from bot.slack.blocks.message import Message
 from bot.slack.errors import answering
 
@@ -39,7 +45,7 @@ def register(app: AsyncApp, services: Services) -> None:
     @app.command("/cluster")
     @answering
     async def cluster_command(ack: AsyncAck, command: dict[str, Any],
-                              respond: AsyncRespond) -> None:
+                              respond: AsyncRespond, client: AsyncWebClient) -> None:
         try:
             cmd = parsing.parse(command.get("text") or "")
         except InvalidCommand as exc:
@@ -95,7 +101,24 @@ def register(app: AsyncApp, services: Services) -> None:
         elif isinstance(cmd, SpendCommand):
             await ack()
             report = await services.clusters.spend(month=cmd.month)
-            reply = spend_blocks.spend_report(report, now=now())
+            await respond(**spend_blocks.spend_report(report, now=now()).as_kwargs(),
+                          **EPHEMERAL)
+            try:
+                await uploads.send_spend_chart(client, report, user_id=actor.user_id, now=now())
+            except SlackApiError as exc:
+                reply = common.notice(f"The spend chart could not be sent "
+                                      f"({exc.response.get('error')}); the figures above stand.")
+            else:
+                return
+        elif isinstance(cmd, VolumesCommand):
+            await ack(text="Reading the volumes at AI Reserve…", **EPHEMERAL)
+            reply = volume_blocks.volume_list(await services.volumes.listing(), now=now())
+        elif isinstance(cmd, GrowVolumeCommand):
+            await ack(text=f"Growing `{cmd.volume_id}` to {cmd.size_gb:,} GB…", **EPHEMERAL)
+            volume = await services.volumes.grow(volume_id=cmd.volume_id, size_gb=cmd.size_gb,
+                                                 actor=actor)
+            reply = common.notice(f"Volume `{volume.id}` is {volume.size_gb:,} GB now; it "
+                                  f"bills {money(volume.monthly_cents)}/month from here on.")
         else:
             assert isinstance(cmd, LogsCommand)
             await ack(text=f"Fetching node {cmd.node}'s log…", **EPHEMERAL)

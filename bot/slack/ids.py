@@ -32,9 +32,13 @@ class Action:
     DELETE_VOLUME = "volume_delete"
     KEEP_VOLUME = "volume_keep"
     EXTEND = "cluster_extend"
+    GROW_VOLUME = "volume_grow"
+    RELAUNCH_ON_VOLUME = "volume_relaunch"
+    HOURS_CHART = "cluster_hours_chart"
     ALL: ClassVar[tuple[str, ...]] = (
         QUOTE_REQUEST_LAUNCH, QUOTE_DISCARD, APPROVE, REJECT, RETRY_LAUNCH, TERMINATE,
         RECOVER, AUTORECOVER_ON, KEEP_RUNNING, CLAIM, DELETE_VOLUME, KEEP_VOLUME, EXTEND,
+        GROW_VOLUME, RELAUNCH_ON_VOLUME, HOURS_CHART,
     )
 
 
@@ -42,7 +46,8 @@ class View:
     """Every modal `callback_id`."""
 
     LAUNCH_REQUEST = "launch_request_modal"
-    ALL: ClassVar[tuple[str, ...]] = (LAUNCH_REQUEST,)
+    GROW_VOLUME = "volume_grow_modal"
+    ALL: ClassVar[tuple[str, ...]] = (LAUNCH_REQUEST, GROW_VOLUME)
 
 
 class Ref(BaseModel):
@@ -129,6 +134,30 @@ class VolumeRef(Ref):
     tag = "v"
     volume_id: str
     reminder: int = 0
+
+
+class GrowRef(Ref):
+    """Grow: bound to the volume's size as shown (a grow from that size happens once)."""
+
+    tag = "g"
+    volume_id: str
+    size_gb: int
+
+
+class RelaunchRef(Ref):
+    """Relaunch on this volume: once per terminated cluster and the volume it kept."""
+
+    tag = "rv"
+    cluster_id: str
+    volume_id: str
+
+
+class HoursRef(Ref):
+    """Billed hours chart: once per cluster and billed hours as the receipt showed them."""
+
+    tag = "hc"
+    cluster_id: str
+    hours: int
 
 
 def unpack_any(raw: str | None) -> Ref:

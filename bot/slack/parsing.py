@@ -17,6 +17,7 @@ from bot.domain.commands import (
     AuditCommand,
     AutoRecoverCommand,
     Command,
+    GrowVolumeCommand,
     HelpCommand,
     ListCommand,
     LogsCommand,
@@ -26,6 +27,7 @@ from bot.domain.commands import (
     SpendCommand,
     StatusCommand,
     TerminateCommand,
+    VolumesCommand,
 )
 from bot.domain.errors import InvalidCommand
 
@@ -93,9 +95,33 @@ def parse(text: str) -> Command:
             raise _fail(f"`{args[0][:20]}` is not a month: write `YYYY-MM`, e.g. `2026-11`.",
                         args[0], verb)
         return SpendCommand(args[0] if args else None)
+    if verb == "volumes":
+        _no_more(args, verb)
+        return VolumesCommand()
+    if verb == "volume":
+        return _parse_volume(args)
     if verb == "help":
         return HelpCommand()
     return HelpCommand(unknown=verb[:40])
+
+
+def _parse_volume(args: list[str]) -> GrowVolumeCommand:
+    """`volume grow <id> <GB>`: the new size in GB (AI Reserve volumes only grow)."""
+    if not args or args[0].lower() != "grow":
+        word = args[0][:20] if args else ""
+        raise _fail(f"`/cluster volume` does `grow`; I don't understand `{word}`. "
+                    "To list volumes: `/cluster volumes`.", word, "volume")
+    if len(args) < 3:
+        raise _fail("Give the volume id and its new size in GB.", " ".join(args)[:40], "volume")
+    volume_id, size = args[1], args[2].lower().removesuffix("gb")
+    if not _ID.match(volume_id):
+        raise _fail(f"`{volume_id[:40]}` is not a volume id (like `vol_7kP2`).", volume_id,
+                    "volume")
+    if not size.isdigit() or len(size) > 6 or int(size) == 0:
+        raise _fail(f"The new size must be a whole number of GB, e.g. `2000`; got "
+                    f"`{args[2][:20]}`.", args[2], "volume")
+    _no_more(args[3:], "volume")
+    return GrowVolumeCommand(volume_id, int(size))
 
 
 def _fail(message: str, bad_part: str, verb: str) -> InvalidCommand:

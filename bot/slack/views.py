@@ -5,13 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp
+from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.domain.models import Actor
 from bot.domain.workload import WorkloadInvalid, parse_workload
 from bot.services.container import Services
+from bot.slack.actions import GROW_ONCE, press_once
+from bot.slack.blocks import common
 from bot.slack.blocks import launch_modal as modal_blocks
-from bot.slack.errors import StaleReference, answering
-from bot.slack.ids import QuoteRef, View
+from bot.slack.blocks import volumes as volume_blocks
+from bot.slack.blocks.format import money
+from bot.slack.errors import StaleReference, answering, reply_privately
+from bot.slack.ids import GrowRef, QuoteRef, View
 
 # Modal block ids → the workload's field names.
 FIELDS = {
@@ -27,6 +32,31 @@ BLOCKS = {field: block for block, field in FIELDS.items()}
 
 
 def register(app: AsyncApp, services: Services) -> None:
+    @app.view(View.GROW_VOLUME)
+    @answering
+    async def submit_grow(ack: AsyncAck, body: dict[str, Any], view: dict[str, Any],
+                          client: AsyncWebClient) -> None:
+        try:
+            ref = GrowRef.unpack(view.get("private_metadata"))
+        except ValueError as exc:
+            await ack()
+            raise StaleReference(str(exc)) from exc
+        size = volume_blocks.read_size(view.get("state", {}).get("values", {}),
+                                       current_gb=ref.size_gb)
+        if isinstance(size, str):
+            await ack(response_action="errors", errors={volume_blocks.FIELD_SIZE: size})
+            return
+        await ack()
+        user = body["user"]
+        actor = Actor(user_id=user["id"], team_id=user.get("team_id"))
+        volume = await press_once(
+            GROW_ONCE, services, ref, actor,
+            lambda: services.volumes.grow(volume_id=ref.volume_id, size_gb=size, actor=actor))
+        await reply_privately(common.notice(
+            f"Volume `{volume.id}` is {volume.size_gb:,} GB now; it bills "
+            f"{money(volume.monthly_cents)}/month from here on."),
+            body=body, respond=None, client=client)
+
     @app.view(View.LAUNCH_REQUEST)
     @answering
     async def submit_launch_request(ack: AsyncAck, body: dict[str, Any],

@@ -1,7 +1,9 @@
 import pytest
 
 from bot.domain.commands import (
+    USAGE,
     AutoRecoverCommand,
+    GrowVolumeCommand,
     HelpCommand,
     ListCommand,
     LogsCommand,
@@ -10,6 +12,7 @@ from bot.domain.commands import (
     RecoverCommand,
     StatusCommand,
     TerminateCommand,
+    VolumesCommand,
 )
 from bot.domain.errors import InvalidCommand
 from bot.slack.parsing import parse
@@ -111,3 +114,33 @@ def test_bad_watch_commands(text, says):
     with pytest.raises(InvalidCommand) as caught:
         parse(text)
     assert says in caught.value.user_message
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("volumes", VolumesCommand()),
+    ("VOLUMES", VolumesCommand()),
+    ("volume grow vol_7kP2 2000", GrowVolumeCommand("vol_7kP2", 2000)),
+    ("volume GROW vol_7kP2 2000GB", GrowVolumeCommand("vol_7kP2", 2000)),
+])
+def test_parses_volume_commands(text, expected):
+    assert parse(text) == expected
+
+
+@pytest.mark.parametrize(("text", "says", "bad_part"), [
+    ("volumes vol_1", "takes nothing more", "vol_1"),
+    ("volume", "does `grow`", ""),
+    ("volume shrink vol_1 10", "does `grow`", "shrink"),
+    ("volume grow vol_1", "volume id and its new size", "grow vol_1"),
+    ("volume grow vol/1 10", "not a volume id", "vol/1"),
+    ("volume grow vol_1 -5", "whole number of GB", "-5"),
+    ("volume grow vol_1 0", "whole number of GB", "0"),
+    ("volume grow vol_1 1.5", "whole number of GB", "1.5"),
+    ("volume grow vol_1 10 now", "takes nothing more", "now"),
+])
+def test_bad_volume_commands(text, says, bad_part):
+    with pytest.raises(InvalidCommand) as err:
+        parse(text)
+    assert says in err.value.user_message
+    assert err.value.bad_part == bad_part
+    assert err.value.usage == USAGE["volume" if text.startswith("volume ") or text == "volume"
+                                    else "volumes"]

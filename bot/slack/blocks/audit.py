@@ -14,7 +14,7 @@ from datetime import datetime
 
 from slack_sdk.models.blocks import Block
 
-from bot.domain.models import AuditEntry, ClusterRecord
+from bot.domain.models import AuditEntry, ClusterRecord, ClusterState
 from bot.slack.blocks.approval import auto_approved as auto
 from bot.slack.blocks.cluster import cluster_ref, why_ended
 from bot.slack.blocks.format import (
@@ -32,7 +32,16 @@ from bot.slack.blocks.format import (
     user,
     when,
 )
-from bot.slack.blocks.message import Message, compose, context, header, section
+from bot.slack.blocks.message import (
+    Message,
+    actions,
+    button,
+    compose,
+    context,
+    header,
+    section,
+)
+from bot.slack.ids import Action, HoursRef, RelaunchRef
 
 # Payload characters (`payload_len`): every line together stays well under Slack's ~13k budget,
 # each section under its 3000.
@@ -120,6 +129,16 @@ def receipt(
         notes.append(f":floppy_disk: The shared volume {code(escaped(c.volume_id, ID_MAX))} is "
                      "not part of this receipt: it was kept and bills on its own until deleted.")
     blocks.extend(context(note) for note in notes)
+    buttons = []
+    if c.ready_at is not None and c.accrued_hours > 0:
+        buttons.append(button("Billed hours chart", action_id=Action.HOURS_CHART,
+                              value=HoursRef(cluster_id=c.id, hours=c.accrued_hours).pack()))
+    if c.volume_id and c.status in (ClusterState.TERMINATED, ClusterState.FAILED):
+        buttons.append(button(
+            "Relaunch on this volume", action_id=Action.RELAUNCH_ON_VOLUME,
+            value=RelaunchRef(cluster_id=c.id, volume_id=c.volume_id).pack()))
+    if buttons:
+        blocks.append(actions(*buttons))
     return compose(f"Receipt for cluster {escaped(c.id, ID_MAX)}: {money(c.accrued_cents)} over "
                    f"{hours} at {hourly(c.hourly_cents)}", blocks, key="receipt")
 

@@ -43,7 +43,14 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("/cluster spend [YYYY-MM]", "One month's spend from AI Reserve's billed hours: the total, "
      "by owner, by cluster and the volumes billing on their own after their cluster (this "
      "month by default), and what the live clusters and kept volumes add by the month's end "
-     "if nobody terminates anything.", "/cluster spend 2026-11"),
+     "if nobody terminates anything. A chart of the month by day and by owner comes to you "
+     "by DM.", "/cluster spend 2026-11"),
+    ("/cluster volumes", "Every shared volume, fresh from AI Reserve: size, location, the "
+     "cluster holding it (or orphaned), what it costs per month and its age, with *Grow* "
+     "(only while detached) and *Delete* (refused while attached).", "/cluster volumes"),
+    ("/cluster volume grow <volume-id> <GB>", "Grow a detached volume to a new size in GB "
+     "(AI Reserve volumes only grow; later hours bill at the new size).",
+     "/cluster volume grow vol_7kP2 2000"),
     ("/cluster help", "This list.", "/cluster help"),
 )
 
@@ -64,7 +71,7 @@ def help_message(*, unknown: str | None = None) -> Message:
     ))
     return compose(
         "/cluster commands: quote, list, status, terminate, recover, autorecover, notify, logs, "
-        "audit, spend, help", blocks, key="help")
+        "audit, spend, volumes, volume grow, help", blocks, key="help")
 
 
 def error_message(text: str, *, usage: str = "") -> Message:

@@ -1,0 +1,99 @@
+"""Pictures where a picture beats text: PNGs drawn with matplotlib's Agg canvas (no pyplot,
+no global state, no display), imported only when a chart is drawn so start-up stays fast.
+
+Drawing takes tens of milliseconds of CPU: callers run it off the event loop
+(`asyncio.to_thread`). The input is plain numbers and labels; the sums are the domain's.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from datetime import date, datetime
+from typing import TYPE_CHECKING, Any
+
+from bot.domain.hours import HourState
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+WIDTH, HEIGHT, DPI = 10.0, 6.0, 100  # 1000 × 600 px
+OWNERS_SHOWN = 10
+# Hour states on a receipt's chart (bot/domain/hours.py), in legend order, with their colours.
+HOUR_COLOURS = {HourState.BILLED: "#2b6cb0", HourState.DEGRADED: "#dd6b20",
+                HourState.NOT_SERVING: "#805ad5", HourState.NOT_BILLED: "#cbd5e0"}
+_PALETTE = ("#2b6cb0", "#dd6b20", "#38a169", "#e53e3e", "#805ad5", "#d69e2e", "#319795",
+            "#d53f8c", "#4a5568", "#718096", "#a0aec0")
+
+
+def _figure(height: float = HEIGHT, *, constrained: bool = False) -> Figure:
+    from matplotlib.figure import Figure
+
+    # Fixed margins by default: the constrained layout engine costs a third of the drawing.
+    return Figure(figsize=(WIDTH, height), dpi=DPI,
+                  layout="constrained" if constrained else None)
+
+
+def _png(fig: Figure) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")  # the Agg canvas: no display, no pyplot
+    return buffer.getvalue()
+
+
+def _dollars(cents: float, _: Any = None) -> str:
+    return f"${cents / 100:,.0f}"
+
+
+def spend_png(*, month: str, days: Sequence[tuple[date, int]],
+              owners: Sequence[tuple[str, int]], total_cents: int) -> bytes:
+    """The month by day (bars) and by owner (horizontal bars, the largest `OWNERS_SHOWN`,
+    the rest as one bar)."""
+    from matplotlib.ticker import FuncFormatter
+
+    fig = _figure()
+    fig.subplots_adjust(left=0.08, right=0.97, top=0.88, bottom=0.12, wspace=0.3)
+    by_day, by_owner = fig.subplots(1, 2, width_ratios=(2.2, 1))
+    fig.suptitle(f"AI Reserve spend {month}: {_dollars(total_cents)}", fontsize=14)
+    numbers = [d.day for d, _ in days]
+    by_day.bar(numbers, [c for _, c in days], color=_PALETTE[0], width=0.8)
+    by_day.set_xlabel("day of the month (UTC)")
+    by_day.set_title("by day")
+    by_day.set_xlim(0.4, max(numbers, default=1) + 0.6)
+    by_day.yaxis.set_major_formatter(FuncFormatter(_dollars))
+    by_day.grid(axis="y", alpha=0.3)
+
+    shown = list(owners[:OWNERS_SHOWN])
+    rest = sum(c for _, c in owners[OWNERS_SHOWN:])
+    if rest:
+        shown.append((f"{len(owners) - OWNERS_SHOWN} others", rest))
+    labels = [label for label, _ in shown][::-1]
+    values = [cents for _, cents in shown][::-1]
+    colours = [_PALETTE[i % len(_PALETTE)] for i in range(len(shown))][::-1]
+    by_owner.barh(labels, values, color=colours)
+    by_owner.set_title("by owner")
+    by_owner.xaxis.set_major_formatter(FuncFormatter(_dollars))
+    by_owner.tick_params(axis="x", labelrotation=30)
+    by_owner.grid(axis="x", alpha=0.3)
+    return _png(fig)
+
+
+def hours_png(*, title: str, hours: Sequence[tuple[datetime, HourState]]) -> bytes:
+    """One cell per hour mark from ready to the end, coloured by its state (`HOUR_COLOURS`):
+    what was billed, what was billed while degraded or not serving, what was not billed."""
+    from matplotlib.patches import Patch
+
+    fig = _figure(height=3.0, constrained=True)
+    axes = fig.subplots()
+    axes.set_title(title, fontsize=12)
+    n = len(hours)
+    axes.barh([0] * n, [1] * n, left=list(range(n)), height=0.8,
+              color=[HOUR_COLOURS[state] for _, state in hours],
+              edgecolor="white", linewidth=0.5 if n < 200 else 0)
+    axes.set_xlim(0, max(len(hours), 1))
+    axes.set_yticks([])
+    axes.set_xlabel("hour since ready (each cell is one hourly charge mark)")
+    seen = [s for s in HOUR_COLOURS if any(state == s for _, state in hours)]
+    axes.legend(handles=[Patch(color=HOUR_COLOURS[s], label=s) for s in seen],
+                loc="upper center", bbox_to_anchor=(0.5, -0.35), ncols=max(len(seen), 1),
+                frameon=False)
+    return _png(fig)

@@ -1,0 +1,70 @@
+"""The charts: real PNGs of the right size with real content, from the domain's own sums.
+Their speed is measured in `python -m benchmarks charts`, not asserted here."""
+
+from __future__ import annotations
+
+import io
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from benchmarks.charts import draw, month_of
+from bot.domain.hours import HourState
+from bot.domain.spend import spend_report
+from bot.domain.spend_days import daily_cents
+from bot.slack import charts
+from tests.domain import make_cluster
+
+Image = pytest.importorskip("PIL.Image")
+
+
+def decoded(png: bytes):
+    image = Image.open(io.BytesIO(png))
+    image.load()
+    return image
+
+
+def test_spend_chart_of_a_month_of_50_clusters_is_a_real_picture():
+    report, now = month_of(50)
+    png = draw(report, now)
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    image = decoded(png)
+    assert image.size == (1000, 600) and image.format == "PNG"
+    colours = image.convert("RGB").getcolors(maxcolors=1 << 20)
+    assert len(colours) > 200  # bars in many owner colours, text, antialiasing
+    # Neither blank nor one colour: the background is less than 90 % of the picture.
+    assert max(count for count, _ in colours) < 0.9 * 1000 * 600
+    # Each owner colour in the palette is drawn (the largest owners, then "others").
+    rgb = {colour for _, colour in colours}
+    for hex_colour in charts._PALETTE[:len(report.by_owner[:charts.OWNERS_SHOWN])]:
+        assert tuple(int(hex_colour[i:i + 2], 16) for i in (1, 3, 5)) in rgb
+
+
+def test_days_add_up_to_the_reports_total():
+    report, now = month_of(50, seed=11)
+    days = daily_cents(report, now=now)
+    assert len(days) == 30 and days[0][0].day == 1
+    assert sum(cents for _, cents in days) == report.total_cents
+    assert all(cents == 0 for day, cents in days if day > now.date())
+
+
+def test_a_cluster_across_midnight_is_split_by_the_hour_of_each_charge():
+    ready = datetime(2026, 11, 3, 22, 30, tzinfo=UTC)
+    c = make_cluster(ready_at=ready, accrued_hours=4, accrued_cents=4 * 6253,
+                     created_at=ready - timedelta(minutes=5))
+    now = datetime(2026, 11, 4, 2, 0, tzinfo=UTC)
+    days = dict(daily_cents(spend_report([c], "2026-11", now), now=now))
+    assert days[ready.date()] == 2 * 6253  # 22:30, 23:30
+    assert days[now.date()] == 2 * 6253  # 00:30, 01:30
+
+
+def test_hours_chart_marks_each_state():
+    at = datetime(2026, 11, 3, tzinfo=UTC)
+    hours = ([(at, HourState.BILLED)] * 20 + [(at, HourState.DEGRADED)] * 5
+             + [(at, HourState.NOT_BILLED)] * 2 + [(at, HourState.NOT_SERVING)] * 3)
+    image = decoded(charts.hours_png(title="clu_1: 28 billed hours", hours=hours))
+    assert image.size == (1000, 300)
+    rgb = {colour for _, colour in image.convert("RGB").getcolors(maxcolors=1 << 20)}
+    for state in HourState:
+        hex_colour = charts.HOUR_COLOURS[state]
+        assert tuple(int(hex_colour[i:i + 2], 16) for i in (1, 3, 5)) in rgb, state
