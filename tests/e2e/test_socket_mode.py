@@ -11,6 +11,7 @@ from collections import Counter
 
 import aiohttp
 
+from bot.slack.blocks.launch_modal import FIELD_NAME, FIELD_PORTS
 from bot.slack.ids import Action
 from tests.e2e.harness import ALICE, APPROVALS, BOB, Harness, bot
 
@@ -92,12 +93,19 @@ async def test_an_envelope_in_flight_during_a_refresh_is_answered_once(tmp_path)
         _acked_once_each(h)
 
 
-async def test_bad_input_is_answered_in_the_ack_over_socket_mode(tmp_path):
+async def test_bad_input_is_answered_in_the_acks_over_socket_mode(tmp_path):
     async with bot(tmp_path, socket_mode=True) as h:
         reply = await h.slash("quote h100x8 nodes=banana")
         assert reply.status == 200 and reply.json["response_type"] == "ephemeral"
         assert "nodes" in json.dumps(reply.json)
-        assert h.slack.calls_to("chat.postMessage") == []
+        # A modal's bad fields: the view_submission's ack carries response_action errors.
+        card = await h.quote()
+        await h.click(card, Action.QUOTE_REQUEST_LAUNCH, user=ALICE)
+        reply = await h.submit(h.slack.last_view(ALICE), values={
+            FIELD_NAME: {FIELD_NAME: "Not A Name!"}, FIELD_PORTS: {FIELD_PORTS: "8000/udp"}})
+        assert reply.json["response_action"] == "errors"
+        assert set(reply.json["errors"]) == {FIELD_NAME, FIELD_PORTS}
+        assert h.cards() == [] and h.slack.calls_to("chat.postMessage") == []
         _acked_once_each(h)
 
 
