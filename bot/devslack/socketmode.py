@@ -8,10 +8,12 @@ WebSocket URL (`ws://127.0.0.1:<port>/link/?ticket=…&app_id=…`). On connect 
      "payload": …, "accepts_response_payload": bool, ("retry_attempt", "retry_reason")}
 
 and the app acks it by sending `{"envelope_id": …}` back, with `"payload": …` when it answers
-(a slash command's ephemeral text, a view_submission's response_action). An envelope goes to
-one connection only (the newest). `disconnect` (reason `warning` or `refresh_requested`) tells
-the app to open a new connection; with `refresh_requested` the old one is closed once the new
-one has said hello (or after a grace period). Shapes follow Slack's Socket Mode docs and
+(a slash command's ephemeral text, a view_submission's response_action). Each envelope goes to
+one connection only, taking turns among the open ones (several replicas, each connected, share
+the work as with Slack); a connection told to `disconnect` gets no more. `disconnect` (reason
+`warning` or `refresh_requested`) tells the app to open a new connection; with
+`refresh_requested` the old one is closed once the new one has said hello (or after a grace
+period). Shapes follow Slack's Socket Mode docs and
 slack_sdk's `SocketModeClient`.
 """
 
@@ -58,6 +60,7 @@ class _Connection:
     number: int
     ws: web.WebSocketResponse
     closed: asyncio.Event = field(default_factory=asyncio.Event)
+    retiring: bool = False  # told to disconnect: no new envelopes
 
 
 class SocketModeServer:
@@ -75,6 +78,7 @@ class SocketModeServer:
         self._changed = asyncio.Event()
         self._numbers = itertools.count(1)
         self._envelope_ids = itertools.count(1)
+        self._turns = itertools.count()
 
     def add_routes(self, app: web.Application) -> None:
         app.router.add_get(LINK_PATH, self._serve)
@@ -88,12 +92,16 @@ class SocketModeServer:
 
     @property
     def connected(self) -> bool:
-        return bool(self._live)
+        return bool(self._open())
 
-    async def wait_connected(self, *, more_than: int = 0, within: float = 10.0) -> None:
-        """Wait until a connection numbered above `more_than` has said hello."""
+    def _open(self) -> list[_Connection]:
+        return [c for c in self._live if not c.retiring]
+
+    async def wait_connected(self, *, more_than: int = 0, count: int = 1,
+                             within: float = 10.0) -> None:
+        """Wait until `count` open connections numbered above `more_than` have said hello."""
         async with asyncio.timeout(within):
-            while not any(c.number > more_than for c in self._live):
+            while sum(c.number > more_than for c in self._open()) < count:
                 self._changed.clear()
                 await self._changed.wait()
 
@@ -123,7 +131,9 @@ class SocketModeServer:
         self._pending[envelope["envelope_id"]] = future
         self.envelopes.append(envelope)
         try:
-            await self._live[-1].ws.send_str(json.dumps(envelope))
+            candidates = self._open()
+            await candidates[next(self._turns) % len(candidates)].ws.send_str(
+                json.dumps(envelope))
             ack: Ack | None = await asyncio.wait_for(future, within)
         except TimeoutError:
             ack = None
@@ -136,16 +146,18 @@ class SocketModeServer:
 
     async def disconnect(self, reason: str = "refresh_requested", *,
                          within: float = 10.0) -> None:
-        """Ask the app to reconnect, and wait until it has (a new connection said hello).
+        """Ask the app to reconnect, and wait until it has (as many new connections as there
+        were open ones have said hello: one per replica).
 
         With `refresh_requested` the old connections are then closed from this side, as
         Slack does; a `warning` leaves them open (Slack closes them later)."""
-        old = list(self._live)
-        newest = max((c.number for c in old), default=0)
+        old = self._open()
+        newest = max((c.number for c in self._live), default=0)
         message = {"type": "disconnect", "reason": reason, "debug_info": {"host": DEBUG_HOST}}
         for connection in old:
+            connection.retiring = True
             await connection.ws.send_str(json.dumps(message))
-        await self.wait_connected(more_than=newest, within=within)
+        await self.wait_connected(more_than=newest, count=max(len(old), 1), within=within)
         if reason == "refresh_requested":
             for connection in old:
                 with contextlib.suppress(TimeoutError):

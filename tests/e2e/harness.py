@@ -234,6 +234,7 @@ async def _serve_over_socket_mode(stack: AsyncExitStack, rt: runtime.Runtime,
                                   slack: FakeSlack) -> None:
     """`runtime.serve` in the background until the harness closes; returns once connected."""
     stop = asyncio.Event()
+    before = slack.socket.connections_opened  # other replicas' connections don't count
     serving = asyncio.create_task(runtime.serve(rt, stop=stop, host="127.0.0.1"))
 
     async def close() -> None:
@@ -241,7 +242,7 @@ async def _serve_over_socket_mode(stack: AsyncExitStack, rt: runtime.Runtime,
         await serving
 
     stack.push_async_callback(close)
-    connected = asyncio.create_task(slack.socket.wait_connected())
+    connected = asyncio.create_task(slack.socket.wait_connected(more_than=before))
     await asyncio.wait({connected, serving}, return_when=asyncio.FIRST_COMPLETED)
     if serving.done():
         connected.cancel()

@@ -8,12 +8,16 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
+from contextlib import AsyncExitStack
 
 import aiohttp
 
+from bot.clock import ManualClock
+from bot.reserve.simulator.config import SimConfig
+from bot.reserve.simulator.embedded import EmbeddedSimulator
 from bot.slack.blocks.launch_modal import FIELD_NAME, FIELD_PORTS
 from bot.slack.ids import Action
-from tests.e2e.harness import ALICE, APPROVALS, BOB, Harness, bot
+from tests.e2e.harness import ALICE, APPROVALS, BOB, START, Harness, bot, fake_slack
 
 
 def _acked_once_each(h: Harness) -> None:
@@ -124,3 +128,44 @@ async def test_an_event_redelivered_after_a_reconnect_is_acked_again(tmp_path):
         assert h.slack.socket.envelopes[-1]["retry_reason"] == "http_timeout"
         assert h.slack.home(ALICE) is not None
         _acked_once_each(h)
+
+
+async def test_two_replicas_share_the_envelopes_and_launch_once(tmp_path, database_url):
+    """Two bots on one database, each with its own Socket Mode connection; Slack gives each
+    envelope to one of them (taking turns), refreshes both connections mid-flow, and still one
+    request, one card, one cluster, one SSH DM."""
+    clock = ManualClock(START)
+    async with AsyncExitStack() as stack:
+        sim = await stack.enter_async_context(EmbeddedSimulator(SimConfig.fast(), clock))
+        slack = await stack.enter_async_context(fake_slack(clock))
+        replicas = [await stack.enter_async_context(bot(
+            tmp_path, slack=slack, sim=sim, clock=clock, database_url=database_url,
+            socket_mode=True)) for _ in range(2)]
+        first = replicas[0]
+
+        async def settle() -> None:
+            await asyncio.gather(*(r.rt.settle() for r in replicas))
+
+        await first.requests.slash(text="quote h100x8 nodes=2", user_id=ALICE)
+        await settle()
+        card = first.last_ephemeral(ALICE, containing=Action.QUOTE_REQUEST_LAUNCH)
+        await first.requests.click(card, Action.QUOTE_REQUEST_LAUNCH, user_id=ALICE)
+        await settle()
+        await slack.socket.disconnect("refresh_requested")  # both replicas reconnect
+        await first.requests.submit_view(slack.last_view(ALICE), user_id=ALICE)
+        await settle()
+        [approval] = first.cards()
+        await first.requests.click(approval, Action.APPROVE, user_id=BOB)
+        await settle()
+        clock.advance(60)
+        await asyncio.gather(*(r.rt.services.watching.sync_live() for r in replicas))
+        await settle()
+
+        assert len({a.connection for a in slack.socket.acks}) == 4  # 2 replicas × 2 connections
+        assert len(slack.calls_to("apps.connections.open")) == 4
+        _acked_once_each(first)
+        [cluster] = sim.engine.list_clusters()
+        assert (await first.record(cluster.id)).status.value == "running"
+        assert sum("ssh -p" in first.text_of(m) for m in slack.dms(ALICE)) == 1
+        assert len(await first.requests_in_db()) == 1 and len(first.cards()) == 1
+        assert _posted_twice(first) == []
