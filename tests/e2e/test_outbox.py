@@ -178,3 +178,17 @@ async def test_progress_that_falls_back_to_a_dm_opens_the_dm_channel_once(tmp_pa
         assert len(progress) == 2
         opened = [c for c in h.slack.calls_to("conversations.open") if c.ok]
         assert [c.args.get("users") for c in opened] == [ALICE]
+
+
+async def test_a_private_answer_to_a_modal_goes_to_the_user_without_opening_a_dm(tmp_path):
+    """A modal submission has no response_url: a refusal is posted to the user's id (Slack puts
+    it in the App Home Messages tab) — no conversations.open for a one-off answer."""
+    async with bot(tmp_path) as h:
+        card = await h.quote()
+        await h.click(card, Action.QUOTE_REQUEST_LAUNCH, user=ALICE)
+        forged = {**h.slack.last_view(ALICE), "id": "V0GONE", "private_metadata": "stale"}
+        reply = await h.submit(forged)
+        assert reply.status == 200
+        [answer] = h.slack.dms(ALICE)
+        assert h.cards() == [] and h.text_of(answer)
+        assert h.slack.calls_to("conversations.open") == []
