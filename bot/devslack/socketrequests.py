@@ -19,7 +19,10 @@ from bot.devslack.requests import Reply, SlackRequests
 from bot.devslack.socketmode import Delivery
 from bot.devslack.webapi import FakeSlack
 
-NO_ACK = 504  # the status a Reply gets when no ack came within Slack's deadline
+NO_ACK = 504  # the status a Reply gets when no ack came at all
+# How long an ack is waited for. A later one than Slack's 3 s is kept but marked `timed_out`
+# (and not shown), exactly as `SlackRequests` treats a slow HTTP answer.
+ACK_WAIT = 10.0
 # interactive payloads whose ack may carry an answer (the others are acked empty)
 ANSWERABLE = ("view_submission", "block_suggestion")
 
@@ -51,7 +54,7 @@ class SocketRequests(SlackRequests):
         with self.slack.activity():  # in flight for FakeSlack.settle, as a POST would be
             delivery = await self.slack.socket.deliver(
                 kind, payload, accepts_response_payload=answerable,
-                retry_attempt=retry_attempt, retry_reason=retry_reason)
+                retry_attempt=retry_attempt, retry_reason=retry_reason, within=ACK_WAIT)
         self.deliveries.append(delivery)
         if delivery.ack is None:
             return Reply(NO_ACK, "", "text/plain", delivery.elapsed)
