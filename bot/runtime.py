@@ -303,7 +303,8 @@ async def _site(app: web.Application, *, host: str, port: int | None,
         await runner.cleanup()
 
 
-async def serve(runtime: Runtime, *, stop: asyncio.Event | None = None) -> None:
+async def serve(runtime: Runtime, *, stop: asyncio.Event | None = None,
+                host: str = "0.0.0.0") -> None:
     """Serve until `stop` is set (or forever): Socket Mode when an app token is set, HTTP
     otherwise. Socket Mode still serves the health endpoints on PORT, and keeps trying to
     connect while Slack is unreachable instead of exiting."""
@@ -317,7 +318,7 @@ async def serve(runtime: Runtime, *, stop: asyncio.Event | None = None) -> None:
 
         handler = AsyncSocketModeHandler(
             runtime.bolt, runtime.settings.slack_app_token.get_secret_value())
-        async with _site(runtime.health.app(), host="0.0.0.0", port=None,
+        async with _site(runtime.health.app(), host=host, port=None,
                          runtime=runtime) as url:
             log.info("connecting to Slack over Socket Mode; health checks on %s/readyz", url)
             connect = _keep_trying(runtime, "connect to Slack over Socket Mode",
@@ -326,6 +327,6 @@ async def serve(runtime: Runtime, *, stop: asyncio.Event | None = None) -> None:
             connect.cancel()
             await handler.close_async()  # type: ignore[no-untyped-call]
         return
-    async with http_site(runtime) as url:
+    async with http_site(runtime, host=host) as url:
         log.info("listening for Slack on %s/slack/events", url)
         await stop.wait()

@@ -1,6 +1,6 @@
-"""manifest.yaml against Slack's published schema, and against what the code really does:
-every command, event and action it declares has a listener, and its scopes are exactly the
-ones the Web API methods the bot calls need."""
+"""manifest.yaml and manifest.socket-mode.yaml against Slack's published schema, and against
+what the code really does: every command, event and action they declare has a listener, and
+their scopes are exactly the ones the Web API methods the bot calls need."""
 
 import json
 import re
@@ -31,9 +31,40 @@ SCOPES = {
 }
 
 
-@pytest.fixture(scope="module")
-def manifest():
-    return yaml.safe_load((ROOT / "manifest.yaml").read_text())
+MANIFESTS = ("manifest.yaml", "manifest.socket-mode.yaml")  # HTTP mode, Socket Mode
+
+
+def _load(name):
+    return yaml.safe_load((ROOT / name).read_text())
+
+
+@pytest.fixture(scope="module", params=MANIFESTS)
+def manifest(request):
+    return _load(request.param)
+
+
+def test_the_socket_mode_manifest_is_the_http_one_without_urls():
+    http, socket = _load(MANIFESTS[0]), _load(MANIFESTS[1])
+    assert socket["settings"]["socket_mode_enabled"] and not http["settings"]["socket_mode_enabled"]
+    assert "request_url" not in socket["settings"]["interactivity"]
+    assert "request_url" not in socket["settings"]["event_subscriptions"]
+    assert all("url" not in c for c in socket["features"]["slash_commands"])
+    for command in http["features"]["slash_commands"]:
+        del command["url"]
+    del http["settings"]["interactivity"]["request_url"]
+    del http["settings"]["event_subscriptions"]["request_url"]
+    http["settings"]["socket_mode_enabled"] = True
+    assert socket == http  # same scopes, commands, events, app home
+
+
+def test_the_messages_tab_is_read_only(manifest):
+    """The chosen DM behaviour: the bot DMs people (SSH details, reminders) in its Messages tab,
+    which they can read but not type in — so no DM to the bot goes unanswered. Nothing listens
+    to message.im, and no scope to read DMs is asked for."""
+    home = manifest["features"]["app_home"]
+    assert home["messages_tab_enabled"] and home["messages_tab_read_only_enabled"]
+    assert "message.im" not in manifest["settings"]["event_subscriptions"]["bot_events"]
+    assert "im:history" not in manifest["oauth_config"]["scopes"]["bot"]
 
 
 def test_manifest_validates_against_slacks_schema(manifest):
@@ -74,7 +105,8 @@ def test_scopes_are_exactly_what_the_code_calls(manifest):
 
 
 async def test_every_declared_surface_has_a_listener(manifest, tmp_path):
-    async with bot(tmp_path) as h:
+    # the Socket Mode manifest's surfaces are tried over Socket Mode (envelopes, acks)
+    async with bot(tmp_path, socket_mode=manifest["settings"]["socket_mode_enabled"]) as h:
         for command in manifest["features"]["slash_commands"]:
             reply = await h.requests.slash(command["command"], "help", user_id=ALICE)
             assert reply.status == 200, command

@@ -147,7 +147,7 @@ class SlackRequests:
         }
         reply: Reply | None = None
         try:
-            reply = await self.send(urlencode(form).encode(), content_type=FORM)
+            reply = await self._command(form)
         finally:  # even when the request failed: respond() calls are waiting on this
             shown = None
             if reply is not None and reply.status == 200 and not reply.timed_out:
@@ -287,12 +287,7 @@ class SlackRequests:
             "is_ext_shared_channel": False,
             "event_context": f"4-devslack-{self.team_id}",
         }
-        extra = {}
-        if retry_num is not None:
-            extra = {"X-Slack-Retry-Num": str(retry_num), "X-Slack-Retry-Reason": retry_reason}
-        return await self.send(
-            json.dumps(envelope).encode(), content_type="application/json", extra=extra
-        )
+        return await self._event(envelope, retry_num=retry_num, retry_reason=retry_reason)
 
     async def app_home_opened(self, user_id: str) -> Reply:
         """The user opened the app's Home tab."""
@@ -336,9 +331,24 @@ class SlackRequests:
                 text = await resp.text()
                 return Reply(resp.status, text, resp.content_type, time.perf_counter() - started)
 
+    # How each kind of request travels: over HTTP here; `SocketRequests` sends envelopes.
+
+    async def _command(self, form: Mapping[str, str]) -> Reply:
+        return await self.send(urlencode(form).encode(), content_type=FORM)
+
     async def _interactive(self, payload: Mapping[str, Any]) -> Reply:
         return await self.send(
             urlencode({"payload": json.dumps(payload)}).encode(), content_type=FORM
+        )
+
+    async def _event(
+        self, envelope: Mapping[str, Any], *, retry_num: int | None, retry_reason: str
+    ) -> Reply:
+        extra = {}
+        if retry_num is not None:
+            extra = {"X-Slack-Retry-Num": str(retry_num), "X-Slack-Retry-Reason": retry_reason}
+        return await self.send(
+            json.dumps(envelope).encode(), content_type="application/json", extra=extra
         )
 
     # -- helpers -----------------------------------------------------------------------------

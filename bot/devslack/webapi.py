@@ -38,6 +38,7 @@ from bot.devslack.models import (
     SlackError,
     SlackUser,
 )
+from bot.devslack.socketmode import SocketModeServer
 
 # How long a response_url POST waits for its slash command's ack to be applied. A bot that
 # acked first has sent the ack already, but the two replies race over separate connections;
@@ -76,6 +77,7 @@ class FakeSlack(MethodStore):
         self,
         *,
         bot_token: str = "xoxb-devslack",
+        app_token: str = "xapp-1-devslack",
         team_id: str = "T0001",
         team_domain: str = "devslack",
         bot_user_id: str = "UBOT",
@@ -99,6 +101,8 @@ class FakeSlack(MethodStore):
             channels=channels,
         )
         self.bot_token = bot_token
+        self.app_token = app_token  # app-level: only apps.connections.open takes it
+        self.socket = SocketModeServer(app_id=app_id)
         self.usergroups = {group: list(members) for group, members in (usergroups or {}).items()}
         self.calls: list[ApiCall] = []
         self._subscribers: list[Subscriber] = []
@@ -132,6 +136,7 @@ class FakeSlack(MethodStore):
         app.router.add_route("*", "/api/{method}", self._serve_api)
         app.router.add_post("/response/{response_id}", self._serve_response_url)
         app.router.add_post("/upload/{file_id}", self.uploads.receive)
+        self.socket.add_routes(app)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         await web.TCPSite(self._runner, host, port).start()
@@ -140,6 +145,7 @@ class FakeSlack(MethodStore):
 
     async def stop(self) -> None:
         if self._runner is not None:
+            await self.socket.close()
             await self._runner.cleanup()
             self._runner = None
 
@@ -322,6 +328,13 @@ class FakeSlack(MethodStore):
     ) -> tuple[int, dict[str, str], dict[str, Any]]:
         if not token:
             return 200, {}, {"ok": False, "error": "not_authed"}
+        if (token == self.app_token) != (method == "apps.connections.open"):
+            # an app-level token opens Socket Mode connections and nothing else, and only it
+            known = token in (self.app_token, self.bot_token)
+            return 200, {}, {"ok": False,
+                             "error": "not_allowed_token_type" if known else "invalid_auth"}
+        if method == "apps.connections.open":
+            return 200, {}, {"ok": True, "url": self.socket.issue_url(self.base_url)}
         if token != self.bot_token:
             return 200, {}, {"ok": False, "error": "invalid_auth"}
         now = self.clock.now()

@@ -54,9 +54,9 @@ async def reply_privately(message: Message, *, body: dict[str, Any], respond: As
         await respond(**message.as_kwargs(), response_type="ephemeral", replace_original=False)
         return
     user = (body.get("user") or {}).get("id") or body.get("user_id")
-    if user:
-        opened = await client.conversations_open(users=user)
-        await client.chat_postMessage(channel=opened["channel"]["id"], **message.as_kwargs())
+    if user:  # a user id as the channel: Slack posts it in the App Home Messages tab (no
+        # conversations.open, a Tier 3 call, for a one-off answer)
+        await client.chat_postMessage(channel=user, **message.as_kwargs())
 
 
 def answering(func: Listener) -> Callable[[AsyncArgs], Awaitable[None]]:

@@ -381,9 +381,8 @@ class SlackNotifier:
             if fallback_user is None or exc.response.get("error") not in _UNREACHABLE:
                 raise
             log.warning("can't post to %s (%s); using a DM", channel, exc.response.get("error"))
-            opened = await self._client.conversations_open(users=fallback_user)
-            return await self._client.chat_postMessage(channel=opened["channel"]["id"],
-                                                       **message.as_kwargs())
+            channel = await self.outbox.dm_channel(fallback_user)  # opened once per person
+            return await self._client.chat_postMessage(channel=channel, **message.as_kwargs())
 
 
 def _top_subject(record: ClusterRecord | None) -> str:

@@ -12,11 +12,15 @@ and `retry()` (every delivery pass) posts it later from whichever replica gets t
 rebuilt at delivery time store nothing: SSH details are read from the provider when they are
 sent, never written to the database.
 
-DM channels come from the `dm_channels` table: conversations.open once per person.
+DM channels come from the `dm_channels` table: conversations.open once per person. Opening one
+is claimed like a post (key `dm-channel/<user>`), so a flood of first DMs to someone, from any
+number of replicas, opens it once; the others wait briefly for the id to appear in the table
+(and open it themselves if it doesn't: conversations.open is idempotent, only rate-limited).
 """
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import logging
 from collections.abc import Awaitable, Callable
@@ -36,6 +40,9 @@ from storage.outbox import MAX_ATTEMPTS
 log = logging.getLogger(__name__)
 
 DEFAULT_CLAIM = timedelta(minutes=2)
+# How a DM waits for another task or replica that is opening the same DM channel (real time:
+# it waits on that one's call to Slack): 0.05 s doubling, about 3 s in all, then opens it too.
+DM_CHANNEL_WAITS = tuple(0.05 * 2 ** n for n in range(6))
 # What a refused or lost post raises: the claim is released and the post tried again later.
 POST_ERRORS = (SlackApiError, aiohttp.ClientError, TimeoutError)
 
@@ -108,14 +115,36 @@ class SlackOutbox:
 
     async def dm(self, user_id: str, kwargs: dict[str, Any]) -> None:
         """Post to a person's DM channel (opened once, then read from the database)."""
-        async with self._db.transaction() as repos:
-            channel = await repos.dm_channels.get(user_id)
-        if channel is None:
-            opened = await self._client.conversations_open(users=user_id)
-            channel = str(opened["channel"]["id"])
-            async with self._db.transaction() as repos:
-                await repos.dm_channels.put(user_id, channel)
+        channel = await self.dm_channel(user_id)
         await self._client.chat_postMessage(channel=channel, **kwargs)
+
+    async def dm_channel(self, user_id: str) -> str:
+        """The person's DM channel id: from the database, else opened once (claimed)."""
+        key = f"dm-channel/{user_id}"
+        for wait in (*DM_CHANNEL_WAITS, None):
+            async with self._db.transaction() as repos:
+                channel = await repos.dm_channels.get(user_id)
+                claimed = channel is None and await repos.outbox.claim(
+                    key, kind="dm_channel", target=user_id, holder=self.holder,
+                    now=self.claim_clock(), ttl=self.claim_ttl)
+            if channel is not None:
+                return channel
+            if claimed or wait is None:
+                break
+            await asyncio.sleep(wait)  # another one is opening it right now
+        try:
+            opened = await self._client.conversations_open(users=user_id)
+        except Exception:
+            if claimed:
+                async with self._db.transaction() as repos:
+                    await repos.outbox.release(key, holder=self.holder)
+            raise
+        channel = str(opened["channel"]["id"])
+        async with self._db.transaction() as repos:
+            await repos.dm_channels.put(user_id, channel)
+            if claimed:
+                await repos.outbox.delivered(key, now=self._clock.now())
+        return channel
 
     async def _durable(self, key: str, payload: dict[str, Any]) -> Outcome:
         user, channel = payload.get("user"), payload.get("channel")

@@ -6,6 +6,7 @@ what the bot did from FakeSlack's recorded workspace. Time moves only through `a
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -21,6 +22,7 @@ from bot.clock import ManualClock
 from bot.config import load_settings
 from bot.devslack.models import DEFAULT_USERS, Message, SlackUser
 from bot.devslack.requests import Reply, SlackRequests
+from bot.devslack.socketrequests import SocketRequests
 from bot.devslack.webapi import FakeSlack
 from bot.domain.models import ClusterRecord, LaunchRequest, RequestStatus
 from bot.reserve.simulator.config import SimConfig
@@ -175,8 +177,12 @@ async def bot(tmp_path: Path, *, slack: FakeSlack | None = None,
               sim: EmbeddedSimulator | None = None, clock: ManualClock | None = None,
               sim_config: SimConfig | None = None,
               policy: str | None = None,
-              database_url: str | None = None) -> AsyncIterator[Harness]:
+              database_url: str | None = None,
+              socket_mode: bool = False) -> AsyncIterator[Harness]:
     """A running bot. Pass `slack`/`sim`/`clock` to keep them across a restart of the bot.
+
+    With `socket_mode` the bot runs `runtime.serve` with an app token: it connects to FakeSlack
+    over Socket Mode (no signing secret, no Request URL) and the test speaks to it in envelopes.
 
     The database is a SQLite file in `tmp_path` unless `database_url` names another (the
     `pg_url` fixture's PostgreSQL database); pass the same URL again to restart on it."""
@@ -187,7 +193,8 @@ async def bot(tmp_path: Path, *, slack: FakeSlack | None = None,
             slack = await stack.enter_async_context(fake_slack(clock))
         env = {
             "SLACK_BOT_TOKEN": slack.bot_token,
-            "SLACK_SIGNING_SECRET": SECRET,
+            **({"SLACK_APP_TOKEN": slack.app_token, "PORT": "0"} if socket_mode
+               else {"SLACK_SIGNING_SECRET": SECRET}),
             "SLACK_API_URL": slack.api_url,
             "DATABASE_URL": database_url or f"sqlite:///{tmp_path / 'bot.db'}",
             "APPROVALS_CHANNEL": APPROVALS,
@@ -209,11 +216,38 @@ async def bot(tmp_path: Path, *, slack: FakeSlack | None = None,
             rt = await stack.enter_async_context(runtime.start(
                 load_settings(env), clock=clock, scheduler=False, sleep=no_wait,
                 sim_config=sim_config))
-        url = await stack.enter_async_context(runtime.http_site(rt, host="127.0.0.1", port=0))
-        requests = await stack.enter_async_context(SlackRequests(
-            events_url=f"{url}/slack/events", signing_secret=SECRET, slack=slack))
+        requests: SlackRequests
+        if socket_mode:
+            requests = await stack.enter_async_context(SocketRequests(slack=slack))
+            await _serve_over_socket_mode(stack, rt, slack)
+        else:
+            url = await stack.enter_async_context(runtime.http_site(rt, host="127.0.0.1",
+                                                                    port=0))
+            requests = await stack.enter_async_context(SlackRequests(
+                events_url=f"{url}/slack/events", signing_secret=SECRET, slack=slack))
         simulator = sim or rt.simulator
         assert simulator is not None
         yield Harness(rt=rt, slack=slack, requests=requests, clock=clock, sim=simulator,
                       slept=slept)
         await rt.settle()
+
+
+async def _serve_over_socket_mode(stack: AsyncExitStack, rt: runtime.Runtime,
+                                  slack: FakeSlack) -> None:
+    """`runtime.serve` in the background until the harness closes; returns once connected."""
+    stop = asyncio.Event()
+    before = slack.socket.connections_opened  # other replicas' connections don't count
+    serving = asyncio.create_task(runtime.serve(rt, stop=stop, host="127.0.0.1"))
+
+    async def close() -> None:
+        stop.set()
+        await serving
+
+    stack.push_async_callback(close)
+    connected = asyncio.create_task(slack.socket.wait_connected(more_than=before))
+    await asyncio.wait({connected, serving}, return_when=asyncio.FIRST_COMPLETED)
+    if serving.done():
+        connected.cancel()
+        serving.result()  # raises what stopped it
+        raise RuntimeError("serve returned before connecting")
+    connected.result()

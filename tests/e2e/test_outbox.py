@@ -136,3 +136,59 @@ async def test_a_dm_refused_every_time_is_given_up_after_max_attempts(tmp_path, 
         refused = [c for c in h.slack.calls_to("chat.postMessage") if c.status == 500]
         assert len(refused) == 5  # MAX_ATTEMPTS, then left alone
         assert "gave up posting tell after 5 attempts" in caplog.text
+
+
+async def test_a_dm_flood_to_ten_owners_opens_each_dm_channel_once(tmp_path, database_url):
+    """Ten owners, five DMs each, all at once from two replicas: conversations.open (Tier 3)
+    is called at most once per owner — the channel id is kept in the database."""
+    from bot.devslack.models import DEFAULT_USERS, SlackUser
+    from bot.devslack.webapi import FakeSlack
+    from bot.slack.blocks.common import notice
+
+    owners = [f"U0OWNER{i}" for i in range(10)]
+    clock = ManualClock(START)
+    async with AsyncExitStack() as stack:
+        users = (*DEFAULT_USERS, *(SlackUser(o, o.lower()) for o in owners))
+        slack = await stack.enter_async_context(FakeSlack(clock=clock, users=users,
+                                                          channels={APPROVALS: "approvals"}))
+        sim = await stack.enter_async_context(EmbeddedSimulator(SimConfig.fast(), clock))
+        replicas = [await stack.enter_async_context(bot(
+            tmp_path, slack=slack, sim=sim, clock=clock, database_url=database_url))
+            for _ in range(2)]
+        await asyncio.gather(*(
+            _notifier(replicas[n % 2]).outbox.dm_once(f"flood:{owner}:{n}", owner,
+                                                       notice(f"notice {n} for {owner}"))
+            for owner in owners for n in range(5)))
+        opened = Counter(c.args.get("users") for c in slack.calls_to("conversations.open"))
+        assert set(opened) == set(owners)
+        assert max(opened.values()) == 1, opened
+        assert all(len(slack.dms(owner)) == 5 for owner in owners)
+
+
+async def test_progress_that_falls_back_to_a_dm_opens_the_dm_channel_once(tmp_path):
+    """A request's channel Slack refuses (deleted: channel_not_found): its progress goes to the
+    requester's DM, through the same cached DM channel as every other DM."""
+    async with bot(tmp_path) as h:
+        cards = [await h.quote("quote h100x8 nodes=2") for _ in range(2)]
+        del h.slack.channels["C0GENERAL"]  # the channel both quotes were made in is gone
+        for card in cards:
+            await h.click(card, Action.QUOTE_REQUEST_LAUNCH, user=ALICE)
+            await h.submit(h.slack.last_view(ALICE))
+        progress = [m for m in h.slack.dms(ALICE) if "approval" in h.text_of(m).lower()]
+        assert len(progress) == 2
+        opened = [c for c in h.slack.calls_to("conversations.open") if c.ok]
+        assert [c.args.get("users") for c in opened] == [ALICE]
+
+
+async def test_a_private_answer_to_a_modal_goes_to_the_user_without_opening_a_dm(tmp_path):
+    """A modal submission has no response_url: a refusal is posted to the user's id (Slack puts
+    it in the App Home Messages tab) — no conversations.open for a one-off answer."""
+    async with bot(tmp_path) as h:
+        card = await h.quote()
+        await h.click(card, Action.QUOTE_REQUEST_LAUNCH, user=ALICE)
+        forged = {**h.slack.last_view(ALICE), "id": "V0GONE", "private_metadata": "stale"}
+        reply = await h.submit(forged)
+        assert reply.status == 200
+        [answer] = h.slack.dms(ALICE)
+        assert h.cards() == [] and h.text_of(answer)
+        assert h.slack.calls_to("conversations.open") == []

@@ -1,0 +1,44 @@
+"""A real `python -m bot serve` process in Socket Mode: SLACK_APP_TOKEN set, no signing secret,
+connected to FakeSlack's WebSocket through SLACK_API_URL; it launches a cluster over envelopes
+through a connection refresh, and a SIGTERM closes the connection and exits 0."""
+
+from __future__ import annotations
+
+import signal
+
+from bot.devslack.socketrequests import SocketRequests
+from bot.slack.ids import Action
+from tests.procs import ALICE, APPROVALS, BOB, GENERAL, wait_for, world
+
+
+async def test_a_bot_process_in_socket_mode_launches_through_a_refresh(tmp_path):
+    async with world(tmp_path) as w:
+        socket = w.slack.socket
+        bot = await w.bot(env={"SLACK_APP_TOKEN": w.slack.app_token,
+                               "SLACK_SIGNING_SECRET": None}, wait=False)
+        await wait_for(lambda: socket.connected, within=60, what="a Socket Mode connection")
+        async with SocketRequests(slack=w.slack) as requests:
+            reply = await requests.slash(text="quote h100x8 nodes=2", user_id=ALICE,
+                                         channel_id=GENERAL)
+            assert reply.status == 200 and reply.json["text"].startswith("Pricing 2 × h100x8")
+            quote = await wait_for(lambda: [m for m in w.slack.ephemerals(ALICE)
+                                            if Action.QUOTE_REQUEST_LAUNCH in w.text_of(m)],
+                                   what="the quote")
+            await requests.click(quote[-1], Action.QUOTE_REQUEST_LAUNCH, user_id=ALICE)
+            modal = await wait_for(lambda: w.slack.last_view(ALICE), what="the modal")
+
+            await socket.disconnect("refresh_requested", within=30)
+
+            reply = await requests.submit_view(modal, user_id=ALICE)
+            assert reply.status == 200 and reply.body == ""
+            [card] = await wait_for(lambda: w.slack.messages(APPROVALS), what="the card")
+            await requests.click(card, Action.APPROVE, user_id=BOB)
+            await wait_for(w.sim.clusters, what="a cluster at AI Reserve")
+
+        assert await bot.stop(signal.SIGTERM) == 0
+        await wait_for(lambda: not socket.connected, what="the connection closed")
+        assert len(await w.sim.clusters()) == 1
+        assert [c.token for c in w.slack.calls_to("apps.connections.open")] == [
+            w.slack.app_token] * 2
+        assert len(socket.acks) == len(socket.envelopes) == 4
+        assert w.slack.app_token not in bot.logs()
