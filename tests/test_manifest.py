@@ -27,6 +27,7 @@ SCOPES = {
     "conversations_open": "im:write", "users_info": "users:read",
     "views_open": None, "views_update": None, "views_publish": None, "views_push": None,
     "auth_test": None, "usergroups_users_list": "usergroups:read",
+    "files_upload_v2": "files:write",
 }
 
 
@@ -60,7 +61,7 @@ def test_scopes_are_exactly_what_the_code_calls(manifest):
         if "devslack" in path.parts or "reserve" in path.parts:
             continue
         called |= set(re.findall(r"\.(chat_\w+|conversations_\w+|views_\w+|users_\w+"
-                                 r"|usergroups_\w+)\(",
+                                 r"|usergroups_\w+|files_\w+)\(",
                                  path.read_text()))
     assert called, "no Web API calls found"
     unknown = called - set(SCOPES)

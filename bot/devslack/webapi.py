@@ -27,6 +27,7 @@ from aiohttp import web
 
 from bot.clock import Clock, SystemClock
 from bot.devslack import replies
+from bot.devslack.files import FILE_METHODS, FileStore
 from bot.devslack.methods import METHODS, MethodStore
 from bot.devslack.models import (
     DEFAULT_CHANNELS,
@@ -43,7 +44,7 @@ from bot.devslack.models import (
 # a bot that calls respond() before ack() must not be stalled until its own ack is late.
 ACK_GRACE = 0.25
 # Web API arguments that arrive JSON-encoded inside form or query strings.
-_JSON_ARGS = ("blocks", "attachments", "view", "metadata")
+_JSON_ARGS = ("blocks", "attachments", "view", "metadata", "files")
 
 
 class MonotonicClock:
@@ -109,6 +110,7 @@ class FakeSlack(MethodStore):
         self._last_activity = float("-inf")
         self._activity = asyncio.Event()
         self._pending_acks: dict[str, asyncio.Event] = {}
+        self.files = FileStore()  # files_upload_v2's uploads (bot/devslack/files.py)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -129,11 +131,13 @@ class FakeSlack(MethodStore):
         app = web.Application()
         app.router.add_route("*", "/api/{method}", self._serve_api)
         app.router.add_post("/response/{response_id}", self._serve_response_url)
+        app.router.add_post("/upload/{file_id}", self._serve_upload)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         await web.TCPSite(self._runner, host, port).start()
         bound_host, bound_port = self._runner.addresses[0][:2]
         self._base_url = f"http://{bound_host}:{bound_port}"
+        self.files.base_url = self._base_url
 
     async def stop(self) -> None:
         if self._runner is not None:
@@ -334,13 +338,21 @@ class FakeSlack(MethodStore):
                 self._cooldown[method] = now + timedelta(seconds=fault.retry_after)
             return fault.status, fault_headers, {"ok": False, "error": fault.error}
         self.deliver_scheduled()
-        handler = METHODS.get(method)
+        handler = METHODS.get(method) or FILE_METHODS.get(method)
         if handler is None:
             return 200, {}, {"ok": False, "error": "unknown_method"}
         try:
             return 200, {}, {"ok": True, **handler(self, args)}
         except SlackError as exc:
             return 200, {}, _error_body(exc)
+
+    async def _serve_upload(self, request: web.Request) -> web.Response:
+        """Step 2 of an external upload: the bytes, to the URL step 1 issued."""
+        with self.activity():
+            data = await request.read()
+            if not self.files.receive(request.match_info["file_id"], data):
+                return web.Response(status=404, text="unknown or used upload URL")
+            return web.Response(text=f"OK - {len(data)}")
 
     async def _serve_response_url(self, request: web.Request) -> web.Response:
         response_id = request.match_info["response_id"]

@@ -108,6 +108,11 @@ class SlackOutbox:
 
     async def dm(self, user_id: str, kwargs: dict[str, Any]) -> None:
         """Post to a person's DM channel (opened once, then read from the database)."""
+        channel = await self.dm_channel(user_id)
+        await self._client.chat_postMessage(channel=channel, **kwargs)
+
+    async def dm_channel(self, user_id: str) -> str:
+        """A person's DM channel: conversations.open once, then read from the database."""
         async with self._db.transaction() as repos:
             channel = await repos.dm_channels.get(user_id)
         if channel is None:
@@ -115,7 +120,7 @@ class SlackOutbox:
             channel = str(opened["channel"]["id"])
             async with self._db.transaction() as repos:
                 await repos.dm_channels.put(user_id, channel)
-        await self._client.chat_postMessage(channel=channel, **kwargs)
+        return channel
 
     async def _durable(self, key: str, payload: dict[str, Any]) -> Outcome:
         user, channel = payload.get("user"), payload.get("channel")
