@@ -164,13 +164,28 @@ def cmd_migrate(_: argparse.Namespace) -> int:
     return 0
 
 
+async def _export_month(database_url: str, *, month: str | None) -> str:
+    """The CSV of `month` (None: this month, UTC), read straight from the database."""
+    from bot.domain import spend
+    from bot.domain.audit_csv import to_csv
+    from storage.db import Database
+
+    start, end = spend.month_bounds(month, SystemClock().now())  # ValueError: not a month
+    db = Database(database_url)
+    try:
+        await db.migrate()  # a fresh file gets the schema (and an empty trail), not a trace
+        async with db.transaction() as repos:
+            entries = await repos.audit.in_period(start, end)
+    finally:
+        await db.dispose()
+    return to_csv(entries)
+
+
 def cmd_audit_export(args: argparse.Namespace) -> int:
     """The month's audit trail as CSV (the columns: bot/audit_csv.py), to a file or stdout."""
-    from bot.audit_csv import export_month
-
     settings = _settings()
     try:
-        text = asyncio.run(export_month(settings.database_url, month=args.month))
+        text = asyncio.run(_export_month(settings.database_url, month=args.month))
     except ValueError as exc:
         print(f"cluster-bot: audit-export: {exc}", file=sys.stderr)  # noqa: T201
         return 2

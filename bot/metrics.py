@@ -34,6 +34,7 @@ from bot.domain import spend
 from bot.domain.models import ClusterState
 from storage import gauges
 from storage.db import Database
+from storage.leases import wall_clock
 
 log = logging.getLogger(__name__)
 
@@ -110,8 +111,12 @@ class Metrics:
         self.burn.set(burn)
         self.month_accrued.set(sum(spend.accrued_in(c, start, end) for c in month))
         self.outbox_pending.set(backlog.pending)
-        age = (now - backlog.oldest).total_seconds() if backlog.oldest is not None else 0.0
-        self.outbox_oldest.set(max(age, 0.0))
+        ages = [0.0]
+        if backlog.oldest_post is not None:
+            ages.append((wall_clock() - backlog.oldest_post).total_seconds())
+        if backlog.oldest_notice is not None:
+            ages.append((now - backlog.oldest_notice).total_seconds())
+        self.outbox_oldest.set(max(ages))
 
     async def serve(self, _: web.Request) -> web.Response:
         try:

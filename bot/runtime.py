@@ -184,7 +184,7 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         inflight = InFlight()
         bolt = build_app(services=services, client=slack, signing_secret=secret,
                          inflight=inflight, dm_channel=notifier.outbox.dm_channel,
-                         metrics=metrics)
+                         on_ack=metrics.ack)
         sweeps = Sweeps(observe=metrics.sweep)
         jobs = None
         if scheduler:

@@ -17,7 +17,10 @@ BILLING_STATES = ("running", "degraded")
 @dataclass(frozen=True)
 class Backlog:
     pending: int
-    oldest: datetime | None
+    # The oldest undelivered post of each outbox: `outbox` rows are stamped by the wall clock
+    # (claims are real time, shared by processes), notices by the provider-corrected clock.
+    oldest_post: datetime | None
+    oldest_notice: datetime | None
 
 
 async def clusters_by_state(session: AsyncSession) -> dict[str, int]:
@@ -36,12 +39,11 @@ async def burn_cents_per_hour(session: AsyncSession) -> int:
 
 async def outbox_backlog(session: AsyncSession) -> Backlog:
     """Posts not delivered yet, in both outboxes (watcher notices and every other post)."""
-    pending, oldest = 0, None
+    found = []
     for table in (OUTBOX, NOTICES):
         row = (await session.execute(
             sa.select(sa.func.count(), sa.func.min(table.c.created_at))
             .where(table.c.delivered_at.is_(None)))).one()
-        pending += int(row[0])
-        if row[1] is not None:
-            oldest = row[1] if oldest is None else min(oldest, row[1])
-    return Backlog(pending=pending, oldest=oldest)
+        found.append((int(row[0]), row[1]))
+    (posts, oldest_post), (notices, oldest_notice) = found
+    return Backlog(pending=posts + notices, oldest_post=oldest_post, oldest_notice=oldest_notice)

@@ -22,7 +22,6 @@ from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.logs import bind
-from bot.metrics import Metrics
 from bot.services.container import Services
 from bot.slack import actions, commands, errors, home, inbound, views
 from bot.slack.inflight import InFlight
@@ -60,7 +59,8 @@ def kind_of(body: dict[str, object]) -> str:
 
 def build_app(*, services: Services, client: AsyncWebClient, signing_secret: str | None,
               inflight: InFlight, dm_channel: Callable[[str], Awaitable[str]],
-              metrics: Metrics | None = None) -> AsyncApp:
+              on_ack: Callable[[str, float], None] | None = None) -> AsyncApp:
+    """`on_ack(kind, seconds)` is told how long each request took to ack (the metrics)."""
     app = AsyncApp(
         client=client,
         signing_secret=signing_secret,
@@ -76,8 +76,8 @@ def build_app(*, services: Services, client: AsyncWebClient, signing_secret: str
         bind(request_id=secrets.token_hex(6), slack_user=req.context.user_id)
         started = time.monotonic()
         response = await next()  # returns once acked (the listener goes on after)
-        if metrics is not None:
-            metrics.ack(kind_of(req.body), time.monotonic() - started)
+        if on_ack is not None:
+            on_ack(kind_of(req.body), time.monotonic() - started)
         return response
 
     commands.register(app, services, dm_channel)

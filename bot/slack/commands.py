@@ -8,7 +8,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import audit_csv
+from bot.domain import audit_csv
 from bot.domain.commands import (
     AuditCommand,
     AuditExportCommand,

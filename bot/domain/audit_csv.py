@@ -22,8 +22,6 @@ import csv
 import io
 from collections.abc import Iterable
 
-from bot.clock import SystemClock
-from bot.domain import spend
 from bot.domain.models import AuditEntry
 
 COLUMNS = ("at", "actor_id", "team_id", "action", "subject_id", "amount_cents", "outcome",
@@ -52,16 +50,3 @@ def to_csv(entries: Iterable[AuditEntry]) -> str:
 def filename(month: str) -> str:
     return f"cluster-bot-audit-{month}.csv"
 
-
-async def export_month(database_url: str, *, month: str | None) -> str:
-    """The CSV of `month` (None: this month, UTC) read straight from the database."""
-    from storage.db import Database
-
-    start, end = spend.month_bounds(month, SystemClock().now())  # ValueError: not a month
-    db = Database(database_url)
-    try:
-        async with db.transaction() as repos:
-            entries = await repos.audit.in_period(start, end)
-    finally:
-        await db.dispose()
-    return to_csv(entries)
