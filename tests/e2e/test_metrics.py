@@ -1,6 +1,7 @@
 """GET /metrics after a scripted session: every metric there, with the values the session
 implies; and every metric the dashboard and the alert rules use exists."""
 
+import asyncio
 import json
 import re
 from pathlib import Path
@@ -9,10 +10,14 @@ import aiohttp
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from bot import runtime
+from bot.clock import ManualClock
+from bot.config import load_settings
 from bot.jobs import sweeps
 from bot.jobs.scheduler import tracked
 from bot.slack.ids import Action
-from tests.e2e.harness import ALICE, GENERAL, bot
+from tests.e2e.harness import ALICE, GENERAL, START, bot, fake_slack
+from tests.procs import wait_for
 
 ROOT = Path(__file__).parent.parent.parent
 NAMES = ("clusterbot_clusters", "clusterbot_burn_cents_per_hour", "clusterbot_month_accrued_cents",
@@ -124,3 +129,24 @@ async def test_the_dashboard_and_alerts_use_only_metrics_that_exist(tmp_path):
     assert "clusterbot_burn_cents_per_hour" in text
     assert "clusterbot_outbox_oldest_seconds) > 300" in text
     assert "3 * max(clusterbot_poll_interval_seconds)" in text
+
+
+async def test_socket_mode_serves_metrics_beside_the_health_checks(tmp_path):
+    async with fake_slack(ManualClock(START)) as slack:
+        settings = load_settings({
+            "SLACK_BOT_TOKEN": slack.bot_token, "SLACK_APP_TOKEN": "xapp-1-test",
+            "SLACK_API_URL": slack.api_url, "APPROVALS_CHANNEL": "C0APPROVALS",
+            "APPROVERS": "U0BOB", "PORT": "0",
+            "DATABASE_URL": f"sqlite:///{tmp_path / 'bot.db'}"})
+        async with runtime.start(settings, scheduler=False) as rt:
+            stop = asyncio.Event()
+            serving = asyncio.create_task(runtime.serve(rt, stop=stop))
+            await wait_for(lambda: rt.http_url, what="the health listener")
+            async with aiohttp.ClientSession() as session, \
+                    session.get(f"{rt.http_url}/metrics") as response:
+                assert response.status == 200
+                families = {f.name for f in text_string_to_metric_families(
+                    await response.text())}
+            stop.set()
+            await serving
+        assert "clusterbot_clusters" in families and "clusterbot_outbox_pending" in families
