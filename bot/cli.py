@@ -17,7 +17,7 @@ from pathlib import Path
 
 from bot.clock import SystemClock
 from bot.config import ConfigError, Settings, load_settings
-from bot.logs import FLOORS, configure_logging
+from bot.logs import configure_logging
 
 __all__ = ["configure_logging", "main"]
 
@@ -35,9 +35,6 @@ def _die(exc: ConfigError) -> None:
         print(f"cluster-bot: configuration: {problem}", file=sys.stderr)  # noqa: T201
     print("cluster-bot: see .env.example for every setting", file=sys.stderr)  # noqa: T201
     raise SystemExit(2)
-
-
-_FLOORS = FLOORS  # the names tests/e2e/test_secrets.py resets
 
 
 class OffsetFileClock:

@@ -103,9 +103,8 @@ def formatter(fmt: str) -> logging.Formatter:
 
 
 def configure_logging(level: str, fmt: str = "text", *, stream: TextIO | None = None) -> None:
+    unconfigure_logging()
     root = logging.getLogger()
-    for old in [h for h in root.handlers if isinstance(h, _BotHandler)]:
-        root.removeHandler(old)
     handler = _BotHandler(stream or sys.stderr)
     handler.setFormatter(formatter(fmt))
     handler.addFilter(ContextFilter())
@@ -113,3 +112,13 @@ def configure_logging(level: str, fmt: str = "text", *, stream: TextIO | None = 
     root.setLevel(level)
     for name, floor in FLOORS.items():
         logging.getLogger(name).setLevel(max(logging.getLevelName(level), floor))
+
+
+def unconfigure_logging() -> None:
+    """Undo `configure_logging` (tests): its handler, the root level, the floors."""
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if isinstance(h, _BotHandler)]:
+        root.removeHandler(old)
+        root.setLevel(logging.WARNING)
+    for name in FLOORS:
+        logging.getLogger(name).setLevel(logging.NOTSET)

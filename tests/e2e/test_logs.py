@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from bot.logs import FLOORS, configure_logging
+from bot.logs import configure_logging, log_context, unconfigure_logging
 from bot.slack.blocks.launch_modal import FIELD_ENV, FIELD_SSH_KEYS
 from bot.slack.ids import Action
 from tests.e2e.harness import ALICE, BOB, SECRET, bot
@@ -19,12 +19,7 @@ def json_logs():
     stream = io.StringIO()
     configure_logging("DEBUG", "json", stream=stream)
     yield stream
-    root = logging.getLogger()
-    for handler in [h for h in root.handlers if type(h).__name__ == "_BotHandler"]:
-        root.removeHandler(handler)
-    root.setLevel(logging.WARNING)
-    for name in FLOORS:
-        logging.getLogger(name).setLevel(logging.NOTSET)
+    unconfigure_logging()
 
 
 async def test_json_lines_carry_the_ids_and_no_secret(tmp_path, json_logs):
@@ -70,17 +65,13 @@ def test_text_lines_stay_readable_and_carry_the_context():
     stream = io.StringIO()
     configure_logging("INFO", "text", stream=stream)
     try:
-        from bot.logs import log_context
-
         with log_context(cluster_id="clu_1", slack_user="U0ALICE"):
             logging.getLogger("bot.test").info("terminating")
         logging.getLogger("bot.test").info("plain")
         # APScheduler's "Running job" / "executed successfully" lines are below its floor.
         logging.getLogger("apscheduler.executors.default").info("Running job x")
     finally:
-        logging.getLogger().removeHandler(logging.getLogger().handlers[-1])
-        for name in FLOORS:
-            logging.getLogger(name).setLevel(logging.NOTSET)
+        unconfigure_logging()
     first, second = stream.getvalue().splitlines()
     assert first.endswith("INFO bot.test: terminating [slack_user=U0ALICE cluster_id=clu_1]")
     assert second.endswith("INFO bot.test: plain")
