@@ -1,10 +1,11 @@
 """Logging: readable text by default, one JSON object per line with LOG_FORMAT=json.
 
 Every line carries the context at hand — the Slack request, the Slack user, the cluster, an
-error reference — from a context variable: Bolt's middleware (bot/slack/app.py) binds the
-request and the user before a listener runs (its task inherits them), services bind a cluster
-id with `log_context(cluster_id=...)`. Libraries that log request bodies or SQL parameters
-stay above a floor whatever LOG_LEVEL says, and APScheduler's per-run lines are dropped.
+error reference — from a context variable: Bolt's middleware (bot/slack/app.py) `begin`s each
+request with its id and user before a listener runs (the listener's task inherits them); the
+audited services add the cluster id with `log_context(cluster_id=...)`, the error handler the
+reference. Libraries that log request bodies or SQL parameters stay above a floor whatever
+LOG_LEVEL says, and APScheduler's per-run lines are dropped.
 """
 
 from __future__ import annotations
@@ -37,9 +38,10 @@ def current() -> Mapping[str, str]:
     return _CONTEXT.get()
 
 
-def bind(**fields: str | None) -> None:
-    """Add fields for the rest of the current task (and the tasks it starts)."""
-    _CONTEXT.set({**_CONTEXT.get(), **{k: v for k, v in fields.items() if v}})
+def begin(**fields: str | None) -> None:
+    """Start afresh with these fields (a new Slack request): nothing of an earlier one stays,
+    even where one task handles many requests (Socket Mode)."""
+    _CONTEXT.set(MappingProxyType({k: v for k, v in fields.items() if v}))
 
 
 @contextmanager

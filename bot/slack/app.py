@@ -21,7 +21,7 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.logs import bind
+from bot.logs import begin
 from bot.services.container import Services
 from bot.slack import actions, commands, errors, home, inbound, views
 from bot.slack.inflight import InFlight
@@ -73,7 +73,7 @@ def build_app(*, services: Services, client: AsyncWebClient, signing_secret: str
     async def context_and_timing(req: AsyncBoltRequest, resp: BoltResponse,
                                  next: Callable[[], Awaitable[BoltResponse]]) -> BoltResponse:
         # Bound before the listener's task exists: it inherits them (bot/logs.py).
-        bind(request_id=secrets.token_hex(6), slack_user=req.context.user_id)
+        begin(request_id=secrets.token_hex(6), slack_user=req.context.user_id)
         started = time.monotonic()
         response = await next()  # returns once acked (the listener goes on after)
         if on_ack is not None:
