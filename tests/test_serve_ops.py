@@ -24,7 +24,7 @@ approval:
 """
 BAD = GOOD.replace("  one_approver_up_to: 100.00\n", "  one_approver_up_to: 5.00\n") \
     + "limits:\n  max_nodez: 4\n"
-WAIT = 30.0  # seconds a real process gets for each step (it takes about one)
+WAIT = 60.0  # seconds a real process gets for each step (it takes about one; CI is shared)
 
 
 def env_for(tmp_path, **extra):
@@ -100,7 +100,7 @@ async def test_serve_embedded_metrics_json_logs_and_policy_reload(tmp_path):
             assert all(r["level"] == "ERROR" and "old policy stays" in r["message"]
                        for r in refused)
             assert "max_nodez" in refused[1]["message"]
-            await wait_for(lambda: slack.dms("U0CAROL"), what="the DM to the admin")
+            await wait_for(lambda: slack.dms("U0CAROL"), within=WAIT, what="the DM to the admin")
             told = slack.dms("U0CAROL")[-1].text
             assert "not used" in told and ":9:" in told
 
