@@ -1,4 +1,4 @@
-"""`cluster-bot` (also `python -m bot`): serve, run, simulator, migrate.
+"""`cluster-bot` (also `python -m bot`): serve, run, simulator, migrate, audit-export.
 
 Settings are read and checked here, once; a problem prints one line per setting and exits 2.
 """
@@ -17,6 +17,9 @@ from pathlib import Path
 
 from bot.clock import SystemClock
 from bot.config import ConfigError, Settings, load_settings
+from bot.logs import configure_logging
+
+__all__ = ["configure_logging", "main"]
 
 
 def _settings() -> Settings:
@@ -32,18 +35,6 @@ def _die(exc: ConfigError) -> None:
         print(f"cluster-bot: configuration: {problem}", file=sys.stderr)  # noqa: T201
     print("cluster-bot: see .env.example for every setting", file=sys.stderr)  # noqa: T201
     raise SystemExit(2)
-
-
-# Libraries that log whole request bodies or SQL parameters (DMs with SSH details, env values):
-# never below these levels, whatever LOG_LEVEL says.
-_FLOORS = {"slack_sdk": logging.INFO, "slack_bolt": logging.INFO, "aiohttp": logging.INFO,
-           "aiosqlite": logging.WARNING, "sqlalchemy": logging.WARNING}
-
-
-def configure_logging(level: str) -> None:
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for name, floor in _FLOORS.items():
-        logging.getLogger(name).setLevel(max(logging.getLevelName(level), floor))
 
 
 class OffsetFileClock:
@@ -77,7 +68,11 @@ async def _serve(settings: Settings) -> None:
         loop.add_signal_handler(sig, _stopping, sig, stop)
     clock = OffsetFileClock(settings.clock_offset_file) if settings.clock_offset_file else None
     async with runtime.start(settings, clock=clock) as rt:
-        await runtime.serve(rt, stop=stop)
+        loop.add_signal_handler(signal.SIGHUP, _reload, rt)
+        try:
+            await runtime.serve(rt, stop=stop)
+        finally:
+            loop.remove_signal_handler(signal.SIGHUP)
     logging.getLogger("bot.cli").info("stopped")
 
 
@@ -87,14 +82,31 @@ def _stopping(sig: signal.Signals, stop: asyncio.Event) -> None:
     stop.set()
 
 
+def _reload(rt: object) -> None:
+    """SIGHUP: check the policy file again and use it if it is sound (bot/reload.py)."""
+    from bot import reload, runtime
+
+    assert isinstance(rt, runtime.Runtime)
+    async def run() -> None:
+        await reload.reload_policy(rt)
+
+    task = asyncio.get_running_loop().create_task(run(), name="reload")
+    rt.background.add(task)
+    task.add_done_callback(rt.background.discard)
+
+
 def cmd_serve(_: argparse.Namespace) -> int:
     settings = _settings()
-    try:
-        settings.require_slack()
-        check_policy(settings)
-    except ConfigError as exc:
-        _die(exc)
-    configure_logging(settings.log_level)
+    problems: list[str] = []
+    for check in (settings.require_slack, settings.require_provider,
+                  lambda: check_policy(settings)):
+        try:
+            check()
+        except ConfigError as exc:
+            problems += exc.problems
+    if problems:
+        _die(ConfigError(problems))
+    configure_logging(settings.log_level, settings.log_format)
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(_serve(settings))
     return 0
@@ -149,6 +161,38 @@ def cmd_migrate(_: argparse.Namespace) -> int:
     return 0
 
 
+async def _export_month(database_url: str, *, month: str | None) -> str:
+    """The CSV of `month` (None: this month, UTC), read straight from the database."""
+    from bot.domain import spend
+    from bot.domain.audit_csv import to_csv
+    from storage.db import Database
+
+    start, end = spend.month_bounds(month, SystemClock().now())  # ValueError: not a month
+    db = Database(database_url)
+    try:
+        await db.migrate()  # a fresh file gets the schema (and an empty trail), not a trace
+        async with db.transaction() as repos:
+            entries = await repos.audit.in_period(start, end)
+    finally:
+        await db.dispose()
+    return to_csv(entries)
+
+
+def cmd_audit_export(args: argparse.Namespace) -> int:
+    """The month's audit trail as CSV (the columns: bot/audit_csv.py), to a file or stdout."""
+    settings = _settings()
+    try:
+        text = asyncio.run(_export_month(settings.database_url, month=args.month))
+    except ValueError as exc:
+        print(f"cluster-bot: audit-export: {exc}", file=sys.stderr)  # noqa: T201
+        return 2
+    if args.out == "-":
+        sys.stdout.write(text)
+    else:
+        Path(args.out).write_text(text, encoding="utf-8", newline="")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cluster-bot", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -162,6 +206,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     standalone.add_arguments(sim)
     sim.set_defaults(func=cmd_simulator)
     sub.add_parser("migrate", help="apply database migrations").set_defaults(func=cmd_migrate)
+    export = sub.add_parser("audit-export", help="a month's audit trail as CSV")
+    export.add_argument("--month", default=None, help="YYYY-MM (default: this month, UTC)")
+    export.add_argument("--out", default="-", help="the CSV file to write (default: stdout)")
+    export.set_defaults(func=cmd_audit_export)
     args = parser.parse_args(argv)
     code: int = args.func(args)
     return code

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import (
@@ -44,6 +44,9 @@ class Settings(BaseSettings):
     database_url: str = "sqlite:///cluster-bot.db"
     aireserve_api_url: str | None = None
     aireserve_api_key: SecretStr | None = None
+    # `serve` refuses to run against the embedded simulator unless asked to, by name: real
+    # Slack credentials with fake clusters behind them must never happen by accident.
+    aireserve_simulator: Literal["embedded"] | None = None
     approvals_channel: str | None = None
     approvers: Annotated[tuple[str, ...], NoDecode] = ()
     # 1 s is allowed so that tests of real processes (tests/procs.py) see sweeps, takeovers and
@@ -56,6 +59,7 @@ class Settings(BaseSettings):
     # it changes (tests/procs.py moves every bot process's time together with the simulator's).
     clock_offset_file: Path | None = None
     log_level: str = "INFO"
+    log_format: Literal["text", "json"] = "text"
 
     @field_validator("approvers", mode="before")
     @classmethod
@@ -99,6 +103,25 @@ class Settings(BaseSettings):
             raise ValueError("AIRESERVE_API_URL and AIRESERVE_API_KEY go together: set both to "
                              "use AI Reserve, or neither to run the embedded simulator")
         return self
+
+    @field_validator("aireserve_simulator", "log_format", mode="before")
+    @classmethod
+    def _lower(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _simulator_or_provider(self) -> Settings:
+        if self.aireserve_simulator is not None and self.aireserve_api_url is not None:
+            raise ValueError("AIRESERVE_SIMULATOR=embedded and AIRESERVE_API_URL contradict "
+                             "each other: set one")
+        return self
+
+    def require_provider(self) -> None:
+        """For `serve`: a real AI Reserve, or the embedded simulator asked for by name."""
+        if self.aireserve_api_url is None and self.aireserve_simulator is None:
+            raise ConfigError(["AIRESERVE_API_URL and AIRESERVE_API_KEY are missing (AI "
+                               "Reserve's API); set AIRESERVE_SIMULATOR=embedded to serve "
+                               "the embedded simulator's fake clusters on purpose"])
 
     @property
     def uses_simulator(self) -> bool:

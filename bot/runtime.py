@@ -36,6 +36,7 @@ from bot.domain.policy import Policy
 from bot.health import Health
 from bot.jobs.scheduler import SWEEPS_LEASE, build_scheduler, sweeps_lease_ttl
 from bot.jobs.tracker import Sweeps
+from bot.metrics import CountingWebClient, Metrics
 from bot.policy_file import load_policy_or_default
 from bot.reserve.client import AsyncAIReserveClient
 from bot.services.approvals import ApprovalService
@@ -89,6 +90,8 @@ class Runtime:
     inflight: InFlight
     health: Health
     sweeps: Sweeps
+    metrics: Metrics
+    notifier: SlackNotifier
     background: set[asyncio.Task[None]] = field(default_factory=set)
     http_url: str | None = None  # where `http_site` listens, once it does
 
@@ -118,6 +121,7 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         db = Database(settings.database_url)
         stack.push_async_callback(db.dispose)
         await db.migrate()
+        metrics = Metrics(db=db, clock=clock, poll_interval_seconds=settings.poll_interval_seconds)
 
         session = await stack.enter_async_context(aiohttp.ClientSession())
         simulator: EmbeddedSimulator | None = None
@@ -130,17 +134,18 @@ async def start(settings: Settings, *, clock: Clock | None = None,
             simulator = await stack.enter_async_context(EmbeddedSimulator(
                 sim_config or SimConfig.fast(), host, seed=secrets.randbits(32)))
             base_url, key = simulator.base_url, SIMULATOR_KEY
-            log.info("no AI Reserve key configured: using the embedded simulator at %s",
-                     base_url)
         else:
             assert settings.aireserve_api_url and settings.aireserve_api_key
             base_url = settings.aireserve_api_url
             key = settings.aireserve_api_key.get_secret_value()
-        provider = AsyncAIReserveClient(session, base_url, key, clock=clock, sleep=sleep)
+        provider = AsyncAIReserveClient(session, base_url, key, clock=clock, sleep=sleep,
+                                        observe=metrics.provider_request)
+        log.info("%s", start_line(settings))
 
         token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
-        slack = AsyncWebClient(token=token, base_url=settings.slack_api_url,
-                               retry_handlers=retry_handlers(sleep))
+        slack = CountingWebClient(token=token, base_url=settings.slack_api_url,
+                                  retry_handlers=retry_handlers(sleep))
+        slack.metrics = metrics
         approvals_channel = policy.approvals_channel or settings.approvals_channel or ""
         people = People(policy=policy, directory=SlackDirectory(slack), clock=clock)
         home = HomeService(db=db, people=people, clock=clock)
@@ -185,8 +190,9 @@ async def start(settings: Settings, *, clock: Clock | None = None,
                   if settings.slack_signing_secret else None)
         inflight = InFlight()
         bolt = build_app(services=services, client=slack, signing_secret=secret,
-                         inflight=inflight)
-        sweeps = Sweeps()
+                         inflight=inflight, dm_channel=notifier.outbox.dm_channel,
+                         on_ack=metrics.ack)
+        sweeps = Sweeps(observe=metrics.sweep)
         jobs = None
         if scheduler:
             lease = Lease(db=db, name=SWEEPS_LEASE, holder=replica,
@@ -198,7 +204,8 @@ async def start(settings: Settings, *, clock: Clock | None = None,
                         sweeps=sweeps, scheduler_running=lambda: bool(jobs and jobs.running))
         rt = Runtime(settings=settings, clock=clock, db=db, provider=provider,
                      simulator=simulator, slack=slack, services=services, bolt=bolt,
-                     inflight=inflight, health=health, sweeps=sweeps)
+                     inflight=inflight, health=health, sweeps=sweeps, metrics=metrics,
+                     notifier=notifier)
         # Registered last, so it runs first on the way out: stop taking work, finish what runs.
         stack.push_async_callback(_stop_work, rt, jobs)
 
@@ -211,6 +218,18 @@ async def start(settings: Settings, *, clock: Clock | None = None,
             sweeps.started_at = time.monotonic()
             jobs.start()
         yield rt
+
+
+def start_line(settings: Settings) -> str:
+    """What this process runs against, in one line (never a secret)."""
+    provider = ("the embedded simulator (fake clusters)" if settings.uses_simulator
+                else settings.aireserve_api_url)
+    slack = ("Socket Mode" if settings.socket_mode
+             else "HTTP (/slack/events)" if settings.has_slack_credentials else "none")
+    database = settings.database_url.split(":", 1)[0].split("+", 1)[0]
+    policy = str(settings.policy_file) if settings.policy_file else "none (APPROVERS)"
+    return (f"starting: AI Reserve {provider}; Slack {slack}; database {database}; "
+            f"poll every {settings.poll_interval_seconds} s; policy file {policy}")
 
 
 def _keep_trying(rt: Runtime, what: str, work: Callable[[], Awaitable[object]]
@@ -284,6 +303,7 @@ async def http_site(runtime: Runtime, *, host: str = "0.0.0.0",
     assert secret is not None
     app = http_app(runtime.bolt, signing_secret=secret.get_secret_value())
     runtime.health.add_routes(app)
+    runtime.metrics.add_routes(app)
     async with _site(app, host=host, port=port, runtime=runtime) as url:
         yield url
 
@@ -318,8 +338,9 @@ async def serve(runtime: Runtime, *, stop: asyncio.Event | None = None,
 
         handler = AsyncSocketModeHandler(
             runtime.bolt, runtime.settings.slack_app_token.get_secret_value())
-        async with _site(runtime.health.app(), host=host, port=None,
-                         runtime=runtime) as url:
+        beside = runtime.health.app()
+        runtime.metrics.add_routes(beside)
+        async with _site(beside, host=host, port=None, runtime=runtime) as url:
             log.info("connecting to Slack over Socket Mode; health checks on %s/readyz", url)
             connect = _keep_trying(runtime, "connect to Slack over Socket Mode",
                                    handler.connect_async)

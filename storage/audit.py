@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+from datetime import datetime
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -42,6 +43,14 @@ class AuditRepo:
             stmt = stmt.where(AUDIT.c.subject_id == subject_id)
         if before_id is not None:
             stmt = stmt.where(AUDIT.c.id < before_id)
+        rows = (await self._session.execute(stmt)).mappings()
+        return [to_domain(AuditEntry, row, skip=("id",)) for row in rows]
+
+    async def in_period(self, start: datetime, end: datetime) -> builtins.list[AuditEntry]:
+        """Every entry stated at an instant in [start, end), in the order appended (a month's
+        trail for the export: at most the month's actions)."""
+        stmt = (sa.select(AUDIT).where(AUDIT.c.at >= start, AUDIT.c.at < end)
+                .order_by(AUDIT.c.id))
         rows = (await self._session.execute(stmt)).mappings()
         return [to_domain(AuditEntry, row, skip=("id",)) for row in rows]
 

@@ -2,7 +2,8 @@
 
 domain imports nothing of ours; services import domain, reserve and storage (never slack);
 reserve and storage import domain at most; slack imports domain and services; jobs import
-services; only runtime (and the entry points) import everything.
+services; only runtime (and the entry points) import everything. bot.logs (the log context)
+is, like bot.clock, a utility any layer above the domain may use.
 """
 
 import ast
@@ -14,10 +15,11 @@ ROOT = Path(__file__).parent.parent
 
 ALLOWED = {
     "bot.domain": {"bot.domain"},
-    "bot.services": {"bot.domain", "bot.services", "bot.reserve", "storage", "bot.clock"},
+    "bot.services": {"bot.domain", "bot.services", "bot.reserve", "storage", "bot.clock",
+                     "bot.logs"},
     "bot.reserve": {"bot.domain", "bot.reserve", "bot.clock"},
     "storage": {"bot.domain", "storage"},
-    "bot.slack": {"bot.domain", "bot.services", "bot.slack", "bot.clock"},
+    "bot.slack": {"bot.domain", "bot.services", "bot.slack", "bot.clock", "bot.logs"},
     "bot.jobs": {"bot.services", "bot.jobs"},
     "bot.devslack": {"bot.devslack", "bot.clock"},
 }

@@ -98,3 +98,23 @@ def test_a_malformed_policy_file_stops_the_bot_with_the_line(monkeypatch, tmp_pa
     assert caught.value.code == 2
     err = capsys.readouterr().err
     assert "policy.yaml:5:" in err and "policy.yaml:7:" in err and "max_nodez" in err
+
+
+def test_serve_needs_a_provider_or_the_simulator_by_name():
+    with pytest.raises(ConfigError) as caught:
+        load_settings({}).require_provider()
+    [line] = caught.value.problems
+    assert "AIRESERVE_API_URL" in line and "AIRESERVE_SIMULATOR=embedded" in line
+    load_settings({"AIRESERVE_SIMULATOR": "Embedded"}).require_provider()
+    load_settings({"AIRESERVE_API_URL": "https://x.test", "AIRESERVE_API_KEY": "k"}
+                  ).require_provider()
+    assert problems({"AIRESERVE_SIMULATOR": "fake"})[0].startswith("AIRESERVE_SIMULATOR:")
+    [both] = problems({"AIRESERVE_SIMULATOR": "embedded", "AIRESERVE_API_URL": "https://x.test",
+                       "AIRESERVE_API_KEY": "k"})
+    assert "contradict" in both
+
+
+def test_log_format_is_text_or_json():
+    assert load_settings({}).log_format == "text"
+    assert load_settings({"LOG_FORMAT": "JSON"}).log_format == "json"
+    assert problems({"LOG_FORMAT": "xml"})[0].startswith("LOG_FORMAT:")

@@ -47,6 +47,10 @@ class FileUploads:
     pending: dict[str, UploadedFile] = field(default_factory=dict)
     uploaded: list[UploadedFile] = field(default_factory=list)
 
+    def shared_in(self, channel: str) -> list[UploadedFile]:
+        """The files shared in `channel`, oldest first."""
+        return [f for f in self.uploaded if f.channel == channel]
+
     def methods(self) -> dict[str, Callable[[Any, Args], dict[str, Any]]]:
         return {"files.getUploadURLExternal": self.get_upload_url,
                 "files.completeUploadExternal": self.complete}

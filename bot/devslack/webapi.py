@@ -45,7 +45,7 @@ from bot.devslack.socketmode import SocketModeServer
 # a bot that calls respond() before ack() must not be stalled until its own ack is late.
 ACK_GRACE = 0.25
 # Web API arguments that arrive JSON-encoded inside form or query strings.
-_JSON_ARGS = ("blocks", "attachments", "view", "metadata")
+_JSON_ARGS = ("blocks", "attachments", "view", "metadata", "files")
 
 
 class MonotonicClock:

@@ -16,6 +16,7 @@ USAGE = {
     "notify": "/cluster notify <cluster-id> #channel   e.g. /cluster notify clu_9xQe1 #ml-infra",
     "logs": "/cluster logs <cluster-id> [node=<rank>]   e.g. /cluster logs clu_9xQe1 node=1",
     "audit": "/cluster audit [<cluster-or-request-id>]   e.g. /cluster audit clu_9xQe1",
+    "audit export": "/cluster audit export [YYYY-MM]   e.g. /cluster audit export 2026-11",
     "spend": "/cluster spend [YYYY-MM]   e.g. /cluster spend 2026-11",
     "volumes": "/cluster volumes",
     "volume": "/cluster volume grow <volume-id> <GB>   e.g. /cluster volume grow vol_7kP2 2000",
@@ -79,6 +80,11 @@ class AuditCommand:
 
 
 @dataclass(frozen=True)
+class AuditExportCommand:
+    month: str | None = None  # None: this month
+
+
+@dataclass(frozen=True)
 class SpendCommand:
     month: str | None = None
 
@@ -100,7 +106,7 @@ class HelpCommand:
 
 
 Command = (QuoteCommand | ListCommand | StatusCommand | TerminateCommand | RecoverCommand
-           | AutoRecoverCommand | NotifyCommand | LogsCommand | AuditCommand | SpendCommand
-           | VolumesCommand | GrowVolumeCommand | HelpCommand)
+           | AutoRecoverCommand | NotifyCommand | LogsCommand | AuditCommand | AuditExportCommand
+           | SpendCommand | VolumesCommand | GrowVolumeCommand | HelpCommand)
 
 

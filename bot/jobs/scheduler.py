@@ -17,6 +17,7 @@ next run tries again.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
@@ -69,6 +70,7 @@ def tracked(job: Sweep, tracker: Sweeps) -> Sweep:
         if tracker.closed:
             return  # the bot is stopping: nothing new starts
         tracker.begin()
+        started = time.monotonic()
         try:
             await job(services)
         except Exception as exc:
@@ -79,7 +81,7 @@ def tracked(job: Sweep, tracker: Sweeps) -> Sweep:
         finally:
             # Finished either way: readiness asks whether the sweeps still run, not whether
             # AI Reserve answered them (a replica without the lease finishes at once).
-            tracker.end(job.__name__)
+            tracker.end(job.__name__, seconds=time.monotonic() - started)
 
     run.__name__ = run.__qualname__ = job.__name__
     return run

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -19,6 +20,8 @@ class Sweeps:
     # Set when the bot stops: a run the scheduler had already handed to its executor but that
     # had not begun yet must not begin (the database is about to close).
     closed: bool = False
+    # Told how long each run took (the metrics' sweep histogram).
+    observe: Callable[[str, float], None] | None = None
     _idle: asyncio.Event = field(default_factory=asyncio.Event)
 
     def __post_init__(self) -> None:
@@ -28,8 +31,10 @@ class Sweeps:
         self.running += 1
         self._idle.clear()
 
-    def end(self, name: str) -> None:
+    def end(self, name: str, *, seconds: float | None = None) -> None:
         self.finished[name] = time.monotonic()
+        if self.observe is not None and seconds is not None:
+            self.observe(name, seconds)
         self.running -= 1
         if self.running == 0:
             self._idle.set()

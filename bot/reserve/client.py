@@ -37,6 +37,7 @@ from bot.clock import Clock, SystemClock
 from bot.reserve.errors import TransportError
 from bot.reserve.port import StatusFilter
 from bot.reserve.retry import (
+    Observe,
     RetryPolicy,
     Transport,
     UnexpectedResponse,
@@ -136,13 +137,14 @@ class AsyncAIReserveClient:
         clock: Clock | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         random: Callable[[], float] = _random.random,
+        observe: Observe | None = None,
     ) -> None:
         self._clock: Clock = clock or SystemClock()
         self._sleep = sleep
         self._http = Transport(
             session, base_url, api_key, timeout=timeout,
             policy=RetryPolicy(max_retries=max_retries), clock=self._clock, sleep=sleep,
-            random=random,
+            random=random, observe=observe,
         )
 
     def __repr__(self) -> str:  # never show the key

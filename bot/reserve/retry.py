@@ -46,6 +46,9 @@ from bot.reserve.schemas import Page, WireRequest
 log = logging.getLogger("bot.reserve.client")
 
 M = TypeVar("M", bound=BaseModel)
+# Told of every attempt: (route template, HTTP status, or "error" without an answer, or
+# "paused" when refused locally). The metrics (bot/metrics.py) count them.
+Observe = Callable[[str, str], None]
 
 BACKOFF_BASE_SECONDS = 0.5
 BACKOFF_CAP_SECONDS = 8.0
@@ -150,8 +153,10 @@ class Transport:
         sleep: Callable[[float], Awaitable[None]],
         random: Callable[[], float],
         pauses: RoutePauses | None = None,
+        observe: Observe | None = None,
     ) -> None:
         self._session = session
+        self._observe = observe
         self.pauses = pauses or RoutePauses(clock)
         self.base_url = base_url.rstrip("/")
         self._api_key = api_key
@@ -196,6 +201,7 @@ class Transport:
             error: ApiError
             if (left := self.pauses.left(route)) > 0:
                 if not (retry and self.policy.max_retries and left <= self.policy.max_retry_after):
+                    self._told(route, "paused")
                     raise self.pauses.refusal(route, left)
                 log.debug("%s: paused, waiting %.1fs before sending", route, left)
                 await self.sleep(left)  # a short pause is waited out, like a 429's
@@ -210,11 +216,13 @@ class Transport:
                     provider_clock.observe(resp.headers.get("Date"), sent_at=sent_at)
             except (aiohttp.ClientError, TimeoutError) as exc:
                 error = TransportError(f"{method} {path}: no answer ({type(exc).__name__})")
+                self._told(route, "error")
                 log.debug("%s %s -> no answer (%s), attempt %d",
                           method, path, type(exc).__name__, attempt + 1)
             else:
                 log.debug("%s %s -> %d (request %s), attempt %d", method, path, resp.status,
                           resp.headers.get("X-Request-Id"), attempt + 1)
+                self._told(route, str(resp.status))
                 ok = 200 <= resp.status < 300
                 if ok:
                     self.pauses.observe(route, headers=resp.headers, error=None)
@@ -243,6 +251,10 @@ class Transport:
             log.debug("%s %s: retrying in %.2fs after %s", method, path, delay, error.code)
             await self.sleep(delay)
             attempt += 1
+
+    def _told(self, route: str, status: str) -> None:
+        if self._observe is not None:
+            self._observe(route, status)
 
     async def call(
         self,

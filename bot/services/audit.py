@@ -18,6 +18,7 @@ from bot.clock import Clock
 from bot.domain.errors import DomainError
 from bot.domain.models import Actor, AuditEntry, ClusterRecord
 from bot.domain.reasons import why_terminated
+from bot.logs import log_context
 from bot.reserve import errors as api
 from storage.db import Database
 
@@ -67,8 +68,10 @@ def audited(action: str, *, subject: str,
             actor = kwargs.get("actor")
             who = actor if isinstance(actor, Actor) else None
             subject_id = str(kwargs.get(subject, "?"))
+            # The lines logged while acting on a cluster carry its id (bot/logs.py).
             try:
-                result = await method(service, *args, **kwargs)
+                with log_context(cluster_id=subject_id if subject == "cluster_id" else None):
+                    result = await method(service, *args, **kwargs)
             except DomainError as exc:
                 await service._audit.write(actor=who, action=action, subject_id=subject_id,
                                         outcome="refused", detail=exc.user_message)

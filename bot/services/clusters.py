@@ -157,6 +157,21 @@ class ClusterQueries:
             return await repos.audit.list(subject_id=subject_id, limit=AUDIT_LINES)
 
 
+    async def audit_month(self, *, month: str | None, actor: Actor) -> tuple[str, list[AuditEntry]]:
+        """A month's whole audit trail, oldest first, for the CSV export: approvers only."""
+        if actor.user_id not in await self._people.approvers():
+            await self._audit.write(actor=actor, action="export_audit", subject_id=month or "*",
+                                    outcome="refused", detail="not an approver")
+            raise NotAllowed("Only approvers can export the audit trail.")
+        try:
+            start, end = spend.month_bounds(month, self._clock.now())
+        except ValueError as exc:
+            raise InvalidCommand(str(exc), bad_part=month,
+                                 usage="/cluster audit export [YYYY-MM]") from None
+        async with self._db.transaction() as repos:
+            return f"{start:%Y-%m}", await repos.audit.in_period(start, end)
+
+
 def _stopped(wire: Volume, *, now: datetime) -> datetime | None:
     """When the volume stopped billing: its deletion (billing stops when deleting begins;
     `deletedAt` comes once it is gone, so a volume still deleting stopped by now)."""

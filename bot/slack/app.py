@@ -9,13 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
 from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.logs import begin
 from bot.services.container import Services
 from bot.slack import actions, commands, errors, home, inbound, views
 from bot.slack.inflight import InFlight
@@ -26,16 +32,55 @@ EVENTS_PATH = "/slack/events"
 MAX_BODY = 1 << 20
 
 
+_KINDS = frozenset({"slash_command", "block_actions", "view_submission", "view_closed",
+                    "event_callback", "block_suggestion", "shortcut", "message_action"})
+
+
+class _NoTokenWarning(logging.Filter):
+    """Bolt warns that SLACK_BOT_TOKEN (read from the environment) is unused when it is given
+    the client that already carries that token: true, expected, and noise on every start."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != warning_client_prioritized_and_token_skipped()
+
+
+def _bolt_logger() -> logging.Logger:
+    logger = logging.getLogger("slack_bolt")
+    if not any(isinstance(f, _NoTokenWarning) for f in logger.filters):
+        logger.addFilter(_NoTokenWarning())
+    return logger
+
+
+def kind_of(body: dict[str, object]) -> str:
+    """What a Slack request is, from a small fixed set (a metrics label)."""
+    kind = "slash_command" if "command" in body else str(body.get("type") or "other")
+    return kind if kind in _KINDS else "other"
+
+
 def build_app(*, services: Services, client: AsyncWebClient, signing_secret: str | None,
-              inflight: InFlight) -> AsyncApp:
+              inflight: InFlight, dm_channel: Callable[[str], Awaitable[str]],
+              on_ack: Callable[[str, float], None] | None = None) -> AsyncApp:
+    """`on_ack(kind, seconds)` is told how long each request took to ack (the metrics)."""
     app = AsyncApp(
         client=client,
         signing_secret=signing_secret,
         process_before_response=False,  # ack first; the listener's work runs after the 200
         raise_error_for_unhandled_request=False,
-        logger=logging.getLogger("slack_bolt"),
+        logger=_bolt_logger(),
     )
-    commands.register(app, services)
+
+    @app.middleware
+    async def context_and_timing(req: AsyncBoltRequest, resp: BoltResponse,
+                                 next: Callable[[], Awaitable[BoltResponse]]) -> BoltResponse:
+        # Bound before the listener's task exists: it inherits them (bot/logs.py).
+        begin(request_id=secrets.token_hex(6), slack_user=req.context.user_id)
+        started = time.monotonic()
+        response = await next()  # returns once acked (the listener goes on after)
+        if on_ack is not None:
+            on_ack(kind_of(req.body), time.monotonic() - started)
+        return response
+
+    commands.register(app, services, dm_channel)
     actions.register(app, services)
     views.register(app, services)
     home.register(app, services)

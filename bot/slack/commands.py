@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.domain import audit_csv
 from bot.domain.commands import (
     AuditCommand,
+    AuditExportCommand,
     AutoRecoverCommand,
     GrowVolumeCommand,
     HelpCommand,
@@ -41,7 +44,8 @@ from bot.slack.errors import answering
 EPHEMERAL: dict[str, Any] = {"response_type": "ephemeral"}
 
 
-def register(app: AsyncApp, services: Services) -> None:
+def register(app: AsyncApp, services: Services,
+             dm_channel: Callable[[str], Awaitable[str]]) -> None:
     @app.command("/cluster")
     @answering
     async def cluster_command(ack: AsyncAck, command: dict[str, Any],
@@ -98,6 +102,16 @@ def register(app: AsyncApp, services: Services) -> None:
             await ack()
             entries = await services.clusters.audit(subject_id=cmd.subject_id, actor=actor)
             reply = audit_blocks.audit_list(entries, subject_id=cmd.subject_id, now=now())
+        elif isinstance(cmd, AuditExportCommand):
+            await ack(text="Preparing the audit trail as a CSV file…", **EPHEMERAL)
+            month, entries = await services.clusters.audit_month(month=cmd.month, actor=actor)
+            channel = await dm_channel(actor.user_id)
+            await client.files_upload_v2(
+                channel=channel, filename=audit_csv.filename(month),
+                title=f"Audit trail {month}", content=audit_csv.to_csv(entries),
+                initial_comment=f"The audit trail of {month}: {len(entries)} entries.")
+            reply = common.notice(f"The audit trail of {month} ({len(entries)} entries) is in "
+                                  "your DM as a CSV file.")
         elif isinstance(cmd, SpendCommand):
             await ack()
             report = await services.clusters.spend(month=cmd.month)

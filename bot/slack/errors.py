@@ -22,6 +22,7 @@ from slack_bolt.kwargs_injection.async_args import AsyncArgs
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.domain.errors import DomainError, InvalidCommand
+from bot.logs import log_context
 from bot.slack.blocks.common import error_message, notice
 from bot.slack.blocks.message import Message
 
@@ -38,7 +39,8 @@ def message_for(error: Exception) -> Message:
     if isinstance(error, StaleReference):
         return notice("That button is no longer valid; use the newest message.")
     ref = uuid.uuid4().hex[:8]
-    log.error("unhandled error in a Slack listener (ref %s)", ref, exc_info=error)
+    with log_context(error_ref=ref):
+        log.error("unhandled error in a Slack listener (ref %s)", ref, exc_info=error)
     return notice(f"Something went wrong on our side; nothing more was changed. "
                   f"If it persists, give an admin this reference: `{ref}`.")
 

@@ -15,6 +15,7 @@ from bot.domain.commands import (
     SHORT_ACCELERATORS,
     USAGE,
     AuditCommand,
+    AuditExportCommand,
     AutoRecoverCommand,
     Command,
     GrowVolumeCommand,
@@ -86,6 +87,12 @@ def parse(text: str) -> Command:
             node = _whole(option["value"], "node", "a node rank (0 is the primary)", verb)
         _no_more(args[2:], verb)
         return LogsCommand(cluster_id, node)
+    if verb == "audit" and args and args[0].lower() == "export":
+        _no_more(args[2:], "audit export")
+        if args[1:] and not _MONTH.match(args[1]):
+            raise _fail(f"`{args[1][:20]}` is not a month: write `YYYY-MM`, e.g. `2026-11`.",
+                        args[1], "audit export")
+        return AuditExportCommand(args[1] if args[1:] else None)
     if verb == "audit":
         _no_more(args[1:], verb)
         return AuditCommand(_one_id(args, verb) if args else None)

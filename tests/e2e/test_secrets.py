@@ -3,7 +3,8 @@ never reach a channel."""
 
 import logging
 
-from bot.cli import _FLOORS, configure_logging
+from bot.cli import configure_logging
+from bot.logs import unconfigure_logging
 from bot.slack.blocks.launch_modal import FIELD_ENV, FIELD_SSH_KEYS
 from bot.slack.ids import Action
 from tests.e2e.harness import ALICE, BOB, SECRET, bot
@@ -30,5 +31,4 @@ async def test_nothing_secret_is_logged_even_at_debug(tmp_path, caplog):
             assert "ssh -p" not in h.channel_payloads()
             assert "hf_supersecretvalue" not in h.channel_payloads()
     finally:
-        for name in _FLOORS:
-            logging.getLogger(name).setLevel(logging.NOTSET)
+        unconfigure_logging()

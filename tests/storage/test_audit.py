@@ -114,4 +114,14 @@ async def test_entries_about_the_same_thing_may_repeat_exactly(db):
 
 def test_the_repository_can_only_append_and_read():
     public = {name for name in vars(AuditRepo) if not name.startswith("_")}
-    assert public == {"add", "list", "count"}
+    assert public == {"add", "list", "in_period", "count"}
+
+
+async def test_a_period_reads_the_entries_stated_in_it_in_the_order_appended(db):
+    first = make_audit("r-1", action="quote")
+    inside = first.model_copy(update={"at": first.at + timedelta(minutes=5), "action": "request"})
+    later = first.model_copy(update={"at": first.at + timedelta(days=40), "action": "approve"})
+    await _append(db, later, first, inside)
+    async with db.transaction() as repos:
+        found = await repos.audit.in_period(first.at, first.at + timedelta(days=1))
+    assert found == [first, inside]

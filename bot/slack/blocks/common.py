@@ -40,6 +40,8 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("/cluster audit [id]", "The audit trail, newest first: who quoted, asked, approved, "
      "launched, extended or terminated what, for how much — and every refusal. With an id, "
      "only that request, cluster or volume.", "/cluster audit clu_9xQe1"),
+    ("/cluster audit export [YYYY-MM]", "A month's whole audit trail as a CSV file in your DM "
+     "(this month by default; approvers only).", "/cluster audit export 2026-11"),
     ("/cluster spend [YYYY-MM]", "One month's spend from AI Reserve's billed hours: the total, "
      "by owner, by cluster and the volumes billing on their own after their cluster (this "
      "month by default), and what the live clusters and kept volumes add by the month's end "

@@ -1,0 +1,158 @@
+"""Prometheus metrics at `GET /metrics` (prometheus-client), one registry per runtime.
+
+Counters and histograms are fed where things happen: every AI Reserve request
+(`Transport.send` → `provider_request`), every Slack Web API call (`CountingWebClient`), every
+ack (Bolt middleware in bot/slack/app.py), every sweep run (bot/jobs/scheduler.py's `tracked`).
+The gauges about money and the outbox are read from the database at scrape time with bounded
+aggregate queries (storage/gauges.py), so every replica reports the same shared truth.
+
+Labels are bounded: routes are templates (`GET /clusters/{id}`), Slack methods are API method
+names, outcomes and states are small fixed sets. No cluster, user or request id is a label.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from aiohttp import web
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
+
+from bot.clock import Clock
+from bot.domain import spend
+from bot.domain.models import ClusterState
+from storage import gauges
+from storage.db import Database
+from storage.leases import wall_clock
+
+log = logging.getLogger(__name__)
+
+ACK_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0)
+SWEEP_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
+
+
+class Metrics:
+    def __init__(self, *, db: Database, clock: Clock, poll_interval_seconds: int) -> None:
+        self._db = db
+        self._clock = clock
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.provider_requests = Counter(
+            "clusterbot_provider_requests", "AI Reserve requests by route template and HTTP "
+            "status (\"error\": no answer; \"paused\": refused locally under a Retry-After)",
+            ["route", "status"], registry=r)
+        self.slack_calls = Counter(
+            "clusterbot_slack_calls", "Slack Web API calls by method and outcome (ok, the "
+            "Slack error code's class: ratelimited, error, failed)", ["method", "outcome"],
+            registry=r)
+        self.sweep_seconds = Histogram(
+            "clusterbot_sweep_seconds", "How long each scheduled sweep run took", ["sweep"],
+            buckets=SWEEP_BUCKETS, registry=r)
+        self.last_sweep = Gauge(
+            "clusterbot_last_sweep_timestamp_seconds", "When each sweep last finished (Unix "
+            "time)", ["sweep"], registry=r)
+        self.ack_seconds = Histogram(
+            "clusterbot_ack_seconds", "From a Slack request's arrival to its ack", ["kind"],
+            buckets=ACK_BUCKETS, registry=r)
+        self.clusters = Gauge("clusterbot_clusters", "Clusters the bot tracks, by state",
+                              ["state"], registry=r)
+        self.burn = Gauge("clusterbot_burn_cents_per_hour", "The locked hourly rates of every "
+                          "cluster billing now (running + degraded), in cents", registry=r)
+        self.month_accrued = Gauge("clusterbot_month_accrued_cents", "What the clusters "
+                                   "accrued this calendar month (UTC), in cents", registry=r)
+        self.outbox_pending = Gauge("clusterbot_outbox_pending", "Slack posts not delivered "
+                                    "yet (notices and other posts)", registry=r)
+        self.outbox_oldest = Gauge("clusterbot_outbox_oldest_seconds", "Age of the oldest "
+                                   "undelivered Slack post (0 when none)", registry=r)
+        self.poll_interval = Gauge("clusterbot_poll_interval_seconds", "POLL_INTERVAL_SECONDS",
+                                   registry=r)
+        self.poll_interval.set(poll_interval_seconds)
+        for state in ClusterState:
+            self.clusters.labels(state=state.value)
+
+    # -- fed as things happen --------------------------------------------------------------
+
+    def provider_request(self, route: str, status: str) -> None:
+        self.provider_requests.labels(route=route, status=status).inc()
+
+    def slack_call(self, method: str, outcome: str) -> None:
+        self.slack_calls.labels(method=method, outcome=outcome).inc()
+
+    def sweep(self, name: str, seconds: float) -> None:
+        self.sweep_seconds.labels(sweep=name).observe(seconds)
+        self.last_sweep.labels(sweep=name).set(time.time())
+
+    def ack(self, kind: str, seconds: float) -> None:
+        self.ack_seconds.labels(kind=kind).observe(seconds)
+
+    # -- read at scrape time ---------------------------------------------------------------
+
+    async def refresh(self) -> None:
+        now = self._clock.now()
+        start, end = spend.month_bounds(None, now)
+        async with self._db.transaction() as repos:
+            states = await gauges.clusters_by_state(repos.session)
+            burn = await gauges.burn_cents_per_hour(repos.session)
+            backlog = await gauges.outbox_backlog(repos.session)
+            month = await repos.clusters.list_in_period(start, end)
+        for state in ClusterState:
+            self.clusters.labels(state=state.value).set(states.get(state.value, 0))
+        self.burn.set(burn)
+        self.month_accrued.set(sum(spend.accrued_in(c, start, end) for c in month))
+        self.outbox_pending.set(backlog.pending)
+        ages = [0.0]
+        if backlog.oldest_post is not None:
+            ages.append((wall_clock() - backlog.oldest_post).total_seconds())
+        if backlog.oldest_notice is not None:
+            ages.append((now - backlog.oldest_notice).total_seconds())
+        self.outbox_oldest.set(max(ages))
+
+    async def serve(self, _: web.Request) -> web.Response:
+        try:
+            await self.refresh()
+        except Exception as exc:  # the counters still answer; the gauges keep their last value
+            log.warning("metrics: could not read the database (%s)", type(exc).__name__)
+        return web.Response(body=generate_latest(self.registry),
+                            headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    def add_routes(self, app: web.Application) -> None:
+        app.router.add_get("/metrics", self.serve)
+
+
+def slack_outcome(error: str | None) -> str:
+    if error is None:
+        return "ok"
+    return "ratelimited" if error in ("ratelimited", "rate_limited") else "error"
+
+
+class CountingWebClient(AsyncWebClient):
+    """The Slack Web API client, counting each call by method and outcome (after retries)."""
+
+    metrics: Metrics | None = None
+
+    async def api_call(self, api_method: str, **kwargs: Any) -> AsyncSlackResponse:
+        try:
+            response = await super().api_call(api_method, **kwargs)
+        except SlackApiError as exc:
+            self._count(api_method, slack_outcome(str(exc.response.get("error") or "error")))
+            raise
+        except Exception:
+            self._count(api_method, "failed")  # no answer: a connection error, a timeout
+            raise
+        self._count(api_method, "ok")
+        return response
+
+    def _count(self, method: str, outcome: str) -> None:
+        if self.metrics is not None:
+            self.metrics.slack_call(method, outcome)

@@ -1,0 +1,30 @@
+"""The SIGHUP reload in process: a sound file is used at once, a bad one changes nothing."""
+
+from bot.reload import reload_policy
+from tests.e2e.harness import DAVE, bot
+from tests.e2e.test_policy import policy
+
+
+async def test_a_sound_file_applies_at_once_and_a_bad_one_changes_nothing(tmp_path):
+    async with bot(tmp_path, policy=policy()) as h:
+        people, quoting = h.rt.services.people, h.rt.services.quoting
+        assert quoting.auto_approve_below_cents == 1000
+        path = h.rt.settings.policy_file
+        assert path is not None
+
+        path.write_text(policy(approval={"auto_approve_below": 30.0,
+                                         "one_approver_up_to": 100.0}))
+        assert await reload_policy(h.rt) == []
+        assert people.policy.auto_approve_below_cents == 3000
+        assert quoting.auto_approve_below_cents == 3000
+        before = people.policy
+
+        path.write_text("approvers:\n  users: [nobody]\n")
+        problems = await reload_policy(h.rt)
+        assert problems and all(str(path) in p for p in problems)
+        assert people.policy is before and quoting.auto_approve_below_cents == 3000
+        await h.rt.notifier.deliver_notices()
+        told = [m.text for m in h.slack.dms(DAVE)]  # an admin of the policy in force
+        assert len(told) == 1 and "not used" in told[0]
+        assert await reload_policy(h.rt) == problems  # the same bad file: said once
+        assert len(h.slack.dms(DAVE)) == 1
