@@ -47,6 +47,7 @@ from storage.tables import (
     row_values,
     to_domain,
 )
+from storage.readiness import ReadinessRepo
 from storage.terminations import TerminationRepo
 from storage.watching import NoticeRepo, VolumeRepo
 
@@ -391,3 +392,4 @@ class Repos:
         self.leases = LeaseRepo(session)
         self.dm_channels = DmChannelRepo(session)
         self.terminations = TerminationRepo(session)
+        self.readiness = ReadinessRepo(session)

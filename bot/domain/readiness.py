@@ -9,10 +9,13 @@ whether to keep waiting. Money follows the provider's hour marks: one charge at 
 
 from __future__ import annotations
 
+import enum
 import re
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from bot.domain.models import DEFAULT_LIMIT_MINUTES, ReadinessRule
+from pydantic import Field
+
+from bot.domain.models import DEFAULT_LIMIT_MINUTES, Frozen, ReadinessRule
 from bot.domain.spend import HOUR
 
 MAX_LIMIT_MINUTES = 7 * 24 * 60
@@ -91,3 +94,37 @@ VLLM_TEMPLATE = (
     "vllm serve $MODEL --tensor-parallel-size $GPUS_PER_NODE --pipeline-parallel-size "
     "$NUM_NODES; else ray start --block --address=$MASTER_ADDR:$MASTER_PORT; fi'"
 )
+
+
+class ReadinessState(enum.StrEnum):
+    WATCHING = "watching"  # following the logs for the line
+    SERVING = "serving"  # the line appeared: Serving announced (once)
+    ENDED = "ended"  # the cluster stopped billing before it served
+
+
+class ReadinessWatch(Frozen):
+    """One cluster's readiness check as stored: the rule, where each rank's log was read up to
+    (the provider's `nextSince`, so a restart neither re-reads nor re-announces), and whether the
+    owner was asked (`prompts`: how many times; Keep waiting is bound to it)."""
+
+    cluster_id: str
+    pattern: str
+    all_ranks: bool = False
+    limit_minutes: int
+    state: ReadinessState = ReadinessState.WATCHING
+    cursors: dict[str, datetime] = Field(default_factory=dict)  # rank → last line's ts read
+    matched_ranks: tuple[int, ...] = ()
+    serving_at: datetime | None = None
+    deadline_at: datetime | None = None  # ready + limit (+ limit per Keep waiting)
+    prompts: int = 0
+    updated_at: datetime
+
+    @property
+    def rule(self) -> ReadinessRule:
+        return ReadinessRule(pattern=self.pattern, all_ranks=self.all_ranks,
+                             limit_minutes=self.limit_minutes)
+
+
+def deadline(*, ready_at: datetime, limit_minutes: int, prompts: int) -> datetime:
+    """When the owner is (next) asked: ready + limit, and one more limit per Keep waiting."""
+    return ready_at + timedelta(minutes=limit_minutes) * (prompts + 1)
