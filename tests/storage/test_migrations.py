@@ -34,7 +34,7 @@ HEAD = "0008"
 SAGA = {"request_quotes", "launch_intents"}  # 0004
 CLAIMS = {"action_claims"}  # 0006
 TERMINATIONS = {"terminations"}  # 0007
-LATER = SAGA | NEW_IN_0005 | CLAIMS | TERMINATIONS  # everything after 0003
+LATER = SAGA | NEW_IN_0005 | CLAIMS | TERMINATIONS | {"readiness"}  # everything after 0003
 
 
 def _sqlite_tables(path) -> set[str]:
