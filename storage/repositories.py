@@ -36,6 +36,7 @@ from storage.claims import ClaimRepo
 from storage.launches import LaunchIntentRepo, RequestQuoteRepo
 from storage.leases import LeaseRepo
 from storage.outbox import DmChannelRepo, OutboxRepo
+from storage.readiness import ReadinessRepo
 from storage.statements import MANAGED, insert, rowcount
 from storage.tables import (
     APPROVALS,
@@ -47,7 +48,6 @@ from storage.tables import (
     row_values,
     to_domain,
 )
-from storage.readiness import ReadinessRepo
 from storage.terminations import TerminationRepo
 from storage.watching import NoticeRepo, VolumeRepo
 

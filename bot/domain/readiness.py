@@ -128,3 +128,8 @@ class ReadinessWatch(Frozen):
 def deadline(*, ready_at: datetime, limit_minutes: int, prompts: int) -> datetime:
     """When the owner is (next) asked: ready + limit, and one more limit per Keep waiting."""
     return ready_at + timedelta(minutes=limit_minutes) * (prompts + 1)
+
+
+def role_word(role: str) -> str:
+    """A node's role as people say it (Slurm controller, Ray head …)."""
+    return ROLE_WORDS.get(role, role)

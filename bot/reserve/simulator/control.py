@@ -7,6 +7,7 @@ idempotency, no faults. Production code never calls these.
     POST /_sim/clock/advance {seconds}                {now, virtual}   (virtual clock only)
     POST /_sim/clusters/{id}/nodes/{rank}/fail {mode: stopped|unhealthy}   → cluster
     POST /_sim/clusters/{id}/nodes/{rank}/recoverable {value: bool}        → cluster
+    POST /_sim/clusters/{id}/nodes/{rank}/log {line, stream?}   → logs (the line as stored)
     POST /_sim/capacity {accelerator, location, availability?, placeableNodes?}
     POST /_sim/account {balanceCents}                 → account
     GET|POST|DELETE /_sim/faults                      (see faults.py)
@@ -41,6 +42,11 @@ class _Fail(WireRequest):
     mode: Literal["stopped", "unhealthy"]
 
 
+class _Log(WireRequest):
+    line: Annotated[StrictStr, Field(min_length=1, max_length=4000)]
+    stream: Literal["stdout", "stderr", "system"] = "stdout"
+
+
 class _Recoverable(WireRequest):
     value: StrictBool
 
@@ -68,6 +74,7 @@ class ControlApi:
         router.add_post("/_sim/clock/advance", self.advance)
         router.add_post("/_sim/clusters/{id}/nodes/{rank}/fail", self.fail_node)
         router.add_post("/_sim/clusters/{id}/nodes/{rank}/recoverable", self.recoverable)
+        router.add_post("/_sim/clusters/{id}/nodes/{rank}/log", self.append_log)
         router.add_post("/_sim/capacity", self.capacity)
         router.add_post("/_sim/account", self.balance)
         router.add_get("/_sim/faults", self.list_faults, allow_head=False)
@@ -97,6 +104,12 @@ class ControlApi:
         mode = parse_model(request, _Fail).mode
         cluster = self._engine.fail_node(request.match_info["id"], _rank(request), mode)
         return json_response(200, cluster.to_wire())
+
+    async def append_log(self, request: web.Request) -> web.Response:
+        req = parse_model(request, _Log)
+        logs = self._engine.append_log(request.match_info["id"], _rank(request),
+                                       req.line, req.stream)
+        return json_response(200, logs.to_wire())
 
     async def recoverable(self, request: web.Request) -> web.Response:
         value = parse_model(request, _Recoverable).value
