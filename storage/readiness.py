@@ -54,9 +54,19 @@ class ReadinessRepo:
             _R.cluster_id == cluster_id, _R.state == ReadinessState.WATCHING.value,
         ).values(state=to.value, serving_at=serving_at, updated_at=now)))
 
-    async def prompted(self, cluster_id: str, *, shown: int, now: datetime) -> bool:
-        """Count one more prompt (the owner was asked, or chose Keep waiting), bound to the
-        count the caller saw; True only for the call that counted it."""
+    async def ask(self, cluster_id: str, *, shown: int, now: datetime) -> bool:
+        """The limit passed: count the prompt and stop the clock until the owner answers.
+        Bound to the count the caller saw; True only for the call that asked."""
         return bool(await rowcount(self._session, sa.update(READINESS).where(
-            _R.cluster_id == cluster_id, _R.prompts == shown,
-        ).values(prompts=shown + 1, updated_at=now)))
+            _R.cluster_id == cluster_id, _R.state == ReadinessState.WATCHING.value,
+            _R.prompts == shown, _R.deadline_at.is_not(None),
+        ).values(prompts=shown + 1, deadline_at=None, updated_at=now)))
+
+    async def keep_waiting(self, cluster_id: str, *, prompt: int, until: datetime,
+                           now: datetime) -> bool:
+        """Keep waiting on prompt `prompt`: a new deadline, once; False if already answered
+        (or the cluster served or ended meanwhile)."""
+        return bool(await rowcount(self._session, sa.update(READINESS).where(
+            _R.cluster_id == cluster_id, _R.state == ReadinessState.WATCHING.value,
+            _R.prompts == prompt, _R.deadline_at.is_(None),
+        ).values(deadline_at=until, updated_at=now)))

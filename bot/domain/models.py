@@ -333,6 +333,7 @@ class NodeConnection(Frozen):
     rank: int
     ssh_command: str | None
     interconnect_address: str | None
+    role: str | None = None  # primary | worker | slurm_controller | … (the orchestrator's)
 
 
 class ConnectionDetails(Frozen):

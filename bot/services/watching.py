@@ -34,6 +34,7 @@ from bot.reserve.port import ClusterProvider
 from bot.reserve.schemas import Cluster
 from bot.services.audit import ended_elsewhere
 from bot.services.observing import connection_details, observe, observed_fields, state_of
+from bot.services.readiness import ReadinessService
 from storage.db import Database
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,8 @@ class WatchService:
         self._provider = provider
         self._notifier = notifier
         self._clock = clock
+        # Readiness checks ride the same sweep (set by bot/runtime.py; bot/services/readiness.py).
+        self.readiness: ReadinessService | None = None
 
     async def sync_live(self, *, listing: Mapping[str, Cluster] | None = None) -> int:
         """Poll every cluster that may still bill (bounded concurrency); deliver notices.
@@ -72,6 +75,8 @@ class WatchService:
                     log.warning("polling %s failed: %s", record.id, exc.code)
 
         await asyncio.gather(*(one(r) for r in live))
+        if self.readiness is not None:
+            await self.readiness.follow()
         await self._notifier.deliver_notices()
         return len(live)
 

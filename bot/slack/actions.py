@@ -41,6 +41,7 @@ from bot.slack.ids import (
     ClusterRef,
     EnvelopeRef,
     QuoteRef,
+    ReadinessRef,
     RecoveryRef,
     Ref,
     ReminderRef,
@@ -155,6 +156,15 @@ BUTTONS: dict[str, Button[Any, Any]] = {
         Once("extend", lambda r: (r.cluster_id, str(r.hours)),
              lambda r, c, by: f"Already extended by {by} to {c.lifetime_hours} h (this button "
                               f"showed {r.hours} h); nothing more was extended.")),
+    Action.KEEP_WAITING: Button[ReadinessRef, ClusterRecord](
+        ReadinessRef,
+        lambda s, r, a: s.readiness_service().keep_waiting(cluster_id=r.cluster_id,
+                                                           prompt=r.prompt, actor=a),
+        lambda r, c: f"Waiting on for `{c.id}`: I'll say when it serves, or ask again after "
+                     "the same limit. It bills meanwhile.",
+        Once("keep_waiting", lambda r: (r.cluster_id, str(r.prompt)),
+             lambda r, c, by: f"Already answered by {by}: the wait for `{c.id}` was "
+                              "extended then.")),
 }
 
 

@@ -32,9 +32,11 @@ class Action:
     DELETE_VOLUME = "volume_delete"
     KEEP_VOLUME = "volume_keep"
     EXTEND = "cluster_extend"
+    KEEP_WAITING = "cluster_keep_waiting"
     ALL: ClassVar[tuple[str, ...]] = (
         QUOTE_REQUEST_LAUNCH, QUOTE_DISCARD, APPROVE, REJECT, RETRY_LAUNCH, TERMINATE,
         RECOVER, AUTORECOVER_ON, KEEP_RUNNING, CLAIM, DELETE_VOLUME, KEEP_VOLUME, EXTEND,
+        KEEP_WAITING,
     )
 
 
@@ -120,6 +122,14 @@ class ReminderRef(Ref):
     tag = "h"
     cluster_id: str
     hour: int
+
+
+class ReadinessRef(Ref):
+    """Keep waiting: bound to the not-serving prompt it came with (the 1st, 2nd … ask)."""
+
+    tag = "rd"
+    cluster_id: str
+    prompt: int
 
 
 class VolumeRef(Ref):
