@@ -207,8 +207,6 @@ class SlackNotifier:
                      for person in owners]
         else:
             kwargs = (await self._receipt(record) if notice.kind is NoticeKind.RECEIPT
-                      else readiness_blocks.serving_notice(notice, record)
-                      if notice.kind is NoticeKind.SERVING
                       else notice_blocks.thread_notice(notice, record, now=now)).as_kwargs()
             if top is not None:
                 posts.append((f"{prefix}/thread", top.channel_id, partial(
