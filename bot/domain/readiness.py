@@ -133,3 +133,12 @@ def deadline(*, ready_at: datetime, limit_minutes: int, prompts: int) -> datetim
 def role_word(role: str) -> str:
     """A node's role as people say it (Slurm controller, Ray head …)."""
     return ROLE_WORDS.get(role, role)
+
+
+def topology(orchestrator: str) -> str:
+    """What `orchestrator=` sets up, in words (the node roles AI Reserve gives)."""
+    if orchestrator == "slurm":
+        return "Slurm: rank 0 is the controller, the others compute nodes"
+    if orchestrator == "ray":
+        return "Ray: rank 0 is the head, the others workers"
+    return "none: rank 0 is the primary, the others workers"

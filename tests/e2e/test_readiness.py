@@ -207,3 +207,36 @@ def test_presets_cover_the_servers_and_the_orchestrators():
     assert PRESETS["vllm"][1] == "Application startup complete"
     assert PRESETS["sglang"][1] == "The server is fired up"
     assert {"torchrun", "slurm", "ray"} <= set(PRESETS)
+
+
+async def test_orchestrator_quotes_launches_and_shows_the_roles(tmp_path):
+    async with bot(tmp_path) as h:
+        card = await h.quote("quote h100x8 nodes=2 orchestrator=slurm")
+        assert "slurm" in h.text_of(card).lower()
+        cluster_id = await launched(h, readiness("slurm"),
+                                    text="quote h100x8 nodes=2 orchestrator=slurm")
+        await h.advance(60)
+        wire = await h.rt.provider.get_cluster(cluster_id)
+        assert wire.orchestrator == "slurm"
+        assert [n.role for n in wire.nodes] == ["slurm_controller", "slurm_compute"]
+        await h.slash(f"status {cluster_id}")
+        status = h.text_of(h.last_ephemeral(ALICE, containing="Nodes"))
+        assert "Slurm controller" in status and "Slurm compute" in status
+
+
+async def test_ray_roles_reach_the_connection_details(tmp_path):
+    async with bot(tmp_path) as h:
+        cluster_id = await launched(h, {}, text="quote h100x8 nodes=3 orchestrator=ray")
+        await h.advance(60)
+        [details] = [m for m in h.slack.dms(ALICE) if "Primary node" in h.text_of(m)]
+        text = h.text_of(details)
+        assert "rank 0 (Ray head)" in text and "rank 2 (Ray worker)" in text
+        assert cluster_id in text
+
+
+async def test_a_bad_orchestrator_is_refused_privately(tmp_path):
+    async with bot(tmp_path) as h:
+        await h.slash("quote h100x8 nodes=2 orchestrator=kubernetes")
+        answer = h.text_of(h.slack.ephemerals(ALICE)[-1])
+        assert "orchestrator=kubernetes" in answer and "slurm" in answer
+        assert h.cards() == []
