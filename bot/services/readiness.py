@@ -29,6 +29,7 @@ from bot.domain.readiness import (
 from bot.domain.watch import Notice, NoticeFacts, NoticeKind
 from bot.reserve import errors as api
 from bot.reserve.port import ClusterProvider
+from bot.reserve.schemas import LogLine
 from bot.services.audit import AuditLog
 from bot.services.people import People
 from storage.db import Database
@@ -38,7 +39,13 @@ log = logging.getLogger(__name__)
 MAX_CONCURRENT = 4
 LOG_TAIL = 5000  # the contract's maximum: the most lines one read can see after the cursor
 PROMPT_LINES = 12
+MATCH_CHARS = 2000  # a pattern only sees this much of one line
 _WATCHED = (ClusterState.RUNNING, ClusterState.DEGRADED)
+
+
+def _first_match(watch: ReadinessWatch, lines: list[LogLine]) -> LogLine | None:
+    rule = watch.rule
+    return next((line for line in lines if rule.matches(line.line[:MATCH_CHARS])), None)
 
 
 class ReadinessService:
@@ -92,7 +99,8 @@ class ReadinessService:
                 cursors[str(rank)] = logs.next_since
             if rank == 0:
                 tails = [line.line for line in logs.lines[-PROMPT_LINES:]]
-            hit = next((line for line in logs.lines if watch.rule.matches(line.line)), None)
+            # A user's pattern runs off the event loop, on lines cut to MATCH_CHARS.
+            hit = await asyncio.to_thread(_first_match, watch, logs.lines)
             if hit is not None:
                 matched.add(rank)
                 seen_at = hit.ts if seen_at is None else max(seen_at, hit.ts)

@@ -198,8 +198,11 @@ class SlackNotifier:
         elif notice.kind in (NoticeKind.PAST_DUE, NoticeKind.GRACE_ENDING):
             posts = await self._payment_posts(notice, record, prefix=prefix, now=now)
         elif notice.kind is NoticeKind.NOT_SERVING:
-            if record.status not in (ClusterState.RUNNING, ClusterState.DEGRADED):
-                return True  # terminated since it was queued: nothing to decide any more
+            async with self._db.transaction() as repos:
+                check = await repos.readiness.get(record.id)
+            if record.status not in (ClusterState.RUNNING, ClusterState.DEGRADED) or (
+                    check is not None and check.state.value != "watching"):
+                return True  # terminated or serving since it was queued: nothing to decide
             owners = ([record.owner_id] if record.owner_id
                       else sorted(await self._people.approvers()))
             asked = readiness_blocks.not_serving_dm(notice, record).as_kwargs()
