@@ -113,7 +113,9 @@ class SlackNotifier:
             progress = cluster_blocks.request_progress(request, quote, record, now=now,
                                                        approvals=approvals,
                                                        policy=self._people.policy,
-                                                       readiness=readiness)
+                                                       serving=readiness_blocks.serving_line(
+                                                           record, readiness)
+                                                       if record else None)
             await self._upsert(PROGRESS, request_id, request.channel_id, progress,
                                fallback_user=request.requester_id)
         # Approvers' homes list what waits for them: only a submission or a decision changes it.

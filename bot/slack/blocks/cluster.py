@@ -24,7 +24,7 @@ from bot.domain.models import (
     QuoteInfo,
     RequestStatus,
 )
-from bot.domain.readiness import ReadinessState, ReadinessWatch, role_word
+from bot.domain.readiness import role_word
 from bot.domain.reasons import error_words, why_terminated
 from bot.domain.spend import HOUR, accruals_before
 from bot.slack.blocks.approval import SpendThresholds, approvers, auto_approved, deciders
@@ -79,14 +79,13 @@ def request_progress(
     now: datetime,
     approvals: Sequence[Approval] = (),
     policy: SpendThresholds | None = None,
-    readiness: ReadinessWatch | None = None,
+    serving: str | None = None,
 ) -> Message:
     """The one message per request in the requester's channel, edited as the request moves."""
     if cluster is not None:
         state = cluster_state_line(cluster, now=now)
         notes = _cluster_notes(cluster, auto_recovery=cluster.auto_recovery)
-        serving = serving_line(cluster, readiness)
-        if serving:
+        if serving:  # running is not serving (bot/slack/blocks/readiness.py)
             state += "\n" + serving
     else:
         state, notes = _request_state_line(req, approvals, policy), []
@@ -307,19 +306,6 @@ def cluster_state_line(c: ClusterRecord, *, now: datetime) -> str:
                 f"{duration((ended - began).total_seconds())}.* Cost: "
                 f"{money(c.accrued_cents)} over {hours} (AI Reserve's figures)")
     return f":x: *Cluster failed*: {_error(c.last_error)}"
-
-
-def serving_line(c: ClusterRecord, w: ReadinessWatch | None) -> str | None:
-    """Running is not serving: what the readiness check has seen (None: no check asked for)."""
-    if w is None or c.status not in (ClusterState.RUNNING, ClusterState.DEGRADED):
-        return None
-    where = "every rank" if w.all_ranks else "rank 0"
-    if w.state is ReadinessState.SERVING and w.serving_at is not None:
-        took = (f" ({duration((w.serving_at - c.ready_at).total_seconds())} after ready)"
-                if c.ready_at else "")
-        return f":white_check_mark: *Serving since {when(w.serving_at)}*{took}"
-    return (f":hourglass_flowing_sand: *Not serving yet*: waiting for "
-            f"{code(escaped(w.pattern, 80))} in {where}'s log")
 
 
 def _request_state_line(req: LaunchRequest, approvals: Sequence[Approval],

@@ -6,15 +6,29 @@ from __future__ import annotations
 
 from slack_sdk.models.blocks import Block
 
-from bot.domain.models import ClusterRecord
+from bot.domain.models import ClusterRecord, ClusterState
+from bot.domain.readiness import ReadinessState, ReadinessWatch
 from bot.domain.watch import Notice
 from bot.slack.blocks.cluster import TERMINABLE, cluster_ref, terminate_button
-from bot.slack.blocks.format import ID_MAX, duration, escaped, hourly, money
+from bot.slack.blocks.format import ID_MAX, code, duration, escaped, hourly, money, when
 from bot.slack.blocks.message import Message, actions, button, compose, context, section
 from bot.slack.ids import Action, ReadinessRef
 
 LINE_MAX = 300
 LINES_BUDGET = 2600
+
+
+def serving_line(c: ClusterRecord, w: ReadinessWatch | None) -> str | None:
+    """Running is not serving: what the readiness check has seen (None: no check asked for)."""
+    if w is None or c.status not in (ClusterState.RUNNING, ClusterState.DEGRADED):
+        return None
+    where = "every rank" if w.all_ranks else "rank 0"
+    if w.state is ReadinessState.SERVING and w.serving_at is not None:
+        took = (f" ({duration((w.serving_at - c.ready_at).total_seconds())} after ready)"
+                if c.ready_at else "")
+        return f":white_check_mark: *Serving since {when(w.serving_at)}*{took}"
+    return (f":hourglass_flowing_sand: *Not serving yet*: waiting for "
+            f"{code(escaped(w.pattern, 80))} in {where}'s log")
 
 
 def _billed(n: Notice, c: ClusterRecord) -> str:
