@@ -170,8 +170,10 @@ BUTTONS: dict[str, Button[Any, Any]] = {
 
 def _actor(body: dict[str, Any]) -> Actor:
     user = body["user"]
-    return Actor(user_id=user["id"], team_id=user.get("team_id") or
-                 (body.get("team") or {}).get("id"))
+    team = body.get("team")
+    team_id = user.get("team_id") or (team.get("id") if isinstance(team, dict) else None)
+    # A malformed (fuzzed) team is no team, never a 500.
+    return Actor(user_id=user["id"], team_id=team_id if isinstance(team_id, str) else None)
 
 
 def _ref(kind: type[R], action: dict[str, Any]) -> R:
