@@ -42,7 +42,9 @@ LOCAL_POLL_SECONDS = 5  # the fast simulator boots a node in 5 s: show progress 
 SIM_HELP = """\
   sim advance N[s|m|h]        move AI Reserve's clock (and the bot's) forward, then poll
   sim fail [CLUSTER] [RANK]   AI Reserve loses a node (the newest cluster, rank 1 by default)
-  sim unrecoverable [CLUSTER] [RANK]   that node can't be brought back by recovery"""
+  sim unrecoverable [CLUSTER] [RANK]   that node can't be brought back by recovery
+  sim log [CLUSTER] [node=RANK] LINE   the workload on that node (rank 0 by default) prints
+                              LINE, e.g. `sim log Application startup complete`, then poll"""
 
 _UNITS = {"s": 1, "m": 60, "h": 3600}
 
@@ -81,6 +83,8 @@ class ClusterTerminal(Terminal):
             await sweeps.watch_clusters(self._rt.services)
             await sweeps.remind_volumes(self._rt.services)
             return f"AI Reserve's clock is now {self._clock.now():%Y-%m-%d %H:%M:%S} UTC"
+        if verb == "log" and args:
+            return await self._log(args)
         if verb in ("fail", "unrecoverable") and len(args) <= 2:
             if args and args[0].startswith("clu_"):
                 cluster_id, args = args[0], args[1:]
@@ -97,6 +101,26 @@ class ClusterTerminal(Terminal):
             simulator.engine.set_recoverable(cluster_id, rank, False)
             return f"node {rank} of {cluster_id} can't be recovered now"
         return "sim: " + SIM_HELP.strip()
+
+    async def _log(self, args: list[str]) -> str:
+        """`sim log [CLUSTER] [node=RANK] LINE`: what the workload prints (readiness demo)."""
+        simulator = self._rt.simulator
+        assert simulator is not None
+        cluster_id = args.pop(0) if args[0].startswith("clu_") else None
+        rank = 0
+        if args and args[0].startswith("node=") and args[0][5:].isdigit():
+            rank = int(args.pop(0)[5:])
+        if not args:
+            return "sim: say what the node prints, e.g. `sim log Application startup complete`"
+        if cluster_id is None:  # the newest live cluster: ids are hard to type
+            live = simulator.engine.list_clusters()
+            if not live:
+                return "sim: no cluster yet"
+            cluster_id = live[0].id
+        line = " ".join(args)
+        simulator.engine.append_log(cluster_id, rank, line)
+        await sweeps.watch_clusters(self._rt.services)
+        return f"node {rank} of {cluster_id} printed: {line}"
 
 
 async def _run(settings: Settings) -> None:

@@ -49,6 +49,7 @@ from bot.services.home import HomeService
 from bot.services.launching import LaunchService
 from bot.services.people import People
 from bot.services.quoting import QuotingService
+from bot.services.readiness import ReadinessService
 from bot.services.reconciling import ReconcileService
 from bot.services.recovery import RecoveryService
 from bot.services.stewardship import StewardshipService
@@ -158,6 +159,8 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         launching = LaunchService(provider=provider, quoting=quoting, notifier=notifier,
                                   audit=audit, db=db, clock=clock)
         watching = WatchService(provider=provider, notifier=notifier, db=db, clock=clock)
+        watching.readiness = ReadinessService(provider=provider, notifier=notifier, db=db,
+                                              clock=clock, people=people, audit=audit)
         approvals = ApprovalService(quoting=quoting, notifier=notifier, launcher=launching,
                                     people=people, audit=audit, db=db, clock=clock)
         launching.judge = approvals.judge
@@ -185,6 +188,7 @@ async def start(settings: Settings, *, clock: Clock | None = None,
                                       clock=clock, poll_interval=timedelta(
                                           seconds=settings.poll_interval_seconds)),
             claims=ButtonClaims(audit=audit, db=db, clock=clock),
+            readiness=watching.readiness,
         )
         secret = (settings.slack_signing_secret.get_secret_value()
                   if settings.slack_signing_secret else None)

@@ -36,6 +36,7 @@ from storage.claims import ClaimRepo
 from storage.launches import LaunchIntentRepo, RequestQuoteRepo
 from storage.leases import LeaseRepo
 from storage.outbox import DmChannelRepo, OutboxRepo
+from storage.readiness import ReadinessRepo
 from storage.statements import MANAGED, insert, rowcount
 from storage.tables import (
     APPROVALS,
@@ -408,3 +409,4 @@ class Repos:
         self.leases = LeaseRepo(session)
         self.dm_channels = DmChannelRepo(session)
         self.terminations = TerminationRepo(session)
+        self.readiness = ReadinessRepo(session)

@@ -353,6 +353,26 @@ class TerminationRow(Base, table=True):
     updated_at: datetime = Field(sa_type=UtcDateTime)
 
 
+class ReadinessRow(Base, table=True):
+    """A cluster's readiness check (`ReadinessWatch`, added by 0008): the rule from the launch
+    form, each rank's log cursor, and whether Serving was said / the owner was asked. Only rows
+    in state 'watching' are followed, so the sweep stays bounded."""
+
+    __tablename__ = "readiness"
+
+    cluster_id: str = Field(primary_key=True, foreign_key="clusters.id", sa_type=sa.String)
+    pattern: str = Field(sa_type=sa.Text)
+    all_ranks: bool = Field(sa_type=sa.Boolean)
+    limit_minutes: int = Field(sa_type=sa.Integer)
+    state: str = Field(index=True, sa_type=sa.String)
+    cursors: dict[str, Any] = Field(sa_type=sa.JSON)
+    matched_ranks: list[int] = Field(sa_type=sa.JSON)
+    serving_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    deadline_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    prompts: int = Field(sa_type=sa.Integer)
+    updated_at: datetime = Field(sa_type=UtcDateTime)
+
+
 metadata = Base.metadata
 QUOTES = metadata.tables["quotes"]
 REQUESTS = metadata.tables["requests"]
@@ -369,6 +389,7 @@ OUTBOX = metadata.tables["outbox"]
 LEASES = metadata.tables["leases"]
 DM_CHANNELS = metadata.tables["dm_channels"]
 TERMINATIONS = metadata.tables["terminations"]
+READINESS = metadata.tables["readiness"]
 
 
 # -- rows <-> domain models ------------------------------------------------------------------

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 USAGE = {
     "quote": "/cluster quote <accel>x<gpusPerNode> nodes=<N> [storage=<GB> | volume=<id>] "
-             "[location=<id>] [disk=<GB>]   e.g. /cluster quote h100x8 nodes=4",
+             "[location=<id>] [disk=<GB>] [orchestrator=none|slurm|ray]   "
+             "e.g. /cluster quote h100x8 nodes=4",
     "list": "/cluster list [page]   e.g. /cluster list 2",
     "status": "/cluster status <cluster-id>   e.g. /cluster status clu_9xQe1",
     "terminate": "/cluster terminate <cluster-id>   e.g. /cluster terminate clu_9xQe1",
@@ -34,6 +35,7 @@ class QuoteCommand:
     volume_id: str | None = None
     location: str | None = None
     root_disk_gb: int | None = None
+    orchestrator: str = "none"  # none | slurm | ray
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ class LaunchBody(Frozen):
     root_disk_gb: int | None = None
     storage_gb: int | None = None
     volume_id: str | None = None
+    orchestrator: str | None = None  # slurm | ray; None: the default topology
 
     @classmethod
     def of(cls, request: LaunchRequest, quote: QuoteInfo) -> LaunchBody:
@@ -52,6 +53,7 @@ class LaunchBody(Frozen):
             ports=w.ports or None, ssh_keys=w.ssh_keys or None, auto_recovery=w.auto_recovery,
             shape=spec.shape, location=spec.location, root_disk_gb=spec.root_disk_gb,
             storage_gb=spec.storage_gb, volume_id=spec.volume_id,
+            orchestrator=spec.orchestrator if spec.orchestrator != "none" else None,
         )
 
 

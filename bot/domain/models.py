@@ -7,7 +7,8 @@ these, never table rows; builders render these, never wire models.
 from __future__ import annotations
 
 import enum
-from datetime import datetime
+import re
+from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -48,6 +49,7 @@ class QuoteSpec(Frozen):
     volume_id: str | None = None
     location: str | None = None
     root_disk_gb: int | None = None
+    orchestrator: str = "none"  # none | slurm | ray: the topology (node roles) AI Reserve gives
 
 
 class PriceLine(Frozen):
@@ -97,6 +99,28 @@ class QuoteOutlook(Frozen):
         return self.refused is None or self.override
 
 
+DEFAULT_LIMIT_MINUTES = 45
+
+
+class ReadinessRule(Frozen):
+    """Readiness (bot/domain/readiness.py): the log line that says the workload serves, on rank 0
+    or every rank, and how long to wait for it before asking the owner."""
+
+    pattern: str
+    all_ranks: bool = False
+    limit_minutes: int = DEFAULT_LIMIT_MINUTES
+
+    @property
+    def limit(self) -> timedelta:
+        return timedelta(minutes=self.limit_minutes)
+
+    def ranks(self, nodes: int) -> tuple[int, ...]:
+        return tuple(range(nodes)) if self.all_ranks else (0,)
+
+    def matches(self, line: str) -> bool:
+        return re.search(self.pattern, line) is not None
+
+
 class Workload(Frozen):
     """Launch settings that do not change the price (contract §2.3)."""
 
@@ -107,6 +131,7 @@ class Workload(Frozen):
     ports: tuple[str, ...] = ()
     ssh_keys: tuple[str, ...] = ()
     auto_recovery: bool = False
+    readiness: ReadinessRule | None = None
 
 
 class RequestStatus(enum.StrEnum):
@@ -308,6 +333,7 @@ class NodeConnection(Frozen):
     rank: int
     ssh_command: str | None
     interconnect_address: str | None
+    role: str | None = None  # primary | worker | slurm_controller | … (the orchestrator's)
 
 
 class ConnectionDetails(Frozen):

@@ -31,6 +31,8 @@ class NoticeKind(enum.StrEnum):
     RECEIPT = "receipt"  # what it cost, who asked, who approved — once it is terminated
     PAST_DUE = "past_due"  # the account can't pay: the grace deadline (bot/domain/payment.py)
     GRACE_ENDING = "grace_ending"  # … and a reminder before it ends
+    SERVING = "serving"  # the readiness line appeared (bot/domain/readiness.py): once
+    NOT_SERVING = "not_serving"  # a DM to the owner: the limit passed without it
 
     @property
     def broadcast(self) -> bool:
@@ -57,6 +59,12 @@ class NoticeFacts(Frozen):
     running_seconds: int | None = None  # REMINDER: since readyAt
     grace_ends_at: datetime | None = None  # PAST_DUE, GRACE_ENDING: AI Reserve terminates then
     unpaid_cents: int | None = None  # PAST_DUE, GRACE_ENDING: what is owed for this cluster
+    # SERVING, NOT_SERVING: seconds from ready, what those hour marks billed, the last lines.
+    waited_seconds: int | None = None
+    waiting_cents: int | None = None
+    waiting_charges: int | None = None
+    log_lines: tuple[str, ...] = ()
+    prompt: int | None = None  # NOT_SERVING: which time the owner is asked (Keep waiting's ref)
 
 
 class Notice(Frozen):

@@ -12,6 +12,7 @@ import shlex
 from collections.abc import Mapping
 
 from bot.domain.models import Workload
+from bot.domain.readiness import parse_rule
 
 RESERVED_ENV = frozenset({
     "NODE_RANK", "NUM_NODES", "GPUS_PER_NODE", "WORLD_SIZE", "NODE_ADDR",
@@ -29,7 +30,8 @@ _SSH_KEY = re.compile(
 )
 _IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]*$")
 
-FIELDS = ("name", "image", "cmd", "env", "ports", "ssh_keys", "auto_recovery")
+FIELDS = ("name", "image", "cmd", "env", "ports", "ssh_keys", "auto_recovery", "readiness",
+          "readiness_all", "readiness_limit")
 
 
 class WorkloadInvalid(ValueError):
@@ -97,9 +99,18 @@ def parse_workload(fields: Mapping[str, str | bool]) -> Workload:
                                   "(`ssh-ed25519 AAAA… you@host`).")
             break
         keys.append(line)
+    readiness = None
+    if text("readiness"):
+        rule = parse_rule(text("readiness"), all_ranks=bool(fields.get("readiness_all")),
+                          limit_text=text("readiness_limit"))
+        if isinstance(rule, dict):
+            errors.update(rule)
+        else:
+            readiness = rule
     if errors:
         raise WorkloadInvalid(errors)
     return Workload(
         name=name or None, image=image or None, docker_start_cmd=tuple(cmd), env=env,
         ports=tuple(ports), ssh_keys=tuple(keys), auto_recovery=bool(fields.get("auto_recovery")),
+        readiness=readiness,
     )

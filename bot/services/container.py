@@ -14,6 +14,7 @@ from bot.services.home import HomeService
 from bot.services.launching import LaunchService
 from bot.services.people import People
 from bot.services.quoting import QuotingService
+from bot.services.readiness import ReadinessService
 from bot.services.reconciling import ReconcileService
 from bot.services.recovery import RecoveryService
 from bot.services.stewardship import StewardshipService
@@ -40,3 +41,9 @@ class Services:
     volumes: VolumeService
     envelopes: EnvelopeService
     claims: ButtonClaims
+    readiness: ReadinessService | None = None
+
+    def readiness_service(self) -> ReadinessService:
+        if self.readiness is None:
+            raise RuntimeError("this bot was built without readiness checks")
+        return self.readiness

@@ -40,7 +40,7 @@ from bot.reserve.schemas import Cluster, Shape
 from bot.services.approvals import Judge, reprice
 from bot.services.audit import AuditLog
 from bot.services.linking import link_cluster
-from bot.services.quoting import QuotingService
+from bot.services.quoting import QuotingService, orchestrator_wire
 from storage.db import Database
 from storage.repositories import Repos
 
@@ -379,6 +379,7 @@ def _kwargs(body: LaunchBody) -> dict[str, Any]:
         "shape": Shape(accelerator=s.accelerator, gpus_per_node=s.gpus_per_node, nodes=s.nodes),
         "location": body.location, "root_disk_gb": body.root_disk_gb,
         "storage_gb": body.storage_gb, "volume_id": body.volume_id,
+        "orchestrator": orchestrator_wire(body.orchestrator or "none"),
     }
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from bot.clock import Clock
 from bot.domain.models import ClusterRecord, LaunchRequest, RequestStatus
+from bot.domain.readiness import ReadinessWatch
 from bot.reserve.schemas import Cluster
 from bot.services.observing import record_from_wire
 from storage.db import Database
@@ -42,4 +43,9 @@ async def link_cluster(*, db: Database, clock: Clock, wire: Cluster, request: La
             cluster_id=wire.id, last_error=None)
         await repos.launches.settle_request(request.id, cluster_id=wire.id,
                                             quote_id=wire.quote_id, now=now)
+        rule = request.workload.readiness
+        if rule is not None:  # the readiness check starts with the cluster (kept if there)
+            await repos.readiness.add(ReadinessWatch(
+                cluster_id=wire.id, pattern=rule.pattern, all_ranks=rule.all_ranks,
+                limit_minutes=rule.limit_minutes, updated_at=now))
     return Linked(record=stored, request=moved)

@@ -92,10 +92,12 @@ def connection_details(cluster: Cluster) -> ConnectionDetails | None:
     conn = cluster.connections
     if conn is None or conn.primary is None:
         return None
+    roles = {n.rank: n.role for n in cluster.nodes}
     return ConnectionDetails(
         cluster_id=cluster.id, primary_ssh_command=conn.primary.ssh.command,
         nodes=tuple(NodeConnection(rank=n.rank, ssh_command=n.ssh.command if n.ssh else None,
-                                   interconnect_address=n.interconnect_address)
+                                   interconnect_address=n.interconnect_address,
+                                   role=roles.get(n.rank))
                     for n in conn.nodes),
     )
 

@@ -13,7 +13,7 @@ from bot.domain.models import Actor, PriceLine, QuoteInfo, QuoteOutlook, QuoteSp
 from bot.domain.policy import Verdict
 from bot.reserve import errors as api
 from bot.reserve.port import ClusterProvider
-from bot.reserve.schemas import Accelerator, Quote
+from bot.reserve.schemas import Accelerator, Orchestrator, Quote
 from bot.services.audit import AuditLog, audited
 from bot.services.provider_errors import explain
 from storage.db import Database
@@ -76,7 +76,7 @@ class QuotingService:
             shape=ShapeSpec(accelerator=accelerator.id, gpus_per_node=cmd.gpus_per_node,
                             nodes=cmd.nodes),
             storage_gb=cmd.storage_gb, volume_id=cmd.volume_id, location=cmd.location,
-            root_disk_gb=cmd.root_disk_gb,
+            root_disk_gb=cmd.root_disk_gb, orchestrator=cmd.orchestrator,
         )
         return await self.quote_spec(spec, accelerator_name=accelerator.name,
                                      requested_by=actor.user_id, channel_id=channel_id)
@@ -111,6 +111,7 @@ class QuotingService:
                 spec.shape.accelerator, spec.shape.gpus_per_node, spec.shape.nodes,
                 location=spec.location, root_disk_gb=spec.root_disk_gb,
                 storage_gb=spec.storage_gb, volume_id=spec.volume_id,
+                orchestrator=orchestrator_wire(spec.orchestrator),
             )
         except api.ApiError as exc:
             raise explain(exc, usage=USAGE["quote"], ident=spec.volume_id) from exc
@@ -145,3 +146,12 @@ def quote_info(wire: Quote, *, spec: QuoteSpec, accelerator_name: str, requested
         lines=tuple(lines), availability=wire.availability.value, created_at=wire.created_at,
         expires_at=wire.expires_at, requested_by=requested_by, channel_id=channel_id,
     )
+
+
+def orchestrator_wire(orchestrator: str) -> Orchestrator | None:
+    """The wire's `orchestrator`: omitted for the default topology, else slurm or ray."""
+    if orchestrator == "slurm":
+        return "slurm"
+    if orchestrator == "ray":
+        return "ray"
+    return None

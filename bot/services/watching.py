@@ -35,6 +35,7 @@ from bot.reserve.port import MAX_PAGE_SIZE, ClusterProvider
 from bot.reserve.schemas import Cluster, ClusterStatus
 from bot.services.audit import ended_elsewhere
 from bot.services.observing import connection_details, observe, observed_fields, state_of
+from bot.services.readiness import ReadinessService
 from storage.db import Database
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,8 @@ class WatchService:
         self._provider = provider
         self._notifier = notifier
         self._clock = clock
+        # Readiness checks ride the same sweep (set by bot/runtime.py; bot/services/readiness.py).
+        self.readiness: ReadinessService | None = None
 
     async def sync_live(self, *, on_page: PageHook | None = None) -> int:
         """One poll of every cluster that may still bill; deliver what changed. Returns how
@@ -89,6 +92,8 @@ class WatchService:
             log.warning("listing clusters failed: %s", exc)  # e.g. "GET /clusters is paused …"
         else:
             await self._poll_each([id for id in live if id not in listed])
+        if self.readiness is not None:
+            await self.readiness.follow()
         await self._notifier.deliver_notices()
         return len(live)
 

@@ -51,6 +51,7 @@ from bot.slack.ids import (
     GrowRef,
     HoursRef,
     QuoteRef,
+    ReadinessRef,
     RecoveryRef,
     Ref,
     RelaunchRef,
@@ -196,6 +197,15 @@ BUTTONS: dict[str, Button[Any, Any]] = {
              lambda r, h, by: f"Already drawn for {by}: the chart of `{r.cluster_id}`'s "
                               f"{h[0].accrued_hours} billed hours is in the thread."),
         picture=lambda h: uploads.hours_picture(*h)),
+    Action.KEEP_WAITING: Button[ReadinessRef, ClusterRecord](
+        ReadinessRef,
+        lambda s, r, a: s.readiness_service().keep_waiting(cluster_id=r.cluster_id,
+                                                           prompt=r.prompt, actor=a),
+        lambda r, c: f"Waiting on for `{c.id}`: I'll say when it serves, or ask again after "
+                     "the same limit. It bills meanwhile.",
+        Once("keep_waiting", lambda r: (r.cluster_id, str(r.prompt)),
+             lambda r, c, by: f"Already answered by {by}: the wait for `{c.id}` was "
+                              "extended then.")),
 }
 
 GROW_ONCE = Once[GrowRef, VolumeRecord](
@@ -206,8 +216,10 @@ GROW_ONCE = Once[GrowRef, VolumeRecord](
 
 def _actor(body: dict[str, Any]) -> Actor:
     user = body["user"]
-    return Actor(user_id=user["id"], team_id=user.get("team_id") or
-                 (body.get("team") or {}).get("id"))
+    team = body.get("team")
+    team_id = user.get("team_id") or (team.get("id") if isinstance(team, dict) else None)
+    # A malformed (fuzzed) team is no team, never a 500.
+    return Actor(user_id=user["id"], team_id=team_id if isinstance(team_id, str) else None)
 
 
 def _ref(kind: type[R], action: dict[str, Any]) -> R:

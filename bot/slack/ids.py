@@ -32,13 +32,14 @@ class Action:
     DELETE_VOLUME = "volume_delete"
     KEEP_VOLUME = "volume_keep"
     EXTEND = "cluster_extend"
+    KEEP_WAITING = "cluster_keep_waiting"
     GROW_VOLUME = "volume_grow"
     RELAUNCH_ON_VOLUME = "volume_relaunch"
     HOURS_CHART = "cluster_hours_chart"
     ALL: ClassVar[tuple[str, ...]] = (
         QUOTE_REQUEST_LAUNCH, QUOTE_DISCARD, APPROVE, REJECT, RETRY_LAUNCH, TERMINATE,
         RECOVER, AUTORECOVER_ON, KEEP_RUNNING, CLAIM, DELETE_VOLUME, KEEP_VOLUME, EXTEND,
-        GROW_VOLUME, RELAUNCH_ON_VOLUME, HOURS_CHART,
+        GROW_VOLUME, RELAUNCH_ON_VOLUME, HOURS_CHART, KEEP_WAITING,
     )
 
 
@@ -125,6 +126,14 @@ class ReminderRef(Ref):
     tag = "h"
     cluster_id: str
     hour: int
+
+
+class ReadinessRef(Ref):
+    """Keep waiting: bound to the not-serving prompt it came with (the 1st, 2nd … ask)."""
+
+    tag = "rd"
+    cluster_id: str
+    prompt: int
 
 
 class VolumeRef(Ref):

@@ -41,6 +41,7 @@ from bot.slack.blocks import envelope as envelope_blocks
 from bot.slack.blocks import home as home_blocks
 from bot.slack.blocks import notices as notice_blocks
 from bot.slack.blocks import payment as payment_blocks
+from bot.slack.blocks import readiness as readiness_blocks
 from bot.slack.blocks import volumes as volume_blocks
 from bot.slack.blocks.message import Message
 from bot.slack.outbox import DEFAULT_CLAIM, POST_ERRORS, Outcome, SlackOutbox, reason
@@ -89,6 +90,7 @@ class SlackNotifier:
                              if superseded_quote_id else None)
                 approvals = await repos.approvals.for_request(request_id)
                 record = await repos.clusters.by_request(request_id)
+                readiness = await repos.readiness.get(record.id) if record else None
             assert quote is not None
             now = self._clock.now()
             if old_quote is not None:
@@ -110,7 +112,10 @@ class SlackNotifier:
                                    self._approvals_channel, shown)
             progress = cluster_blocks.request_progress(request, quote, record, now=now,
                                                        approvals=approvals,
-                                                       policy=self._people.policy)
+                                                       policy=self._people.policy,
+                                                       serving=readiness_blocks.serving_line(
+                                                           record, readiness)
+                                                       if record else None)
             await self._upsert(PROGRESS, request_id, request.channel_id, progress,
                                fallback_user=request.requester_id)
         # Approvers' homes list what waits for them: only a submission or a decision changes it.
@@ -194,6 +199,17 @@ class SlackNotifier:
                      for person in owners]
         elif notice.kind in (NoticeKind.PAST_DUE, NoticeKind.GRACE_ENDING):
             posts = await self._payment_posts(notice, record, prefix=prefix, now=now)
+        elif notice.kind is NoticeKind.NOT_SERVING:
+            async with self._db.transaction() as repos:
+                check = await repos.readiness.get(record.id)
+            if record.status not in (ClusterState.RUNNING, ClusterState.DEGRADED) or (
+                    check is not None and check.state.value != "watching"):
+                return True  # terminated or serving since it was queued: nothing to decide
+            owners = ([record.owner_id] if record.owner_id
+                      else sorted(await self._people.approvers()))
+            asked = readiness_blocks.not_serving_dm(notice, record).as_kwargs()
+            posts = [(f"{prefix}/dm/{person}", person, partial(self.outbox.dm, person, asked))
+                     for person in owners]
         else:
             kwargs = (await self._receipt(record) if notice.kind is NoticeKind.RECEIPT
                       else notice_blocks.thread_notice(notice, record, now=now)).as_kwargs()

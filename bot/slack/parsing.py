@@ -31,6 +31,7 @@ from bot.domain.commands import (
     VolumesCommand,
 )
 from bot.domain.errors import InvalidCommand
+from bot.domain.readiness import ORCHESTRATORS
 
 MAX_TEXT = 500
 
@@ -204,8 +205,9 @@ def _parse_quote(args: list[str]) -> QuoteCommand:
             raise _fail(f"I don't understand `{token[:40]}`; options look like `key=value`.",
                         token, "quote")
         key, value = option["key"].lower(), option["value"]
-        if key not in ("nodes", "storage", "volume", "location", "disk"):
-            raise _fail(f"Unknown option `{key}`; I know nodes, storage, volume, location, disk.",
+        if key not in ("nodes", "storage", "volume", "location", "disk", "orchestrator"):
+            raise _fail(f"Unknown option `{key}`; I know nodes, storage, volume, location, disk, "
+                        "orchestrator.",
                         token, "quote")
         if key in seen:
             raise _fail(f"`{key}` is given twice.", token, "quote")
@@ -225,6 +227,10 @@ def _parse_quote(args: list[str]) -> QuoteCommand:
     for key, value in (("volume", volume_id), ("location", location)):
         if value is not None and not _ID.match(value):
             raise _fail(f"`{value[:40]}` is not a valid {key} id.", f"{key}={value[:40]}", "quote")
+    orchestrator = seen.get("orchestrator", "none").lower()
+    if orchestrator not in ORCHESTRATORS:
+        raise _fail(f"`orchestrator={orchestrator[:20]}`: say `none`, `slurm` or `ray` (the "
+                    "topology AI Reserve sets up).", f"orchestrator={orchestrator[:20]}", "quote")
     return QuoteCommand(
         accelerator=accelerator,
         gpus_per_node=gpus,
@@ -233,4 +239,5 @@ def _parse_quote(args: list[str]) -> QuoteCommand:
         volume_id=volume_id,
         location=location,
         root_disk_gb=_whole(seen["disk"], "disk", "GB") if "disk" in seen else None,
+        orchestrator=orchestrator,
     )

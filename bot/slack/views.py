@@ -27,6 +27,9 @@ FIELDS = {
     modal_blocks.FIELD_PORTS: "ports",
     modal_blocks.FIELD_SSH_KEYS: "ssh_keys",
     modal_blocks.FIELD_AUTO_RECOVERY: "auto_recovery",
+    modal_blocks.FIELD_READINESS: "readiness",
+    modal_blocks.FIELD_READINESS_LIMIT: "readiness_limit",
+    modal_blocks.FIELD_READINESS_ALL: "readiness_all",
 }
 BLOCKS = {field: block for block, field in FIELDS.items()}
 

@@ -28,6 +28,10 @@ from bot.slack.parsing import parse
         ("quote h100-sxm-80gbx8 nodes=8 volume=vol_3kP0",
          QuoteCommand("h100-sxm-80gb", 8, 8, volume_id="vol_3kP0")),
         ("quote mi300xx8 nodes=2", QuoteCommand("mi300x", 8, 2)),
+        ("quote h100x8 nodes=2 orchestrator=slurm",
+         QuoteCommand("h100", 8, 2, orchestrator="slurm")),
+        ("quote h100x8 nodes=2 ORCHESTRATOR=Ray", QuoteCommand("h100", 8, 2, orchestrator="ray")),
+        ("quote h100x8 nodes=2 orchestrator=none", QuoteCommand("h100", 8, 2)),
         ("list", ListCommand()),
         ("list 3", ListCommand(page=3)),
         ("status clu_9xQe1", StatusCommand("clu_9xQe1")),
@@ -68,6 +72,9 @@ def test_parses(text, expected):
         ("quote h100x8 nodes=４", "plain ASCII", "４"),
         ("quote ünïcode", "plain ASCII", "ü"),
         ("x" * 501, "at most 500", None),
+        ("quote h100x8 nodes=2 orchestrator=k8s", "`none`, `slurm` or `ray`",
+         "orchestrator=k8s"),
+        ("quote h100x8 nodes=2 orchestrator=", "needs a value", "orchestrator="),
     ],
 )
 def test_bad_input_names_the_bad_part_and_shows_usage(text, says, bad_part):

@@ -10,6 +10,7 @@ idempotency, no faults. Production code never calls these.
     POST /_sim/clusters/seed {count ≤ 10000, accelerator?, gpusPerNode?, nodes?}
                                                       {data: [cluster ids]}  (201; many at once,
                                                       each from its own quote, provisioning)
+    POST /_sim/clusters/{id}/nodes/{rank}/log {line, stream?}   → logs (the line as stored)
     POST /_sim/capacity {accelerator, location, availability?, placeableNodes?}
     POST /_sim/account {balanceCents}                 → account
     GET|POST|DELETE /_sim/faults                      (see faults.py)
@@ -42,6 +43,11 @@ class _Advance(WireRequest):
 
 class _Fail(WireRequest):
     mode: Literal["stopped", "unhealthy"]
+
+
+class _Log(WireRequest):
+    line: Annotated[StrictStr, Field(min_length=1, max_length=4000)]
+    stream: Literal["stdout", "stderr", "system"] = "stdout"
 
 
 class _Recoverable(WireRequest):
@@ -79,6 +85,7 @@ class ControlApi:
         router.add_post("/_sim/clusters/{id}/nodes/{rank}/fail", self.fail_node)
         router.add_post("/_sim/clusters/{id}/nodes/{rank}/recoverable", self.recoverable)
         router.add_post("/_sim/clusters/seed", self.seed)
+        router.add_post("/_sim/clusters/{id}/nodes/{rank}/log", self.append_log)
         router.add_post("/_sim/capacity", self.capacity)
         router.add_post("/_sim/account", self.balance)
         router.add_get("/_sim/faults", self.list_faults, allow_head=False)
@@ -108,6 +115,12 @@ class ControlApi:
         mode = parse_model(request, _Fail).mode
         cluster = self._engine.fail_node(request.match_info["id"], _rank(request), mode)
         return json_response(200, cluster.to_wire())
+
+    async def append_log(self, request: web.Request) -> web.Response:
+        req = parse_model(request, _Log)
+        logs = self._engine.append_log(request.match_info["id"], _rank(request),
+                                       req.line, req.stream)
+        return json_response(200, logs.to_wire())
 
     async def recoverable(self, request: web.Request) -> web.Response:
         value = parse_model(request, _Recoverable).value

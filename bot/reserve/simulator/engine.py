@@ -308,6 +308,14 @@ class SimulatorEngine:
             )
         return rank
 
+    def append_log(self, cluster_id: str, rank: int, line: str,
+                   stream: str = "stdout") -> Logs:
+        """What the workload on node `rank` prints (a `/_sim` control): the line, as stored."""
+        cluster = self._cluster(cluster_id)
+        node = cluster.nodes[self._rank(cluster, rank)]
+        self._w.log(node, stream, line)
+        return logs.query(cluster, node=node.rank, tail=1, since=None, stream=None)
+
     def fail_node(self, cluster_id: str, rank: int,
                   mode: Literal["stopped", "unhealthy"]) -> Cluster:
         cluster = self._cluster(cluster_id)

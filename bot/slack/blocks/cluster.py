@@ -24,6 +24,7 @@ from bot.domain.models import (
     QuoteInfo,
     RequestStatus,
 )
+from bot.domain.readiness import role_word
 from bot.domain.reasons import error_words, why_terminated
 from bot.domain.spend import HOUR, accruals_before
 from bot.slack.blocks.approval import SpendThresholds, approvers, auto_approved, deciders
@@ -78,11 +79,14 @@ def request_progress(
     now: datetime,
     approvals: Sequence[Approval] = (),
     policy: SpendThresholds | None = None,
+    serving: str | None = None,
 ) -> Message:
     """The one message per request in the requester's channel, edited as the request moves."""
     if cluster is not None:
         state = cluster_state_line(cluster, now=now)
         notes = _cluster_notes(cluster, auto_recovery=cluster.auto_recovery)
+        if serving:  # running is not serving (bot/slack/blocks/readiness.py)
+            state += "\n" + serving
     else:
         state, notes = _request_state_line(req, approvals, policy), []
         if req.status is RequestStatus.LAUNCHING and req.last_error:
@@ -110,7 +114,8 @@ def connection_dm(c: ClusterRecord, details: ConnectionDetails) -> Message:
         ssh = code(escaped(node.ssh_command, 300)) if node.ssh_command else "_not reachable yet_"
         addr = (f" · interconnect {code(escaped(node.interconnect_address, ID_MAX))}"
                 if node.interconnect_address else "")
-        lines.append(f"• rank {node.rank}: {ssh}{addr}")
+        role = f" ({escaped(role_word(node.role), 40)})" if node.role else ""
+        lines.append(f"• rank {node.rank}{role}: {ssh}{addr}")
     lines = fit_lines(lines, SECTION_BUDGET, "…and {n} more nodes")
     rate = hourly(c.hourly_cents)
     blocks: list[Block] = [
@@ -384,7 +389,8 @@ def _node_lines(nodes: Sequence[NodeSummary]) -> list[str]:
     lines = []
     for n in nodes:
         error = f" — {_error(n.last_error, 200)}" if n.last_error else ""
-        lines.append(f"• rank {n.rank} · {escaped(n.role, 40)} · *{escaped(n.status, 40)}* · "
+        lines.append(f"• rank {n.rank} · {escaped(role_word(n.role), 40)} · "
+                     f"*{escaped(n.status, 40)}* · "
                      f"{n.gpus} GPUs{error}")
     return fit_lines(lines, SECTION_BUDGET, "…and {n} more nodes")
 

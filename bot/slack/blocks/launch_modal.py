@@ -20,7 +20,8 @@ from slack_sdk.models.blocks import (
 )
 from slack_sdk.models.views import View
 
-from bot.domain.models import QuoteInfo, Workload
+from bot.domain.models import DEFAULT_LIMIT_MINUTES, QuoteInfo, Workload
+from bot.domain.readiness import PRESETS, TORCHRUN_TEMPLATE, VLLM_TEMPLATE
 from bot.slack import ids
 from bot.slack.blocks.format import code, escaped, hourly, money, shape_label, when
 from bot.slack.blocks.message import plain, section
@@ -32,8 +33,25 @@ FIELD_ENV = "launch_env"
 FIELD_PORTS = "launch_ports"
 FIELD_SSH_KEYS = "launch_ssh_keys"
 FIELD_AUTO_RECOVERY = "launch_auto_recovery"
-TEXT_FIELDS = (FIELD_NAME, FIELD_IMAGE, FIELD_CMD, FIELD_ENV, FIELD_PORTS, FIELD_SSH_KEYS)
+FIELD_READINESS = "launch_readiness"
+FIELD_READINESS_LIMIT = "launch_readiness_limit"
+FIELD_READINESS_ALL = "launch_readiness_all"
+TEXT_FIELDS = (FIELD_NAME, FIELD_IMAGE, FIELD_CMD, FIELD_ENV, FIELD_PORTS, FIELD_SSH_KEYS,
+               FIELD_READINESS, FIELD_READINESS_LIMIT)
 AUTO_RECOVERY_ON = "on"
+READINESS_ALL_ON = "all"
+
+READINESS_HINT = (
+    "AI Reserve's `running` is infrastructure only: it does not check your server or the "
+    "rendezvous. Give the log line that says it serves and the bot posts *Serving* when rank 0 "
+    "prints it (with what waiting billed). A preset — "
+    + ", ".join(f"`{name}` ({label})" for name, (label, _) in PRESETS.items())
+    + " — or a regular expression, e.g. `Uvicorn running on`."
+)
+READINESS_LIMIT_HINT = (
+    f"Minutes after ready before you are asked to terminate or keep waiting "
+    f"(default {DEFAULT_LIMIT_MINUTES})."
+)
 
 ENV_HINT = (
     "One KEY=VALUE per line. MALLOC_ARENA_MAX=1 is recommended for tensor-parallel workloads "
@@ -67,6 +85,7 @@ def launch_modal(q: QuoteInfo, *, defaults: Workload) -> View:
                     placeholder="vllm/vllm-openai:latest"),
         _text_input(FIELD_CMD, "Docker start command", shlex.join(defaults.docker_start_cmd),
                     placeholder="bash -lc /workspace/start.sh", hint=CMD_HINT),
+        start_command_templates(),
         _text_input(FIELD_ENV, "Environment", _env_text(defaults.env), multiline=True,
                     placeholder="MALLOC_ARENA_MAX=1", hint=ENV_HINT),
         _text_input(FIELD_PORTS, "Ports", ", ".join(defaults.ports),
@@ -74,6 +93,7 @@ def launch_modal(q: QuoteInfo, *, defaults: Workload) -> View:
         _text_input(FIELD_SSH_KEYS, "SSH public keys", "\n".join(defaults.ssh_keys),
                     multiline=True, placeholder="ssh-ed25519 AAAA… you@example", hint=SSH_HINT),
         _recovery_input(defaults.auto_recovery),
+        *readiness_inputs(defaults),
     ]
     return View(
         type="modal",
@@ -100,7 +120,43 @@ def read_modal(state_values: Mapping[str, Mapping[str, Any]]) -> dict[str, str |
         isinstance(option, Mapping) and option.get("value") == AUTO_RECOVERY_ON
         for option in selected
     )
+    selected = _element_state(state_values, FIELD_READINESS_ALL).get("selected_options") or []
+    result[FIELD_READINESS_ALL] = any(
+        isinstance(option, Mapping) and option.get("value") == READINESS_ALL_ON
+        for option in selected
+    )
     return result
+
+
+def start_command_templates() -> Block:
+    """A rank-aware start command to copy: every node runs it and reads the injected env."""
+    block = section(
+        "*Rank-aware start command* (every node runs the same line; AI Reserve injects "
+        "`NODE_RANK`, `NUM_NODES`, `GPUS_PER_NODE`, `WORLD_SIZE`, `MASTER_ADDR`, `MASTER_PORT`):\n"
+        f"torchrun: ```{TORCHRUN_TEMPLATE}```\nvLLM multi-node: ```{VLLM_TEMPLATE}```")
+    block.block_id = "launch_cmd_templates"
+    return block
+
+
+def readiness_inputs(defaults: Workload) -> list[Block]:
+    rule = defaults.readiness
+    option = Option(value=READINESS_ALL_ON, text=plain("Every rank must print it"))
+    return [
+        _text_input(FIELD_READINESS, "Readiness line (optional)", rule.pattern if rule else None,
+                    placeholder="vllm", hint=READINESS_HINT),
+        _text_input(FIELD_READINESS_LIMIT, "Wait for it (minutes)",
+                    str(rule.limit_minutes) if rule else None,
+                    placeholder=str(DEFAULT_LIMIT_MINUTES), hint=READINESS_LIMIT_HINT),
+        InputBlock(
+            block_id=FIELD_READINESS_ALL,
+            label=plain("Readiness on", 2000),
+            element=CheckboxesElement(
+                action_id=FIELD_READINESS_ALL, options=[option],
+                initial_options=[option] if rule and rule.all_ranks else None),
+            hint=plain("Off: rank 0 (the primary) only.", 2000),
+            optional=True,
+        ),
+    ]
 
 
 def _element_state(state_values: Mapping[str, Mapping[str, Any]], field: str) -> Mapping[str, Any]:

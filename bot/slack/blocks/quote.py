@@ -7,6 +7,7 @@ from datetime import datetime
 from slack_sdk.models.blocks import Block
 
 from bot.domain.models import PriceLine, QuoteInfo, QuoteOutlook
+from bot.domain.readiness import topology
 from bot.slack.blocks.format import (
     ID_MAX,
     code,
@@ -107,6 +108,8 @@ def quote_facts(q: QuoteInfo, *, outlook: QuoteOutlook | None = None) -> list[Bl
             f"*Location*\n{escaped(q.location, ID_MAX)}",
             f"*Storage*\n{storage_summary(q)}",
             f"*Availability*\n{escaped(q.availability, ID_MAX)}",
+            *([f"*Orchestrator*\n{topology(q.spec.orchestrator)}"]
+              if q.spec.orchestrator != "none" else []),
         ]),
         context(
             "Availability is the stock signal for ONE node: placing all "

@@ -73,6 +73,30 @@ async def test_fail_node_and_recoverable(api: Api) -> None:
     assert 400 <= reply.status < 500
 
 
+async def test_a_node_log_line_is_appended_and_read_back_since_the_cursor(api: Api) -> None:
+    cluster = await api.running_cluster()
+    logs = f"/v1/clusters/{cluster['id']}/logs"
+    before = (await api.call("GET", logs, params={"node": "1"})).body
+    await api.admin("POST", "/clock/advance", {"seconds": 1})
+    base = f"/clusters/{cluster['id']}/nodes"
+    reply = await api.admin("POST", f"{base}/1/log", {"line": "Application startup complete."})
+    assert reply.status == 200
+    [line] = reply.body["lines"]
+    assert (line["line"], line["stream"], reply.body["node"]) == (
+        "Application startup complete.", "stdout", 1)
+    after = await api.call("GET", logs, params={"node": "1", "since": before["nextSince"]})
+    assert [x["line"] for x in after.body["lines"]] == ["Application startup complete."]
+    rank0 = await api.call("GET", logs, params={"since": before["nextSince"]})
+    assert rank0.body["lines"] == []  # another node's log is untouched
+    err = await api.admin("POST", f"{base}/1/log", {"line": "x", "stream": "stdin"})
+    assert_error(err, 400)
+    assert_error(await api.admin("POST", f"{base}/1/log", {"line": ""}), 400)
+    assert_error(await api.admin("POST", f"{base}/1/log", {"text": "x"}), 400)
+    assert_error(await api.admin("POST", f"{base}/9/log", {"line": "x"}), 400)
+    reply = await api.admin("POST", "/clusters/clu_nope/nodes/0/log", {"line": "x"})
+    assert_error(reply, 404, "not_found")
+
+
 async def test_capacity_and_availability(api: Api) -> None:
     body = {"accelerator": "h100-sxm-80gb", "location": "us-tx", "availability": "none"}
     reply = await api.admin("POST", "/capacity", body)

@@ -11,6 +11,9 @@ from bot.slack.blocks.launch_modal import (
     FIELD_IMAGE,
     FIELD_NAME,
     FIELD_PORTS,
+    FIELD_READINESS,
+    FIELD_READINESS_ALL,
+    FIELD_READINESS_LIMIT,
     FIELD_SSH_KEYS,
     launch_modal,
     read_modal,
@@ -18,7 +21,7 @@ from bot.slack.blocks.launch_modal import (
 from tests.slack.blocks import HOSTILE, SSH_KEY, check_view, make_quote, make_workload
 
 FIELDS = (FIELD_NAME, FIELD_IMAGE, FIELD_CMD, FIELD_ENV, FIELD_PORTS, FIELD_SSH_KEYS,
-          FIELD_AUTO_RECOVERY)
+          FIELD_AUTO_RECOVERY, FIELD_READINESS, FIELD_READINESS_LIMIT, FIELD_READINESS_ALL)
 
 
 def _inputs(view_dict: dict[str, Any]) -> dict[str, Any]:
@@ -121,11 +124,14 @@ def test_read_modal_reads_every_field():
         FIELD_NAME: "dsv3-serve", FIELD_IMAGE: "vllm/vllm-openai:latest",
         FIELD_CMD: "bash -lc 'x y'", FIELD_ENV: "A=1\nB=2", FIELD_PORTS: "8000/http",
         FIELD_SSH_KEYS: SSH_KEY, FIELD_AUTO_RECOVERY: True,
+        FIELD_READINESS: "", FIELD_READINESS_LIMIT: "", FIELD_READINESS_ALL: False,
     }
 
 
 def test_read_modal_defaults_absent_and_none_values():
-    expected = dict.fromkeys(FIELDS[:-1], "") | {FIELD_AUTO_RECOVERY: False}
+    checkboxes = (FIELD_AUTO_RECOVERY, FIELD_READINESS_ALL)
+    expected = (dict.fromkeys([f for f in FIELDS if f not in checkboxes], "")
+                | dict.fromkeys(checkboxes, False))
     assert read_modal({}) == expected
     assert read_modal(_state(launch_name=None, launch_env=None, launch_auto_recovery=[])) \
         == expected
@@ -136,3 +142,19 @@ def test_read_modal_defaults_absent_and_none_values():
 def test_read_modal_tolerates_another_action_id():
     state = {FIELD_NAME: {"whatever": {"type": "plain_text_input", "value": "n"}}}
     assert read_modal(state)[FIELD_NAME] == "n"
+
+
+def test_readiness_presets_and_a_rank_aware_start_command_are_offered():
+    from bot.domain.workload import default_workload
+
+    view = check_view(launch_modal(make_quote(), defaults=default_workload()))
+    inputs = _inputs(view)
+    hint = inputs[FIELD_READINESS]["hint"]["text"]
+    for preset in ("`vllm`", "`sglang`", "`torchrun`", "`slurm`", "`ray`"):
+        assert preset in hint
+    assert inputs[FIELD_ENV]["element"]["initial_value"] == "MALLOC_ARENA_MAX=1"
+    [templates] = [b for b in view["blocks"] if b.get("block_id") == "launch_cmd_templates"]
+    text = templates["text"]["text"]
+    for name in ("NODE_RANK", "NUM_NODES", "GPUS_PER_NODE", "MASTER_ADDR", "MASTER_PORT"):
+        assert f"${name}" in text
+    assert "torchrun --nnodes=$NUM_NODES" in text and "vllm serve" in text

@@ -1,0 +1,182 @@
+"""Readiness: follow a running cluster's logs until the owner's readiness line appears.
+
+`running` is infrastructure only (AI Reserve's docs), so for each cluster whose launch form gave
+a readiness rule the watcher's sweep reads the new log lines of rank 0 (or of every rank) since
+the stored cursor (`since`, the provider's `nextSince`), and once the line is there it posts
+**Serving** in the cluster's thread — a notice keyed `serving` in the outbox, queued in the same
+transaction that settles the check, so a restart or a second replica never says it twice. When
+the owner's limit passes first, the owner is asked (once per limit) with the last lines, what
+the wait billed, and Terminate / Keep waiting. Only checks still watching are read: the sweep
+stays bounded by the clusters that are not serving yet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import datetime
+
+from bot.clock import Clock
+from bot.domain.errors import DomainError
+from bot.domain.models import Actor, ClusterRecord, ClusterState
+from bot.domain.ports import Notifier
+from bot.domain.readiness import (
+    ReadinessState,
+    ReadinessWatch,
+    charges_until,
+    deadline,
+)
+from bot.domain.watch import Notice, NoticeFacts, NoticeKind
+from bot.reserve import errors as api
+from bot.reserve.port import ClusterProvider
+from bot.reserve.schemas import LogLine
+from bot.services.audit import AuditLog
+from bot.services.people import People
+from storage.db import Database
+
+log = logging.getLogger(__name__)
+
+MAX_CONCURRENT = 4
+LOG_TAIL = 5000  # the contract's maximum: the most lines one read can see after the cursor
+PROMPT_LINES = 12
+MATCH_CHARS = 2000  # a pattern only sees this much of one line
+_WATCHED = (ClusterState.RUNNING, ClusterState.DEGRADED)
+
+
+def _first_match(watch: ReadinessWatch, lines: list[LogLine]) -> LogLine | None:
+    rule = watch.rule
+    return next((line for line in lines if rule.matches(line.line[:MATCH_CHARS])), None)
+
+
+class ReadinessService:
+    def __init__(self, *, db: Database, provider: ClusterProvider, notifier: Notifier,
+                 clock: Clock, people: People, audit: AuditLog) -> None:
+        self._db = db
+        self._provider = provider
+        self._notifier = notifier
+        self._clock = clock
+        self._people = people
+        self._audit = audit
+
+    async def follow(self) -> int:
+        """One pass over the checks still watching; returns how many were read."""
+        async with self._db.transaction() as repos:
+            watching = await repos.readiness.watching()
+        gate = asyncio.Semaphore(MAX_CONCURRENT)
+
+        async def one(watch: ReadinessWatch) -> None:
+            async with gate:
+                try:
+                    await self._follow(watch)
+                except api.ApiError as exc:  # the cursor stays: the next pass reads on
+                    log.warning("reading the logs of %s failed: %s", watch.cluster_id, exc.code)
+
+        await asyncio.gather(*(one(w) for w in watching))
+        return len(watching)
+
+    async def _follow(self, watch: ReadinessWatch) -> None:
+        async with self._db.transaction() as repos:
+            record = await repos.clusters.get(watch.cluster_id)
+        if record is None:
+            return
+        now = self._clock.now()
+        if not record.status.is_live or record.status is ClusterState.TERMINATING:
+            async with self._db.transaction() as repos:
+                await repos.readiness.settle(record.id, to=ReadinessState.ENDED, now=now)
+            return
+        if record.status not in _WATCHED or record.ready_at is None:
+            return  # still provisioning: nothing to serve yet
+        cursors = dict(watch.cursors)
+        matched = set(watch.matched_ranks)
+        seen_at: datetime | None = None
+        tails: list[str] = []
+        for rank in watch.rule.ranks(record.shape.nodes):
+            if rank in matched:
+                continue
+            logs = await self._provider.cluster_logs(record.id, node=rank, tail=LOG_TAIL,
+                                                     since=cursors.get(str(rank)))
+            if logs.next_since is not None:
+                cursors[str(rank)] = logs.next_since
+            if rank == 0:
+                tails = [line.line for line in logs.lines[-PROMPT_LINES:]]
+            # A user's pattern runs off the event loop, on lines cut to MATCH_CHARS.
+            hit = await asyncio.to_thread(_first_match, watch, logs.lines)
+            if hit is not None:
+                matched.add(rank)
+                seen_at = hit.ts if seen_at is None else max(seen_at, hit.ts)
+        needed = set(watch.rule.ranks(record.shape.nodes))
+        if needed <= matched:
+            await self._serving(record, watch, at=seen_at or now, now=now)
+            return
+        due = watch.deadline_at
+        async with self._db.transaction() as repos:
+            if due is None and watch.prompts == 0:  # the clock starts at ready
+                due = deadline(ready_at=record.ready_at, limit_minutes=watch.limit_minutes,
+                               prompts=0)
+                await repos.readiness.advance(record.id, now=now, deadline_at=due)
+            await repos.readiness.advance(record.id, now=now, cursors=cursors,
+                                          matched_ranks=sorted(matched))
+        if due is not None and now >= due:
+            await self._ask(record, watch, tails=tails, now=now)
+
+    async def _serving(self, record: ClusterRecord, watch: ReadinessWatch, *, at: datetime,
+                       now: datetime) -> None:
+        ready = record.ready_at
+        assert ready is not None
+        at = max(at, ready)
+        charges = charges_until(ready, at)
+        notice = Notice(
+            cluster_id=record.id, key="serving", kind=NoticeKind.SERVING, created_at=now,
+            facts=NoticeFacts(waited_seconds=int((at - ready).total_seconds()),
+                              waiting_charges=charges,
+                              waiting_cents=charges * record.hourly_cents))
+        async with self._db.transaction() as repos:
+            if not await repos.readiness.settle(record.id, to=ReadinessState.SERVING, now=now,
+                                                serving_at=at):
+                return  # another replica (or pass) settled it first
+            await repos.notices.add_new([notice])
+        await self._notifier.refresh_cluster(record.id)
+
+    async def _ask(self, record: ClusterRecord, watch: ReadinessWatch, *, tails: list[str],
+                   now: datetime) -> None:
+        ready = record.ready_at
+        assert ready is not None
+        if not tails:  # nothing new since the cursor: show the last lines anyway
+            logs = await self._provider.cluster_logs(record.id, node=0, tail=PROMPT_LINES)
+            tails = [line.line for line in logs.lines]
+        charges = charges_until(ready, now)
+        prompt = watch.prompts + 1
+        notice = Notice(
+            cluster_id=record.id, key=f"not_serving:{prompt}", kind=NoticeKind.NOT_SERVING,
+            created_at=now,
+            facts=NoticeFacts(waited_seconds=int((now - ready).total_seconds()),
+                              waiting_charges=charges,
+                              waiting_cents=charges * record.hourly_cents,
+                              log_lines=tuple(tails), prompt=prompt))
+        async with self._db.transaction() as repos:
+            if await repos.readiness.ask(record.id, shown=watch.prompts, now=now):
+                await repos.notices.add_new([notice])
+
+    async def keep_waiting(self, *, cluster_id: str, prompt: int,
+                           actor: Actor) -> ClusterRecord:
+        """Keep waiting on the `prompt`-th ask: the limit starts again from now."""
+        now = self._clock.now()
+        async with self._db.transaction() as repos:
+            record = await repos.clusters.get(cluster_id)
+            watch = await repos.readiness.get(cluster_id)
+            if record is None or watch is None:
+                raise DomainError(f"I know no readiness check for `{cluster_id[:64]}`.")
+            if actor.user_id != record.owner_id and actor.user_id not in \
+                    await self._people.approvers():
+                raise DomainError("Only the cluster's owner or an approver can say that.")
+            if watch.state is not ReadinessState.WATCHING:
+                raise DomainError(f"`{cluster_id}` is {watch.state.value} now; nothing to "
+                                  "wait for.")
+            until = now + watch.rule.limit
+            if not await repos.readiness.keep_waiting(cluster_id, prompt=prompt, until=until,
+                                                      now=now):
+                raise DomainError("That question was already answered.")
+        await self._audit.write(actor=actor, action="keep_waiting", subject_id=cluster_id,
+                                outcome="ok",
+                                detail=f"readiness limit extended {watch.limit_minutes} min")
+        return record

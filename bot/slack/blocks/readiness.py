@@ -1,0 +1,77 @@
+"""What the readiness check says (bot/services/readiness.py): **Serving** in the cluster's
+thread, and the owner's DM when the limit passed without the line. Money is the locked rate at
+the provider's hour marks (readyAt + k·1 h), as every other message counts it."""
+
+from __future__ import annotations
+
+from slack_sdk.models.blocks import Block
+
+from bot.domain.models import ClusterRecord, ClusterState
+from bot.domain.readiness import ReadinessState, ReadinessWatch
+from bot.domain.watch import Notice
+from bot.slack.blocks.cluster import TERMINABLE, cluster_ref, terminate_button
+from bot.slack.blocks.format import ID_MAX, code, duration, escaped, hourly, money, when
+from bot.slack.blocks.message import Message, actions, button, compose, context, section
+from bot.slack.ids import Action, ReadinessRef
+
+LINE_MAX = 300
+LINES_BUDGET = 2600
+
+
+def serving_line(c: ClusterRecord, w: ReadinessWatch | None) -> str | None:
+    """Running is not serving: what the readiness check has seen (None: no check asked for)."""
+    if w is None or c.status not in (ClusterState.RUNNING, ClusterState.DEGRADED):
+        return None
+    where = "every rank" if w.all_ranks else "rank 0"
+    if w.state is ReadinessState.SERVING and w.serving_at is not None:
+        took = (f" ({duration((w.serving_at - c.ready_at).total_seconds())} after ready)"
+                if c.ready_at else "")
+        return f":white_check_mark: *Serving since {when(w.serving_at)}*{took}"
+    return (f":hourglass_flowing_sand: *Not serving yet*: waiting for "
+            f"{code(escaped(w.pattern, 80))} in {where}'s log")
+
+
+def _billed(n: Notice, c: ClusterRecord) -> str:
+    f = n.facts
+    charges = f.waiting_charges or 0
+    marks = f"{charges} hourly charge{'s' if charges != 1 else ''} of {hourly(c.hourly_cents)}"
+    return f"*{money(f.waiting_cents or 0)}* ({marks}, the first at ready)"
+
+
+def serving_notice(n: Notice, c: ClusterRecord) -> Message:
+    """The thread reply: it serves, how long after ready, what that wait billed."""
+    took = duration(n.facts.waited_seconds or 0)
+    body = (f":white_check_mark: {cluster_ref(c)} *is serving*: the readiness line appeared "
+            f"{took} after the cluster was ready. Getting there billed {_billed(n, c)}.")
+    blocks: list[Block] = [section(body)]
+    if c.status.value == "degraded":
+        blocks.append(context(":large_orange_circle: It is degraded (a node is down) and bills "
+                              "the full rate."))
+    return compose(f"{escaped(c.id, ID_MAX)} is serving ({took} after ready)", blocks,
+                   key="notice.serving")
+
+
+def not_serving_dm(n: Notice, c: ClusterRecord) -> Message:
+    """The owner's DM: not serving after the limit — the last lines, the cost, two ways on."""
+    f = n.facts
+    waited = duration(f.waited_seconds or 0)
+    body = (f":hourglass: {cluster_ref(c)} has been ready for {waited} and *the readiness line "
+            f"hasn't appeared*. Not serving has billed {_billed(n, c)} so far; it bills "
+            f"{hourly(c.hourly_cents)} until terminated.")
+    blocks: list[Block] = [section(body)]
+    lines = [escaped(line, LINE_MAX).replace("```", "'''") for line in f.log_lines]
+    while lines and sum(len(line) + 1 for line in lines) > LINES_BUDGET:
+        lines.pop(0)
+    shown = "\n".join(lines) if lines else "(no lines yet)"
+    blocks.append(section(f"*The last lines of rank 0:*\n```{shown}```"))
+    if c.status in TERMINABLE:
+        value = ReadinessRef(cluster_id=c.id, prompt=f.prompt or 1).pack()
+        blocks.append(context("*Keep waiting* gives it the same limit again; I'll post "
+                              "*Serving* in its thread when the line appears."))
+        blocks.append(actions(terminate_button(c),
+                              button("Keep waiting", action_id=Action.KEEP_WAITING,
+                                     value=value)))
+    else:
+        blocks.append(context(f"It is {c.status.value} now."))
+    return compose(f"{escaped(c.id, ID_MAX)} is not serving after {waited}; it has billed "
+                   f"{money(f.waiting_cents or 0)} meanwhile", blocks, key="not_serving")

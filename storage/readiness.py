@@ -1,0 +1,72 @@
+"""The readiness checks' repository: start one, list those still watching, move one along.
+
+Every move is a compare-and-set on the row (its state, or `prompts` for Keep waiting), so two
+replicas or a restart never announce Serving twice nor ask the owner twice.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.domain.readiness import ReadinessState, ReadinessWatch
+from storage.statements import insert, rowcount
+from storage.tables import READINESS, json_data, row_values, to_domain
+
+_R = READINESS.c
+
+
+class ReadinessRepo:
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def add(self, watch: ReadinessWatch) -> None:
+        """Start watching; a cluster that already has a check keeps it."""
+        stmt = insert(self._session, READINESS).values(row_values(watch))
+        await self._session.execute(stmt.on_conflict_do_nothing(index_elements=["cluster_id"]))
+
+    async def get(self, cluster_id: str) -> ReadinessWatch | None:
+        row = (await self._session.execute(
+            sa.select(READINESS).where(_R.cluster_id == cluster_id))).mappings().one_or_none()
+        return None if row is None else to_domain(ReadinessWatch, row)
+
+    async def watching(self, *, limit: int = 200) -> list[ReadinessWatch]:
+        rows = (await self._session.execute(
+            sa.select(READINESS).where(_R.state == ReadinessState.WATCHING.value)
+            .order_by(_R.updated_at).limit(limit))).mappings()
+        return [to_domain(ReadinessWatch, row) for row in rows]
+
+    async def advance(self, cluster_id: str, *, now: datetime, **changes: Any) -> bool:
+        """Store what one poll read, only while still watching; True if it was stored."""
+        values = {k: v if isinstance(v, datetime) or v is None else json_data(v)
+                  for k, v in changes.items()}
+        return bool(await rowcount(self._session, sa.update(READINESS).where(
+            _R.cluster_id == cluster_id, _R.state == ReadinessState.WATCHING.value,
+        ).values(**values, updated_at=now)))
+
+    async def settle(self, cluster_id: str, *, to: ReadinessState, now: datetime,
+                     serving_at: datetime | None = None) -> bool:
+        """watching → serving | ended; True only for the call that made the move."""
+        return bool(await rowcount(self._session, sa.update(READINESS).where(
+            _R.cluster_id == cluster_id, _R.state == ReadinessState.WATCHING.value,
+        ).values(state=to.value, serving_at=serving_at, updated_at=now)))
+
+    async def ask(self, cluster_id: str, *, shown: int, now: datetime) -> bool:
+        """The limit passed: count the prompt and stop the clock until the owner answers.
+        Bound to the count the caller saw; True only for the call that asked."""
+        return bool(await rowcount(self._session, sa.update(READINESS).where(
+            _R.cluster_id == cluster_id, _R.state == ReadinessState.WATCHING.value,
+            _R.prompts == shown, _R.deadline_at.is_not(None),
+        ).values(prompts=shown + 1, deadline_at=None, updated_at=now)))
+
+    async def keep_waiting(self, cluster_id: str, *, prompt: int, until: datetime,
+                           now: datetime) -> bool:
+        """Keep waiting on prompt `prompt`: a new deadline, once; False if already answered
+        (or the cluster served or ended meanwhile)."""
+        return bool(await rowcount(self._session, sa.update(READINESS).where(
+            _R.cluster_id == cluster_id, _R.state == ReadinessState.WATCHING.value,
+            _R.prompts == prompt, _R.deadline_at.is_(None),
+        ).values(deadline_at=until, updated_at=now)))

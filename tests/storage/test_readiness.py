@@ -1,0 +1,58 @@
+"""The readiness checks' repository: cursors round-trip, and each move is a compare-and-set, so
+Serving is settled once and the owner asked once per limit (SQLite, PostgreSQL)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from bot.domain.readiness import ReadinessState, ReadinessWatch
+from tests.storage.conftest import T0, make_cluster, seed
+
+
+async def _watching(db) -> None:
+    await seed(db)
+    async with db.transaction() as repos:
+        await repos.clusters.add(make_cluster())
+        await repos.readiness.add(ReadinessWatch(
+            cluster_id="c-1", pattern=r"Application startup complete", limit_minutes=45,
+            updated_at=T0))
+        await repos.readiness.add(ReadinessWatch(  # a second start keeps the first
+            cluster_id="c-1", pattern="other", limit_minutes=5, updated_at=T0))
+
+
+async def test_cursors_round_trip_and_only_watching_rows_are_listed(db):
+    await _watching(db)
+    cursor = T0 + timedelta(seconds=61)
+    async with db.transaction() as repos:
+        assert await repos.readiness.advance("c-1", now=T0, cursors={"0": cursor, "1": cursor},
+                                             matched_ranks=[1],
+                                             deadline_at=T0 + timedelta(minutes=45))
+    async with db.transaction() as repos:
+        [watch] = await repos.readiness.watching()
+    assert watch.pattern == "Application startup complete" and watch.limit_minutes == 45
+    assert watch.cursors == {"0": cursor, "1": cursor} and watch.cursors["0"].tzinfo is not None
+    assert watch.matched_ranks == (1,)
+    async with db.transaction() as repos:
+        assert await repos.readiness.settle("c-1", to=ReadinessState.SERVING, now=T0,
+                                            serving_at=cursor)
+        assert not await repos.readiness.settle("c-1", to=ReadinessState.ENDED, now=T0)
+        assert not await repos.readiness.advance("c-1", now=T0, matched_ranks=[0, 1])
+        assert await repos.readiness.watching() == []
+        settled = await repos.readiness.get("c-1")
+    assert settled is not None and settled.serving_at == cursor
+    assert settled.state is ReadinessState.SERVING and settled.matched_ranks == (1,)
+
+
+async def test_asked_once_per_limit_and_keep_waiting_once_per_prompt(db):
+    await _watching(db)
+    later = T0 + timedelta(minutes=90)
+    async with db.transaction() as repos:
+        assert not await repos.readiness.ask("c-1", shown=0, now=T0)  # no deadline yet
+        await repos.readiness.advance("c-1", now=T0, deadline_at=T0 + timedelta(minutes=45))
+        assert await repos.readiness.ask("c-1", shown=0, now=T0)
+        assert not await repos.readiness.ask("c-1", shown=0, now=T0)  # a second replica
+        assert not await repos.readiness.keep_waiting("c-1", prompt=2, until=later, now=T0)
+        assert await repos.readiness.keep_waiting("c-1", prompt=1, until=later, now=T0)
+        assert not await repos.readiness.keep_waiting("c-1", prompt=1, until=later, now=T0)
+        watch = await repos.readiness.get("c-1")
+    assert watch is not None and (watch.prompts, watch.deadline_at) == (1, later)
