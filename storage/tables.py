@@ -99,6 +99,7 @@ class RequestRow(Base, table=True):
     approvals_needed: int = Field(sa_type=sa.Integer, sa_column_kwargs=_default(sa.text("1")))
     override_rule: str | None = Field(default=None, sa_type=sa.Text)
     lifetime_hours: int | None = Field(default=None, sa_type=sa.Integer)
+    decision_note: str | None = Field(default=None, sa_type=sa.Text)  # added by 0010
 
 
 class RequestQuoteRow(Base, table=True):
@@ -192,6 +193,8 @@ class ClusterRow(Base, table=True):
     lifetime_hours: int | None = Field(default=None, sa_type=sa.Integer)
     envelope_stage: str = Field(sa_type=sa.String, sa_column_kwargs=_default(sa.text("'none'")))
     extended_by: str | None = Field(default=None, sa_type=sa.String)
+    # A planned run (added by 0010): its envelope ends in termination.
+    auto_terminate: bool = Field(sa_type=sa.Boolean, sa_column_kwargs=_default(sa.false()))
 
 
 class NoticeRow(Base, table=True):

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 USAGE = {
     "quote": "/cluster quote <accel>x<gpusPerNode> nodes=<N> [storage=<GB> | volume=<id>] "
-             "[location=<id>] [disk=<GB>]   e.g. /cluster quote h100x8 nodes=4",
+             "[location=<id>] [disk=<GB>] [hours=<H>]   "
+             "e.g. /cluster quote h100x8 nodes=4 hours=36",
     "list": "/cluster list",
     "status": "/cluster status <cluster-id>   e.g. /cluster status clu_9xQe1",
     "terminate": "/cluster terminate <cluster-id>   e.g. /cluster terminate clu_9xQe1",
@@ -17,6 +18,8 @@ USAGE = {
     "logs": "/cluster logs <cluster-id> [node=<rank>]   e.g. /cluster logs clu_9xQe1 node=1",
     "audit": "/cluster audit [<cluster-or-request-id>]   e.g. /cluster audit clu_9xQe1",
     "spend": "/cluster spend [YYYY-MM]   e.g. /cluster spend 2026-11",
+    "extend": "/cluster extend <cluster-id> <hours>   e.g. /cluster extend clu_9xQe1 12",
+    "connect": "/cluster connect <cluster-id>   e.g. /cluster connect clu_9xQe1",
     "help": "/cluster help",
 }
 SHORT_ACCELERATORS = ("h100", "h200", "b200", "a100", "l40s", "mi300x")
@@ -31,6 +34,18 @@ class QuoteCommand:
     volume_id: str | None = None
     location: str | None = None
     root_disk_gb: int | None = None
+    hours: int | None = None  # planned run: priced, and the request's envelope
+
+
+@dataclass(frozen=True)
+class ExtendCommand:
+    cluster_id: str
+    hours: int
+
+
+@dataclass(frozen=True)
+class ConnectCommand:
+    cluster_id: str
 
 
 @dataclass(frozen=True)
@@ -88,6 +103,6 @@ class HelpCommand:
 
 Command = (QuoteCommand | ListCommand | StatusCommand | TerminateCommand | RecoverCommand
            | AutoRecoverCommand | NotifyCommand | LogsCommand | AuditCommand | SpendCommand
-           | HelpCommand)
+           | ExtendCommand | ConnectCommand | HelpCommand)
 
 

@@ -97,6 +97,7 @@ def connection_details(cluster: Cluster) -> ConnectionDetails | None:
         nodes=tuple(NodeConnection(rank=n.rank, ssh_command=n.ssh.command if n.ssh else None,
                                    interconnect_address=n.interconnect_address)
                     for n in conn.nodes),
+        volume_mount=cluster.volume.mount_path if cluster.volume else None,
     )
 
 

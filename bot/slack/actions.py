@@ -32,11 +32,16 @@ from bot.domain.models import (
 from bot.domain.workload import default_workload
 from bot.services.container import Services
 from bot.slack import home
+from bot.slack.blocks import cluster as cluster_blocks
 from bot.slack.blocks import common
 from bot.slack.blocks import launch_modal as modal_blocks
+from bot.slack.blocks import quote as quote_blocks
+from bot.slack.blocks import story as story_blocks
+from bot.slack.blocks.message import Message
 from bot.slack.errors import StaleReference, answering, reply_privately
 from bot.slack.ids import (
     Action,
+    AlternativeRef,
     ApprovalRef,
     ClusterRef,
     EnvelopeRef,
@@ -64,11 +69,12 @@ class Once(Generic[R, T]):
 
 @dataclass(frozen=True)
 class Button(Generic[R, T]):
-    """One row: the reference the button carries → the service call → the presser's answer."""
+    """One row: the reference the button carries → the service call → the presser's answer
+    (words, or a whole message such as a fresh quote card)."""
 
     ref: type[R]
     act: Callable[[Services, R, Actor], Awaitable[T]]
-    said: Callable[[R, T], str]
+    said: Callable[[R, T], str | Message]
     once: Once[R, T] | None = None
 
 
@@ -155,7 +161,29 @@ BUTTONS: dict[str, Button[Any, Any]] = {
         Once("extend", lambda r: (r.cluster_id, str(r.hours)),
              lambda r, c, by: f"Already extended by {by} to {c.lifetime_hours} h (this button "
                               f"showed {r.hours} h); nothing more was extended.")),
+    Action.QUOTE_THIS: Button[AlternativeRef, Any](
+        AlternativeRef,
+        lambda s, r, a: _quote_this(s, r, a),
+        lambda r, shown: shown),
+    Action.CLUSTER_STATUS: Button[ClusterRef, Message](
+        ClusterRef,
+        lambda s, r, a: _status(s, r),
+        lambda r, shown: shown),
 }
+
+
+async def _quote_this(services: Services, ref: AlternativeRef, actor: Actor) -> Message:
+    """A fresh quote card for the alternative (the plan of the card it was on)."""
+    quote, outlook = await services.quoting.quote_instead(
+        source_quote_id=ref.quote_id,
+        accelerator=ref.accelerator, gpus_per_node=ref.gpus_per_node, nodes=ref.nodes,
+        location=ref.location, actor=actor)
+    return quote_blocks.quote_card(quote, now=services.clock.now(), outlook=outlook)
+
+
+async def _status(services: Services, ref: ClusterRef) -> Message:
+    record, nodes = await services.clusters.status(ref.cluster_id)
+    return cluster_blocks.cluster_status(record, now=services.clock.now(), nodes=nodes)
 
 
 def _actor(body: dict[str, Any]) -> Actor:
@@ -190,8 +218,9 @@ def _listener(row: Button[R, T], services: Services) -> Callable[..., Awaitable[
         try:
             ref = _ref(row.ref, action)
             result = await press(row, services, ref, _actor(body))
-            await reply_privately(common.notice(row.said(ref, result)), body=body,
-                                  respond=respond, client=client)
+            said = row.said(ref, result)
+            await reply_privately(said if isinstance(said, Message) else common.notice(said),
+                                  body=body, respond=respond, client=client)
         finally:  # a refusal too: the Home then shows what is true now
             await home.refresh_after_press(services, client, body)
     return pressed
@@ -219,6 +248,20 @@ def register(app: AsyncApp, services: Services) -> None:
             if exc.response.get("error") != "exchanged_trigger_id":
                 raise
             # A repeated delivery of one press: its first delivery opened the form.
+
+    @app.action(Action.REJECT_WITH_REASON)
+    @answering
+    async def reject_with_reason(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any],
+                                 client: AsyncWebClient) -> None:
+        """Opens the reason form; its submission rejects (bot/slack/views.py)."""
+        await ack()
+        ref = _ref(ApprovalRef, action)
+        try:
+            await client.views_open(trigger_id=body["trigger_id"],
+                                    view=story_blocks.reject_modal(ref))
+        except SlackApiError as exc:
+            if exc.response.get("error") != "exchanged_trigger_id":
+                raise
 
     @app.action(Action.QUOTE_DISCARD)
     @answering

@@ -9,6 +9,8 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from bot.domain.commands import (
     AuditCommand,
     AutoRecoverCommand,
+    ConnectCommand,
+    ExtendCommand,
     HelpCommand,
     ListCommand,
     LogsCommand,
@@ -89,6 +91,17 @@ def register(app: AsyncApp, services: Services) -> None:
             await ack()
             entries = await services.clusters.audit(subject_id=cmd.subject_id, actor=actor)
             reply = audit_blocks.audit_list(entries, subject_id=cmd.subject_id, now=now())
+        elif isinstance(cmd, ExtendCommand):
+            await ack()
+            record = await services.envelopes.extend_by(cluster_id=cmd.cluster_id, actor=actor,
+                                                        hours=cmd.hours)
+            reply = common.notice(f"Extended `{record.id}` by {cmd.hours} h: it may now run "
+                                  f"{record.lifetime_hours} hours in all.")
+        elif isinstance(cmd, ConnectCommand):
+            await ack(text=f"Reading `{cmd.cluster_id}`'s connection details…", **EPHEMERAL)
+            record = await services.stewardship.connect(cluster_id=cmd.cluster_id, actor=actor)
+            reply = common.notice(f"Sent `{record.id}`'s connection details to "
+                                  f"<@{record.owner_id}> by DM.")
         elif isinstance(cmd, SpendCommand):
             await ack()
             report = await services.clusters.spend(month=cmd.month)

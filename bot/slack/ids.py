@@ -32,9 +32,13 @@ class Action:
     DELETE_VOLUME = "volume_delete"
     KEEP_VOLUME = "volume_keep"
     EXTEND = "cluster_extend"
+    QUOTE_THIS = "quote_this"
+    CLUSTER_STATUS = "cluster_status"
+    REJECT_WITH_REASON = "request_reject_reason"
     ALL: ClassVar[tuple[str, ...]] = (
         QUOTE_REQUEST_LAUNCH, QUOTE_DISCARD, APPROVE, REJECT, RETRY_LAUNCH, TERMINATE,
         RECOVER, AUTORECOVER_ON, KEEP_RUNNING, CLAIM, DELETE_VOLUME, KEEP_VOLUME, EXTEND,
+        QUOTE_THIS, CLUSTER_STATUS, REJECT_WITH_REASON,
     )
 
 
@@ -42,7 +46,8 @@ class View:
     """Every modal `callback_id`."""
 
     LAUNCH_REQUEST = "launch_request_modal"
-    ALL: ClassVar[tuple[str, ...]] = (LAUNCH_REQUEST,)
+    REJECT_REASON = "reject_reason_modal"
+    ALL: ClassVar[tuple[str, ...]] = (LAUNCH_REQUEST, REJECT_REASON)
 
 
 class Ref(BaseModel):
@@ -129,6 +134,18 @@ class VolumeRef(Ref):
     tag = "v"
     volume_id: str
     reminder: int = 0
+
+
+class AlternativeRef(Ref):
+    """Quote this: another accelerator or location for the plan of the quote it was shown on
+    (`quote_id`, its version); every press prices afresh, so none needs a claim."""
+
+    tag = "alt"
+    quote_id: str
+    accelerator: str
+    gpus_per_node: int
+    nodes: int
+    location: str
 
 
 def unpack_any(raw: str | None) -> Ref:

@@ -22,10 +22,12 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.clock import Clock
 from bot.domain.models import (
+    Approval,
     ClusterRecord,
     ClusterState,
     ConnectionDetails,
     Decision,
+    LaunchRequest,
     MessageRef,
     RequestStatus,
     VolumeRecord,
@@ -41,6 +43,7 @@ from bot.slack.blocks import envelope as envelope_blocks
 from bot.slack.blocks import home as home_blocks
 from bot.slack.blocks import notices as notice_blocks
 from bot.slack.blocks import payment as payment_blocks
+from bot.slack.blocks import story as story_blocks
 from bot.slack.blocks import volumes as volume_blocks
 from bot.slack.blocks.message import Message
 from bot.slack.outbox import DEFAULT_CLAIM, POST_ERRORS, Outcome, SlackOutbox, reason
@@ -113,11 +116,23 @@ class SlackNotifier:
                                                        policy=self._people.policy)
             await self._upsert(PROGRESS, request_id, request.channel_id, progress,
                                fallback_user=request.requester_id)
+            await self._tell_story(request, approvals, record)
         # Approvers' homes list what waits for them: only a submission or a decision changes it.
         deciding = card and request.status in (RequestStatus.PENDING, RequestStatus.APPROVED,
                                                RequestStatus.REJECTED)
         await self._refresh_homes([request.requester_id,
                                    *(await self._people.approvers() if deciding else ())])
+
+    async def _tell_story(self, request: LaunchRequest, approvals: Sequence[Approval],
+                          record: ClusterRecord | None) -> None:
+        """Each step of the request's story once in its thread (bot/slack/blocks/story.py)."""
+        async with self._db.transaction() as repos:
+            top = await repos.messages.get(PROGRESS, request.id)
+        if top is None:
+            return
+        for step, words in story_blocks.story(request, approvals, record):
+            await self.outbox.post_once(story_blocks.story_key(request, step), top.channel_id,
+                                        common_blocks.notice(words), thread_ts=top.ts)
 
     async def refresh_cluster(self, cluster_id: str) -> None:
         async with self._db.transaction() as repos:
@@ -244,6 +259,16 @@ class SlackNotifier:
                         reason(exc))
             return False
         return outcome is not Outcome.BUSY
+
+    async def send_connection_again(self, cluster: ClusterRecord, details: ConnectionDetails,
+                                    *, key: str) -> None:
+        if cluster.owner_id is None:
+            return
+        message = cluster_blocks.connection_dm(cluster, details)
+        await self.outbox.once(f"connection/{cluster.id}/again/{key}", kind="connection",
+                               target=cluster.owner_id,
+                               send=partial(self.outbox.dm, cluster.owner_id,
+                                            message.as_kwargs()))
 
     async def remind_volume(self, volume: VolumeRecord, recipients: Sequence[str]) -> None:
         due = (volume.next_reminder_at or self._clock.now()).isoformat()

@@ -7,7 +7,8 @@ from bot.slack.ids import Action
 
 
 def test_every_action_has_exactly_one_listener_row():
-    assert set(BUTTONS) | {Action.QUOTE_REQUEST_LAUNCH, Action.QUOTE_DISCARD} == set(Action.ALL)
+    assert set(BUTTONS) | {Action.QUOTE_REQUEST_LAUNCH, Action.QUOTE_DISCARD,
+                           Action.REJECT_WITH_REASON} == set(Action.ALL)
     assert not set(BUTTONS) & {Action.QUOTE_REQUEST_LAUNCH, Action.QUOTE_DISCARD}
 
 

@@ -145,6 +145,7 @@ def cluster_list(clusters: Sequence[ClusterRecord], *, now: datetime) -> Message
             chunk = []
         chunk.append(line)
     blocks.append(section("\n".join(chunk)))
+    blocks.extend(list_buttons(clusters))
     plural = "s" if len(clusters) != 1 else ""
     return compose(f"{len(clusters)} live cluster{plural}, billing {hourly(total)} together now",
                    blocks,
@@ -152,6 +153,15 @@ def cluster_list(clusters: Sequence[ClusterRecord], *, now: datetime) -> Message
 
 
 BILLING_NOW = (ClusterState.RUNNING, ClusterState.DEGRADED)
+LIST_BUTTON_ROWS = 20  # Slack's 50 blocks per message: the rest by `/cluster status <id>`
+
+
+def list_buttons(clusters: Sequence[ClusterRecord]) -> list[Block]:
+    """**Status** and **Terminate** (the usual confirm and claim) for each listed cluster."""
+    return [actions(button(f"Status {truncate(c.id, 40)}", action_id=Action.CLUSTER_STATUS,
+                           value=ClusterRef(cluster_id=c.id).pack()),
+                    *([terminate_button(c)] if c.status in TERMINABLE else []))
+            for c in clusters[:LIST_BUTTON_ROWS]]
 
 
 def billing_now_cents(clusters: Sequence[ClusterRecord]) -> int:
