@@ -19,10 +19,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
      "root disk. The card says at once what the spend policy would decide (auto-approve, one or "
      "two approvers, or a refusal with the numbers) and, when the place has no stock, where "
      "the same shape has some. `hours=` plans the run: its total for H started hours and "
-     "per day; a request from it is approved for H hours and the cluster is terminated "
+     "per day (e.g. `hours=36`); a request from it is approved for H hours and the cluster is "
+     "terminated "
      "when they run out unless its owner extends it. The card lists where else the shape "
      "has stock and the nearest other accelerators with the same GPU memory (*Quote this*).",
-     "/cluster quote h100x8 nodes=4 storage=1000 hours=36"),
+     "/cluster quote h100x8 nodes=4 storage=1000 location=us-tx disk=200"),
     ("/cluster list", "Live clusters with their rate, age and owner; \"together\" adds up only "
      "the clusters billing now (running or degraded).", "/cluster list"),
     ("/cluster status <cluster-id>", "Everything about one cluster: state, rate, cost so far, "

@@ -65,4 +65,4 @@ def test_help_lists_audit_and_spend_before_help():
     assert "Example: `/cluster audit clu_9xQe1`" in text
     assert "Example: `/cluster spend 2026-11`" in text
     assert "every refusal" in text and "AI Reserve's billed hours" in text
-    assert "audit, spend, help" in msg.text
+    assert "audit, spend, extend, connect, help" in msg.text
