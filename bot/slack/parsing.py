@@ -151,8 +151,9 @@ def _whole(value: str, key: str, what: str, verb: str = "quote") -> int:
 def _hours(value: str, key: str, verb: str) -> int:
     """A whole, positive number of hours (`hours=0`, `abc`, `1.5` are refused by name)."""
     if not value.isdigit() or len(value) > 5 or int(value) == 0:
-        raise _fail(f"`{key}` must be a whole number of hours of at least 1, e.g. "
-                    f"`{key}=36`; got `{value[:20]}`.", f"{key}={value[:20]}", verb)
+        shown = f"{key}={value[:20]}" if verb == "quote" else value[:20]
+        raise _fail(f"`{shown}` is not a number of hours: `{key}` must be a whole number of "
+                    "hours, at least 1, e.g. `12`.", shown, verb)
     return int(value)
 
 

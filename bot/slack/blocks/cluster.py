@@ -120,6 +120,9 @@ def connection_dm(c: ClusterRecord, details: ConnectionDetails) -> Message:
                 f"{escaped(c.location, ID_MAX)}\n*Primary node (rank 0):*\n"
                 f"```{escaped(details.primary_ssh_command, 1000)}```"),
         section("*Every node*\n" + ("\n".join(lines) or "_no nodes listed_")),
+        *([context(f":file_cabinet: The shared volume is mounted at "
+                   f"{code(escaped(details.volume_mount, 200))} on every node.")]
+          if details.volume_mount else []),
         context(f":moneybag: It bills {rate} ({money(c.hourly_cents * 24)} per day) until "
                 f"terminated: `/cluster terminate {escape(c.id)}`"),
         context(READINESS_CAVEAT),
