@@ -5,6 +5,7 @@ reason — over Slack, against the simulator."""
 
 import json
 import random
+import sys
 from datetime import timedelta
 
 import yaml
@@ -73,7 +74,8 @@ async def test_planned_spend_is_what_the_simulator_bills_for_random_durations(tm
             await h.advance(60)
             tried += 1
             held += h.sim.engine.get_cluster(cluster_id).billing.accrued_cents == total
-        print(f"planned spend vs simulator billing: {tried} random durations tried, {held} held")
+        sys.stdout.write(f"\nplanned spend vs simulator billing: {tried} random durations "
+                         f"tried, {held} held\n")
         assert held == tried
 
 
