@@ -93,6 +93,8 @@ async def test_a_planned_run_becomes_the_envelope_and_terminates_itself(tmp_path
             assert billed.accrued_cents == planned_cents(record.hourly_cents, hours)
             assert h.sim.engine.get_cluster(cluster_id).status.value in ("terminated",
                                                                          "terminating")
+        # The last call before it went to the owner, with how to move the end.
+        assert any(f"/cluster extend {cluster_id}" in words(m) for m in h.slack.dms(ALICE))
 
 
 async def test_hours_bad_input_is_refused_by_name_and_nothing_is_quoted(tmp_path):
