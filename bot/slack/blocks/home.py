@@ -110,7 +110,7 @@ def _pending(pending: Sequence[tuple[LaunchRequest, QuoteInfo]], *, now: datetim
         return blocks
     for req, q in pending[:PENDING_SHOWN]:
         blocks.append(section(_request_text(req, q, now=now)))
-        blocks.append(actions(*approval_buttons(req, q)))
+        blocks.append(actions(*approval_buttons(req, q)[:2]))  # a reason: on the card
     more = len(pending) - PENDING_SHOWN
     if more > 0:
         blocks.append(context(f"…and {more} more requests: their cards are in the approvals "
