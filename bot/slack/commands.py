@@ -27,7 +27,7 @@ from bot.services.container import Services
 from bot.slack import parsing
 from bot.slack.blocks import audit as audit_blocks
 from bot.slack.blocks import cluster as cluster_blocks
-from bot.slack.blocks import common
+from bot.slack.blocks import common, listing
 from bot.slack.blocks import notices as notice_blocks
 from bot.slack.blocks import quote as quote_blocks
 from bot.slack.blocks import spend as spend_blocks
@@ -63,7 +63,7 @@ def register(app: AsyncApp, services: Services) -> None:
             reply = quote_blocks.quote_card(quote, now=now(), outlook=outlook)
         elif isinstance(cmd, ListCommand):
             await ack()
-            reply = cluster_blocks.cluster_list(await services.clusters.live(), now=now())
+            reply = listing.cluster_list_with_buttons(await services.clusters.live(), now=now())
         elif isinstance(cmd, StatusCommand):
             await ack(text=f"Looking up `{cmd.cluster_id}`…", **EPHEMERAL)
             record, nodes = await services.clusters.status(cmd.cluster_id)

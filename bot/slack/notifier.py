@@ -132,7 +132,7 @@ class SlackNotifier:
             return
         for step, words in story_blocks.story(request, approvals, record):
             await self.outbox.post_once(story_blocks.story_key(request, step), top.channel_id,
-                                        common_blocks.notice(words), thread_ts=top.ts)
+                                        story_blocks.story_post(words), thread_ts=top.ts)
 
     async def refresh_cluster(self, cluster_id: str) -> None:
         async with self._db.transaction() as repos:

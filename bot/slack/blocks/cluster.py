@@ -8,7 +8,6 @@ it shows as "unclaimed" wherever an owner would be.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
@@ -149,8 +148,6 @@ def cluster_list(clusters: Sequence[ClusterRecord], *, now: datetime) -> Message
             chunk = []
         chunk.append(line)
     blocks.append(section("\n".join(chunk)))
-    blocks.extend(list_buttons(clusters, room=LIST_PAYLOAD_BUDGET - sum(
-        len(json.dumps(b.to_dict())) for b in blocks)))
     plural = "s" if len(clusters) != 1 else ""
     return compose(f"{len(clusters)} live cluster{plural}, billing {hourly(total)} together now",
                    blocks,
@@ -158,23 +155,6 @@ def cluster_list(clusters: Sequence[ClusterRecord], *, now: datetime) -> Message
 
 
 BILLING_NOW = (ClusterState.RUNNING, ClusterState.DEGRADED)
-LIST_BUTTON_ROWS = 20  # Slack's 50 blocks per message: the rest by `/cluster status <id>`
-LIST_PAYLOAD_BUDGET = 12_000
-
-
-def list_buttons(clusters: Sequence[ClusterRecord], *, room: int) -> list[Block]:
-    """**Status** and **Terminate** (the usual confirm and claim) for the first listed
-    clusters, as many as fit `room` payload characters."""
-    rows: list[Block] = []
-    for c in clusters[:LIST_BUTTON_ROWS]:
-        row = actions(button(f"Status {truncate(c.id, 40)}", action_id=Action.CLUSTER_STATUS,
-                             value=ClusterRef(cluster_id=c.id).pack()),
-                      *([terminate_button(c)] if c.status in TERMINABLE else []))
-        room -= len(json.dumps(row.to_dict()))
-        if room < 0:
-            break
-        rows.append(row)
-    return rows
 
 
 def billing_now_cents(clusters: Sequence[ClusterRecord]) -> int:

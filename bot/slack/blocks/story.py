@@ -16,8 +16,8 @@ from slack_sdk.models.views import View
 
 from bot.domain.models import Approval, ClusterRecord, Decision, LaunchRequest, RequestStatus
 from bot.slack import ids
-from bot.slack.blocks.format import ID_MAX, code, escaped, hourly, user, when
-from bot.slack.blocks.message import plain, section
+from bot.slack.blocks.format import ID_MAX, code, escaped, hourly, mrkdwn, user, when
+from bot.slack.blocks.message import Message, compose, plain, section
 
 FIELD_REASON = "reject_reason"
 _DECIDED = (RequestStatus.APPROVED, RequestStatus.LAUNCHING, RequestStatus.LAUNCHED,
@@ -58,6 +58,12 @@ def story(req: LaunchRequest, approvals: Sequence[Approval],
         steps.append(("connection", f":key: Connection details sent to {owner} by DM "
                                     f"{when(cluster.connection_sent_at)}"))
     return steps
+
+
+def story_post(words: str) -> Message:
+    """One step's thread post (block ids `story.*`, so a reader can tell steps from notices)."""
+    body = mrkdwn(words)
+    return compose(body, [section(body)], key="story")
 
 
 def story_key(req: LaunchRequest, step: str) -> str:
