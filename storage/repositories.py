@@ -236,7 +236,8 @@ class ClusterRepo:
         A row already linked is returned unchanged: the launch and the sweep converge."""
         assert c.request_id is not None
         link = {"request_id": c.request_id, "owner_id": c.owner_id, "channel_id": c.channel_id,
-                "adopted": False, "lifetime_hours": c.lifetime_hours}
+                "adopted": False, "lifetime_hours": c.lifetime_hours,
+                "auto_terminate": c.auto_terminate}
         stmt = insert(self._session, CLUSTERS).values(row_values(c))
         await self._session.execute(stmt.on_conflict_do_update(
             index_elements=["id"], set_=link, where=CLUSTERS.c.request_id.is_(None)))
@@ -259,6 +260,17 @@ class ClusterRepo:
         updated = await self.get(id)
         assert updated is not None  # we just updated it inside this transaction
         return updated
+
+    async def extend_envelope(self, id: str, *, from_hours: int, to_hours: int, by: str,
+                              now: datetime) -> ClusterRecord | None:
+        """Compare-and-set the envelope `from_hours` → `to_hours`; None if it had moved."""
+        stmt = (sa.update(CLUSTERS)
+                .where(CLUSTERS.c.id == id, CLUSTERS.c.lifetime_hours == from_hours)
+                .values(lifetime_hours=to_hours, envelope_stage="extended", extended_by=by,
+                        updated_at=now))
+        if await rowcount(self._session, stmt) == 0:
+            return None
+        return await self.get(id)
 
     async def list_live(self, *, offset: int = 0, limit: int | None = None,
                         with_lifetime: bool = False) -> list[ClusterRecord]:

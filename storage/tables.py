@@ -101,6 +101,7 @@ class RequestRow(Base, table=True):
     approvals_needed: int = Field(sa_type=sa.Integer, sa_column_kwargs=_default(sa.text("1")))
     override_rule: str | None = Field(default=None, sa_type=sa.Text)
     lifetime_hours: int | None = Field(default=None, sa_type=sa.Integer)
+    decision_note: str | None = Field(default=None, sa_type=sa.Text)  # added by 0009
 
 
 class RequestQuoteRow(Base, table=True):
@@ -194,6 +195,8 @@ class ClusterRow(Base, table=True):
     lifetime_hours: int | None = Field(default=None, sa_type=sa.Integer)
     envelope_stage: str = Field(sa_type=sa.String, sa_column_kwargs=_default(sa.text("'none'")))
     extended_by: str | None = Field(default=None, sa_type=sa.String)
+    # A planned run (added by 0009): its envelope ends in termination.
+    auto_terminate: bool = Field(sa_type=sa.Boolean, sa_column_kwargs=_default(sa.false()))
 
 
 class NoticeRow(Base, table=True):

@@ -59,7 +59,17 @@ from bot.devslack.requests import SlackRequests
 from bot.devslack.webapi import FakeSlack
 from bot.slack.ids import Action
 from storage.db import Database
-from tests.e2e.harness import ALICE, APPROVALS, BOB, CAROL, DAVE, GENERAL, LEADS, SECRET
+from tests.e2e.harness import (
+    ALICE,
+    APPROVALS,
+    BOB,
+    CAROL,
+    DAVE,
+    GENERAL,
+    LEADS,
+    SECRET,
+    launch_without_ssh,
+)
 
 __all__ = ["ALICE", "APPROVALS", "BOB", "CAROL", "DAVE", "GENERAL", "SECRET", "BotProcess",
            "SimProcess", "World", "wait_for", "world"]
@@ -395,7 +405,7 @@ class World:
                                what="the quote")
         await bot.requests.click(quote[-1], Action.QUOTE_REQUEST_LAUNCH, user_id=user)
         modal = await wait_for(lambda: self.slack.last_view(user), what="the request modal")
-        reply = await bot.requests.submit_view(modal, user_id=user)
+        reply = await bot.requests.submit_view(modal, user_id=user, values=launch_without_ssh())
         assert reply.status == 200 and not reply.body, reply.body
         found = await wait_for(lambda: self.slack.messages(APPROVALS)[cards:],
                                what="the approval card")

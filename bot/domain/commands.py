@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 USAGE = {
     "quote": "/cluster quote <accel>x<gpusPerNode> nodes=<N> [storage=<GB> | volume=<id>] "
-             "[location=<id>] [disk=<GB>] [orchestrator=none|slurm|ray]   "
-             "e.g. /cluster quote h100x8 nodes=4",
+             "[location=<id>] [disk=<GB>] [orchestrator=none|slurm|ray] [hours=<H>]   "
+             "e.g. /cluster quote h100x8 nodes=4 hours=36",
     "list": "/cluster list [page]   e.g. /cluster list 2",
     "status": "/cluster status <cluster-id>   e.g. /cluster status clu_9xQe1",
     "terminate": "/cluster terminate <cluster-id>   e.g. /cluster terminate clu_9xQe1",
@@ -21,6 +21,8 @@ USAGE = {
     "spend": "/cluster spend [YYYY-MM]   e.g. /cluster spend 2026-11",
     "volumes": "/cluster volumes",
     "volume": "/cluster volume grow <volume-id> <GB>   e.g. /cluster volume grow vol_7kP2 2000",
+    "extend": "/cluster extend <cluster-id> <hours>   e.g. /cluster extend clu_9xQe1 12",
+    "connect": "/cluster connect <cluster-id>   e.g. /cluster connect clu_9xQe1",
     "help": "/cluster help",
 }
 SHORT_ACCELERATORS = ("h100", "h200", "b200", "a100", "l40s", "mi300x")
@@ -36,6 +38,18 @@ class QuoteCommand:
     location: str | None = None
     root_disk_gb: int | None = None
     orchestrator: str = "none"  # none | slurm | ray
+    hours: int | None = None  # planned run: priced, and the request's envelope
+
+
+@dataclass(frozen=True)
+class ExtendCommand:
+    cluster_id: str
+    hours: int
+
+
+@dataclass(frozen=True)
+class ConnectCommand:
+    cluster_id: str
 
 
 @dataclass(frozen=True)
@@ -109,6 +123,7 @@ class HelpCommand:
 
 Command = (QuoteCommand | ListCommand | StatusCommand | TerminateCommand | RecoverCommand
            | AutoRecoverCommand | NotifyCommand | LogsCommand | AuditCommand | AuditExportCommand
-           | SpendCommand | VolumesCommand | GrowVolumeCommand | HelpCommand)
+           | SpendCommand | VolumesCommand | GrowVolumeCommand | ExtendCommand | ConnectCommand
+           | HelpCommand)
 
 

@@ -50,6 +50,7 @@ class QuoteSpec(Frozen):
     location: str | None = None
     root_disk_gb: int | None = None
     orchestrator: str = "none"  # none | slurm | ray: the topology (node roles) AI Reserve gives
+    planned_hours: int | None = None  # `hours=`: the run's planned length (its envelope)
 
 
 class PriceLine(Frozen):
@@ -82,6 +83,19 @@ class QuoteInfo(Frozen):
         return now >= self.expires_at
 
 
+class Alternative(Frozen):
+    """Another accelerator's shape that fits the same GPU memory, from the catalog."""
+
+    accelerator: str  # catalog id
+    name: str
+    gpus_per_node: int
+    nodes: int
+    memory_gb: int  # in all (per GPU × GPUs)
+    gpu_hourly_cents: int  # the catalog's cluster GPU rate for the whole shape
+    location: str  # the best-stocked location
+    availability: str
+
+
 class QuoteOutlook(Frozen):
     """What the quote card says beside the price, before anyone fills in a launch form: the
     spend policy's verdict on the person quoting, and where the shape has stock."""
@@ -92,6 +106,8 @@ class QuoteOutlook(Frozen):
     auto_approve_below_cents: int | None = None
     single_machine_per_gpu_cents: int | None = None  # the provider's non-cluster rate
     stock_elsewhere: tuple[tuple[str, str], ...] = ()  # (location, availability) with stock
+    gpu_hourly_cents: int | None = None  # the catalog's cluster GPU rate × this shape's GPUs
+    alternatives: tuple[Alternative, ...] = ()  # other accelerators that hold the same memory
 
     @property
     def can_request(self) -> bool:
@@ -174,6 +190,7 @@ class LaunchRequest(Frozen):
     approvals_needed: int = 1
     override_rule: str | None = None
     lifetime_hours: int | None = None
+    decision_note: str | None = None  # the reason a rejecting approver gave
 
 
 class Decision(enum.StrEnum):
@@ -284,6 +301,7 @@ class ClusterRecord(Frozen):
     lifetime_hours: int | None = None
     envelope_stage: str = "none"  # none | warned | due | final | extended
     extended_by: str | None = None
+    auto_terminate: bool = False  # a planned run (`hours=`): its envelope ends in terminate
 
 
 class AuditEntry(Frozen):
@@ -342,3 +360,4 @@ class ConnectionDetails(Frozen):
     cluster_id: str
     primary_ssh_command: str
     nodes: tuple[NodeConnection, ...]
+    volume_mount: str | None = None  # where the shared volume is mounted on every node

@@ -29,6 +29,12 @@ class Notifier(Protocol):
         True when they are sent (now or before); False while another replica sends them."""
         ...
 
+    async def send_connection_again(self, cluster: ClusterRecord, details: ConnectionDetails,
+                                    *, key: str) -> None:
+        """`/cluster connect`: the same DM to the owner again, once per `key` (a re-send has a
+        key of its own)."""
+        ...
+
     async def deliver_notices(self) -> None:
         """Post every queued notice (thread replies, DMs) and mark each delivered."""
         ...

@@ -301,7 +301,8 @@ def spend_report(clusters: Iterable[ClusterRecord], month: str | None,
         cents = accrued_in(c, start, end)
         if current:
             projected += projected_in(
-                c, now=now, end=end, lifetime_hours=c.lifetime_hours if enforce_lifetime else None)
+                c, now=now, end=end,
+                lifetime_hours=c.lifetime_hours if enforce_lifetime or c.auto_terminate else None)
         if cents:
             by_cluster.append((c, cents))
             owners[c.owner_id] = owners.get(c.owner_id, 0) + cents

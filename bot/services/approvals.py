@@ -119,7 +119,8 @@ class ApprovalService:
             status=RequestStatus.PENDING, hourly_cents=quote.hourly_cents,
             approvals_needed=verdict.approvals_needed,
             override_rule=verdict.refused if verdict.override else None,
-            lifetime_hours=verdict.lifetime_hours, created_at=now, updated_at=now,
+            lifetime_hours=quote.spec.planned_hours or verdict.lifetime_hours,
+            created_at=now, updated_at=now,
         )
         async with self._db.transaction() as repos:
             await repos.requests.add(request)
@@ -157,13 +158,21 @@ class ApprovalService:
 
     @audited("reject", subject="request_id")
     async def reject(self, *, request_id: str, quote_id: str, hourly_cents: int,
-                     actor: Actor) -> LaunchRequest:
-        return await self._decide(request_id=request_id, quote_id=quote_id,
-                                  hourly_cents=hourly_cents, decision=Decision.REJECT,
-                                  actor=actor)
+                     actor: Actor, reason: str | None = None) -> LaunchRequest:
+        """`reason` (optional) is shown on the card and DMed to the requester."""
+        reason = " ".join((reason or "").split())[:500] or None
+        decided = await self._decide(request_id=request_id, quote_id=quote_id,
+                                     hourly_cents=hourly_cents, decision=Decision.REJECT,
+                                     actor=actor, reason=reason)
+        if reason and decided.status is RequestStatus.REJECTED:
+            await self._notifier.tell(
+                decided.requester_id, f"<@{actor.user_id}> rejected your launch request "
+                f"`{decided.id}`: {reason}", key=f"rejected/{decided.id}")
+        return decided
 
     async def _decide(self, *, request_id: str, quote_id: str, hourly_cents: int,
-                      decision: Decision, actor: Actor) -> LaunchRequest:
+                      decision: Decision, actor: Actor,
+                      reason: str | None = None) -> LaunchRequest:
         """Approve or reject exactly what the card showed. Raises a `DomainError` if refused.
 
         One transaction, the request row locked: record the approval, count the distinct
@@ -215,6 +224,7 @@ class ApprovalService:
                         request_id, from_=[RequestStatus.PENDING], to=target,
                         quote_id=quote_id, now=now, decided_by=actor.user_id, decided_at=now,
                         last_error=refusal,
+                        decision_note=reason if target is RequestStatus.REJECTED else None,
                         idempotency_key=(str(uuid.uuid4()) if target is RequestStatus.APPROVED
                                          else None))
                     assert moved is not None  # the row is locked and was pending
@@ -345,7 +355,7 @@ async def reprice(request: LaunchRequest, *, reason: str, db: Database, quoting:
             previous_hourly_cents=request.hourly_cents, idempotency_key=None,
             decided_by=None, decided_at=None, approvals_needed=verdict.approvals_needed,
             override_rule=verdict.refused if verdict.override else None,
-            lifetime_hours=verdict.lifetime_hours,
+            lifetime_hours=fresh.spec.planned_hours or verdict.lifetime_hours,
             last_error=(f"At the new price the spend policy refuses it: {verdict.refused}"
                         if verdict.is_refusal else f"the quote {reason}"),
         )

@@ -52,7 +52,7 @@ class EnvelopeService:
 
     async def sweep(self) -> int:
         """Move every live cluster's envelope on; returns how many moved."""
-        enforce = self._people.policy.enforce_lifetime
+        enforced_by_policy = self._people.policy.enforce_lifetime
         moved = 0
         async with self._db.transaction() as repos:
             live = await repos.clusters.list_live(with_lifetime=True)
@@ -60,6 +60,8 @@ class EnvelopeService:
             if i and i % YIELD_EVERY == 0:
                 await asyncio.sleep(0)  # thousands of envelopes: let the event loop breathe
             now = self._clock.now()
+            # A planned run (`hours=`) ends at its envelope whatever the policy says.
+            enforce = enforced_by_policy or record.auto_terminate
             if record.envelope_stage == "enforced" and record.status in _BILLING:
                 await self._enforce(record)  # an earlier terminate didn't land: again
                 continue
@@ -138,6 +140,40 @@ class EnvelopeService:
                 envelope_stage="extended", extended_by=actor.user_id)
         await self._notifier.envelope_extended(record, by=actor.user_id, hours=hours)
         return record
+
+
+    @audited("extend", subject="cluster_id")
+    async def extend_by(self, *, cluster_id: str, actor: Actor, hours: int) -> ClusterRecord:
+        """`/cluster extend <id> <hours>`: move the envelope (and a planned run's terminate
+        time) by `hours`. The owner may, up to the policy's lifetime per cluster; an approver
+        may go beyond it. A compare-and-set on the hours read: two extends at once both count
+        or one is refused, never lost."""
+        if hours < 1:
+            raise Conflict("Extend by at least one hour.")
+        approvers = await self._people.approvers()
+        limit = self._people.policy.max_lifetime_hours
+        async with self._db.transaction() as repos:
+            record = await repos.clusters.get(cluster_id)
+            if record is None:
+                raise UnknownResource("cluster", cluster_id)
+            approver = actor.user_id in approvers
+            if actor.user_id != record.owner_id and not approver:
+                raise NotAllowed(f"Only the owner (<@{record.owner_id}>) or an approver can "
+                                 f"extend `{cluster_id}`.")
+            if record.lifetime_hours is None or not record.status.is_live:
+                raise Conflict(f"`{cluster_id}` has no envelope to extend.")
+            total = record.lifetime_hours + hours
+            if not approver and limit is not None and total > limit:
+                raise NotAllowed(f"That makes {total} h; the spend policy lets an owner plan "
+                                 f"at most {limit} h per cluster (now {record.lifetime_hours} "
+                                 f"h). Ask an approver to extend it beyond.")
+            moved = await repos.clusters.extend_envelope(
+                cluster_id, from_hours=record.lifetime_hours, to_hours=total,
+                by=actor.user_id, now=self._clock.now())
+            if moved is None:
+                raise Conflict("Someone extended it at the same moment; look again and retry.")
+        await self._notifier.envelope_extended(moved, by=actor.user_id, hours=hours)
+        return moved
 
 
 def extended_already(record: ClusterRecord, *, shown_hours: int) -> str:

@@ -35,8 +35,12 @@ async def link_cluster(*, db: Database, clock: Clock, wire: Cluster, request: La
     record = record_from_wire(wire, owner_id=request.requester_id,
                               channel_id=request.channel_id, request_id=request.id,
                               accelerator_name=accelerator_name, now=now)
-    record = record.model_copy(update={"lifetime_hours": request.lifetime_hours})
     async with db.transaction() as repos:
+        quote = await repos.quotes.get(request.quote_id)
+        planned = quote is not None and quote.spec.planned_hours is not None
+        # A planned run (`hours=`) ends at its envelope: terminated unless its owner moves it.
+        record = record.model_copy(update={"lifetime_hours": request.lifetime_hours,
+                                           "auto_terminate": planned})
         stored = await repos.clusters.link(record)
         moved = await repos.requests.transition(
             request.id, from_=NOT_LAUNCHED, to=RequestStatus.LAUNCHED, now=now,

@@ -99,6 +99,7 @@ def connection_details(cluster: Cluster) -> ConnectionDetails | None:
                                    interconnect_address=n.interconnect_address,
                                    role=roles.get(n.rank))
                     for n in conn.nodes),
+        volume_mount=cluster.volume.mount_path if cluster.volume else None,
     )
 
 

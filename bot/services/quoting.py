@@ -14,12 +14,12 @@ from bot.domain.policy import Verdict
 from bot.reserve import errors as api
 from bot.reserve.port import ClusterProvider
 from bot.reserve.schemas import Accelerator, Orchestrator, Quote
+from bot.services.alternatives import nearest, stocked_locations
 from bot.services.audit import AuditLog, audited
 from bot.services.provider_errors import explain
 from storage.db import Database
 
 CATALOG_TTL = timedelta(minutes=10)
-_STOCKED = ("high", "medium", "low")
 
 Judge = Callable[[QuoteInfo, str], Awaitable[Verdict]]
 
@@ -35,6 +35,7 @@ class QuotingService:
         self._audit = audit
         self.judge: Judge | None = None  # the spend policy's verdict (set by the runtime)
         self.auto_approve_below_cents: int | None = None
+        self.max_lifetime_hours: int | None = None  # the policy's; `hours=` may not exceed it
         self._catalog: list[Accelerator] = []
         self._catalog_at: datetime | None = None
 
@@ -67,6 +68,12 @@ class QuotingService:
 
     @audited("quote", subject="channel_id")
     async def quote(self, cmd: QuoteCommand, *, actor: Actor, channel_id: str) -> QuoteInfo:
+        limit = self.max_lifetime_hours
+        if cmd.hours is not None and limit is not None and cmd.hours > limit:
+            raise InvalidCommand(f"`hours={cmd.hours}` is beyond the spend policy's lifetime of "
+                                 f"{limit} hours per cluster; plan at most `hours={limit}` "
+                                 "(an approver can extend it later).",
+                                 bad_part=f"hours={cmd.hours}", usage=USAGE["quote"])
         accelerator = await self.resolve(cmd.accelerator)
         policies.check_gpus_per_node(
             cmd.gpus_per_node, accelerator_label=accelerator.name,
@@ -77,6 +84,7 @@ class QuotingService:
                             nodes=cmd.nodes),
             storage_gb=cmd.storage_gb, volume_id=cmd.volume_id, location=cmd.location,
             root_disk_gb=cmd.root_disk_gb, orchestrator=cmd.orchestrator,
+            planned_hours=cmd.hours,
         )
         return await self.quote_spec(spec, accelerator_name=accelerator.name,
                                      requested_by=actor.user_id, channel_id=channel_id)
@@ -88,12 +96,11 @@ class QuotingService:
         # No stock here: where else has it is read fresh, not from a ten-minute-old catalog.
         catalog = await self.catalog(refresh=quote.availability == "none")
         entry = next((a for a in catalog if a.id == quote.spec.shape.accelerator), None)
-        elsewhere: tuple[tuple[str, str], ...] = ()
-        if quote.availability == "none" and entry is not None:
-            ranked = sorted((loc for loc in entry.locations if loc.id != quote.location
-                             and loc.availability.value in _STOCKED),
-                            key=lambda loc: (_STOCKED.index(loc.availability.value), loc.id))
-            elsewhere = tuple((loc.id, loc.availability.value) for loc in ranked)
+        elsewhere = stocked_locations(entry, besides=quote.location) if entry else ()
+        shape = quote.spec.shape
+        alternatives = nearest(shape, catalog) if entry else ()
+        gpu_rate = (entry.cluster.per_gpu_hourly_cents * shape.total_gpus
+                    if entry is not None and entry.cluster is not None else None)
         single = entry.single_machine if entry is not None else None
         return QuoteOutlook(
             refused=verdict.refused if verdict else None,
@@ -101,7 +108,23 @@ class QuotingService:
             approvals_needed=verdict.approvals_needed if verdict else 1,
             auto_approve_below_cents=self.auto_approve_below_cents,
             single_machine_per_gpu_cents=single.per_gpu_hourly_cents if single else None,
-            stock_elsewhere=elsewhere)
+            stock_elsewhere=elsewhere, gpu_hourly_cents=gpu_rate, alternatives=alternatives)
+
+    async def quote_instead(self, *, source_quote_id: str, accelerator: str,
+                            gpus_per_node: int, nodes: int, location: str,
+                            actor: Actor) -> tuple[QuoteInfo, QuoteOutlook]:
+        """**Quote this** on an alternative: the same plan (new volume size, hours) priced on
+        another accelerator or location, as a fresh quote with its outlook."""
+        async with self._db.transaction() as repos:
+            source = await repos.quotes.get(source_quote_id)
+        if source is None:
+            raise InvalidCommand("That quote card is no longer known; run `/cluster quote` again.",
+                                 bad_part=source_quote_id, usage=USAGE["quote"])
+        cmd = QuoteCommand(accelerator=accelerator, gpus_per_node=gpus_per_node, nodes=nodes,
+                           storage_gb=source.spec.storage_gb, location=location,
+                           hours=source.spec.planned_hours)
+        quote = await self.quote(cmd, actor=actor, channel_id=source.channel_id)
+        return quote, await self.outlook(quote)
 
     async def quote_spec(self, spec: QuoteSpec, *, accelerator_name: str, requested_by: str,
                          channel_id: str) -> QuoteInfo:

@@ -11,6 +11,7 @@ from bot.reserve import errors as api
 from bot.reserve.port import ClusterProvider
 from bot.reserve.schemas import Logs
 from bot.services.audit import AuditLog, audited
+from bot.services.observing import connection_details
 from bot.services.people import People
 from bot.services.provider_errors import explain
 from storage.db import Database
@@ -85,3 +86,25 @@ class StewardshipService:
     async def keep_running(self, *, cluster_id: str, actor: Actor) -> ClusterRecord:
         """Only an acknowledgement: the hourly reminders go on until it is terminated."""
         return await self._record(cluster_id)
+
+    @audited("connect", subject="cluster_id")
+    async def connect(self, *, cluster_id: str, actor: Actor) -> ClusterRecord:
+        """`/cluster connect`: the owner or an approver asks; the SSH and interconnect details
+        are read from AI Reserve now (never stored) and DMed to the OWNER, never a channel."""
+        record = await self._record(cluster_id)
+        policies.ensure_can_act_on_cluster(record, actor, await self._people.approvers())
+        if record.owner_id is None:
+            raise Conflict(f"`{cluster_id}` has no owner to send them to; claim it first.")
+        if not record.status.is_live:
+            raise Conflict(f"`{cluster_id}` is {record.status.value}: nothing to connect to.")
+        try:
+            wire = await self._provider.get_cluster(cluster_id)
+        except api.ApiError as exc:
+            raise explain(exc, ident=cluster_id) from exc
+        details = connection_details(wire)
+        if details is None:
+            raise Conflict(f"`{cluster_id}` has no connection details yet "
+                           f"({wire.status.value}); they come once every node is ready.")
+        asked = f"{self._clock.now().isoformat()}/{actor.user_id}"
+        await self._notifier.send_connection_again(record, details, key=asked)
+        return record

@@ -216,8 +216,10 @@ class WatchService:
         if not await self._notifier.send_connection_details(record, details):
             return record  # another replica is sending them now
         async with self._db.transaction() as repos:
-            return await repos.clusters.update(record.id, now=self._clock.now(),
+            sent = await repos.clusters.update(record.id, now=self._clock.now(),
                                                connection_sent_at=self._clock.now())
+        await self._notifier.refresh_cluster(record.id)  # the thread says they were sent
+        return sent
 
     async def _vanished(self, cluster_id: str) -> ClusterRecord | None:
         """The provider no longer knows it (past retention): it is over and no longer bills."""

@@ -37,14 +37,17 @@ from bot.domain.models import (
 from bot.domain.workload import default_workload
 from bot.services.container import Services
 from bot.slack import home, uploads
+from bot.slack.blocks import cluster as cluster_blocks
 from bot.slack.blocks import common
 from bot.slack.blocks import launch_modal as modal_blocks
 from bot.slack.blocks import quote as quote_blocks
+from bot.slack.blocks import story as story_blocks
 from bot.slack.blocks import volumes as volume_blocks
 from bot.slack.blocks.message import Message
 from bot.slack.errors import StaleReference, answering, reply_privately
 from bot.slack.ids import (
     Action,
+    AlternativeRef,
     ApprovalRef,
     ClusterRef,
     EnvelopeRef,
@@ -77,11 +80,11 @@ class Once(Generic[R, T]):
 @dataclass(frozen=True)
 class Button(Generic[R, T]):
     """One row: the reference the button carries → the service call → the presser's answer
-    (`said`, or a whole message when the row has a `card`)."""
+    (`said`: words, or a whole message such as a fresh quote card; or the row's `card`)."""
 
     ref: type[R]
     act: Callable[[Services, R, Actor], Awaitable[T]]
-    said: Callable[[R, T], str]
+    said: Callable[[R, T], str | Message]
     once: Once[R, T] | None = None
     card: Callable[[Services, T], Message] | None = None
     picture: Callable[[T], uploads.Picture] | None = None  # uploaded after the act
@@ -206,12 +209,34 @@ BUTTONS: dict[str, Button[Any, Any]] = {
         Once("keep_waiting", lambda r: (r.cluster_id, str(r.prompt)),
              lambda r, c, by: f"Already answered by {by}: the wait for `{c.id}` was "
                               "extended then.")),
+    Action.QUOTE_THIS: Button[AlternativeRef, Any](
+        AlternativeRef,
+        lambda s, r, a: _quote_this(s, r, a),
+        lambda r, shown: shown),
+    Action.CLUSTER_STATUS: Button[ClusterRef, Message](
+        ClusterRef,
+        lambda s, r, a: _status(s, r),
+        lambda r, shown: shown),
 }
 
 GROW_ONCE = Once[GrowRef, VolumeRecord](
     "grow_volume", lambda r: (r.volume_id, str(r.size_gb)),
     lambda r, v, by: f"Already grown by {by}: volume `{v.id}` is {v.size_gb:,} GB now "
                      f"(this form showed {r.size_gb:,} GB).")
+
+
+async def _quote_this(services: Services, ref: AlternativeRef, actor: Actor) -> Message:
+    """A fresh quote card for the alternative (the plan of the card it was on)."""
+    quote, outlook = await services.quoting.quote_instead(
+        source_quote_id=ref.quote_id,
+        accelerator=ref.accelerator, gpus_per_node=ref.gpus_per_node, nodes=ref.nodes,
+        location=ref.location, actor=actor)
+    return quote_blocks.quote_card(quote, now=services.clock.now(), outlook=outlook)
+
+
+async def _status(services: Services, ref: ClusterRef) -> Message:
+    record, nodes = await services.clusters.status(ref.cluster_id)
+    return cluster_blocks.cluster_status(record, now=services.clock.now(), nodes=nodes)
 
 
 def _actor(body: dict[str, Any]) -> Actor:
@@ -264,8 +289,9 @@ def _listener(row: Button[R, T], services: Services) -> Callable[..., Awaitable[
                     return done
                 result = await (press_once(row.once, services, ref, actor, act) if row.once
                                 else act())
-            answer = row.card(services, result) if row.card else \
-                common.notice(row.said(ref, result))
+            said = row.said(ref, result)
+            answer = (row.card(services, result) if row.card
+                      else said if isinstance(said, Message) else common.notice(said))
             await reply_privately(answer, body=body, respond=respond, client=client)
         finally:  # a refusal too: the Home then shows what is true now
             await home.refresh_after_press(services, client, body)
@@ -308,6 +334,20 @@ def register(app: AsyncApp, services: Services) -> None:
                            f"{ref.size_gb:,} GB this list showed: `/cluster volumes` again.")
         await client.views_open(trigger_id=body["trigger_id"],
                                 view=volume_blocks.grow_modal(ref))
+
+    @app.action(Action.REJECT_WITH_REASON)
+    @answering
+    async def reject_with_reason(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any],
+                                 client: AsyncWebClient) -> None:
+        """Opens the reason form; its submission rejects (bot/slack/views.py)."""
+        await ack()
+        ref = _ref(ApprovalRef, action)
+        try:
+            await client.views_open(trigger_id=body["trigger_id"],
+                                    view=story_blocks.reject_modal(ref))
+        except SlackApiError as exc:
+            if exc.response.get("error") != "exchanged_trigger_id":
+                raise
 
     @app.action(Action.QUOTE_DISCARD)
     @answering

@@ -14,6 +14,8 @@ from bot.domain.commands import (
     AuditCommand,
     AuditExportCommand,
     AutoRecoverCommand,
+    ConnectCommand,
+    ExtendCommand,
     GrowVolumeCommand,
     HelpCommand,
     ListCommand,
@@ -32,7 +34,7 @@ from bot.services.container import Services
 from bot.slack import parsing, uploads
 from bot.slack.blocks import audit as audit_blocks
 from bot.slack.blocks import cluster as cluster_blocks
-from bot.slack.blocks import common
+from bot.slack.blocks import common, listing
 from bot.slack.blocks import notices as notice_blocks
 from bot.slack.blocks import quote as quote_blocks
 from bot.slack.blocks import spend as spend_blocks
@@ -72,7 +74,7 @@ def register(app: AsyncApp, services: Services,
         elif isinstance(cmd, ListCommand):
             await ack()
             live = await services.clusters.live_page(cmd.page)
-            reply = cluster_blocks.cluster_list(
+            reply = listing.cluster_list_with_buttons(
                 live.clusters, now=now(), by_state=live.by_state, page=live.page,
                 pages=live.pages)
         elif isinstance(cmd, StatusCommand):
@@ -112,6 +114,17 @@ def register(app: AsyncApp, services: Services,
                 initial_comment=f"The audit trail of {month}: {len(entries)} entries.")
             reply = common.notice(f"The audit trail of {month} ({len(entries)} entries) is in "
                                   "your DM as a CSV file.")
+        elif isinstance(cmd, ExtendCommand):
+            await ack()
+            record = await services.envelopes.extend_by(cluster_id=cmd.cluster_id, actor=actor,
+                                                        hours=cmd.hours)
+            reply = common.notice(f"Extended `{record.id}` by {cmd.hours} h: it may now run "
+                                  f"{record.lifetime_hours} hours in all.")
+        elif isinstance(cmd, ConnectCommand):
+            await ack(text=f"Reading `{cmd.cluster_id}`'s connection details…", **EPHEMERAL)
+            record = await services.stewardship.connect(cluster_id=cmd.cluster_id, actor=actor)
+            reply = common.notice(f"Sent `{record.id}`'s connection details to "
+                                  f"<@{record.owner_id}> by DM.")
         elif isinstance(cmd, SpendCommand):
             await ack()
             report = await services.clusters.spend(month=cmd.month)

@@ -33,13 +33,17 @@ class Action:
     KEEP_VOLUME = "volume_keep"
     EXTEND = "cluster_extend"
     KEEP_WAITING = "cluster_keep_waiting"
+    QUOTE_THIS = "quote_this"
+    CLUSTER_STATUS = "cluster_status"
+    REJECT_WITH_REASON = "request_reject_reason"
     GROW_VOLUME = "volume_grow"
     RELAUNCH_ON_VOLUME = "volume_relaunch"
     HOURS_CHART = "cluster_hours_chart"
     ALL: ClassVar[tuple[str, ...]] = (
         QUOTE_REQUEST_LAUNCH, QUOTE_DISCARD, APPROVE, REJECT, RETRY_LAUNCH, TERMINATE,
         RECOVER, AUTORECOVER_ON, KEEP_RUNNING, CLAIM, DELETE_VOLUME, KEEP_VOLUME, EXTEND,
-        GROW_VOLUME, RELAUNCH_ON_VOLUME, HOURS_CHART, KEEP_WAITING,
+        GROW_VOLUME, RELAUNCH_ON_VOLUME, HOURS_CHART, KEEP_WAITING, QUOTE_THIS, CLUSTER_STATUS,
+        REJECT_WITH_REASON,
     )
 
 
@@ -48,7 +52,8 @@ class View:
 
     LAUNCH_REQUEST = "launch_request_modal"
     GROW_VOLUME = "volume_grow_modal"
-    ALL: ClassVar[tuple[str, ...]] = (LAUNCH_REQUEST, GROW_VOLUME)
+    REJECT_REASON = "reject_reason_modal"
+    ALL: ClassVar[tuple[str, ...]] = (LAUNCH_REQUEST, GROW_VOLUME, REJECT_REASON)
 
 
 class Ref(BaseModel):
@@ -167,6 +172,18 @@ class HoursRef(Ref):
     tag = "hc"
     cluster_id: str
     hours: int
+
+
+class AlternativeRef(Ref):
+    """Quote this: another accelerator or location for the plan of the quote it was shown on
+    (`quote_id`, its version); every press prices afresh, so none needs a claim."""
+
+    tag = "alt"
+    quote_id: str
+    accelerator: str
+    gpus_per_node: int
+    nodes: int
+    location: str
 
 
 def unpack_any(raw: str | None) -> Ref:

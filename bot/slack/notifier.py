@@ -15,17 +15,18 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from functools import partial
 from hashlib import sha256
-from typing import Any
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.clock import Clock
 from bot.domain.models import (
+    Approval,
     ClusterRecord,
     ClusterState,
     ConnectionDetails,
     Decision,
+    LaunchRequest,
     MessageRef,
     RequestStatus,
     VolumeRecord,
@@ -42,6 +43,7 @@ from bot.slack.blocks import home as home_blocks
 from bot.slack.blocks import notices as notice_blocks
 from bot.slack.blocks import payment as payment_blocks
 from bot.slack.blocks import readiness as readiness_blocks
+from bot.slack.blocks import story as story_blocks
 from bot.slack.blocks import volumes as volume_blocks
 from bot.slack.blocks.message import Message
 from bot.slack.outbox import DEFAULT_CLAIM, POST_ERRORS, Outcome, SlackOutbox, reason
@@ -55,10 +57,6 @@ Post = tuple[str, str, Callable[[], Awaitable[object]]]
 
 APPROVAL = "approval"
 PROGRESS = "progress"
-# Posting into a channel the bot can't reach: tell the requester by DM instead.
-_UNREACHABLE = {"channel_not_found", "not_in_channel", "is_archived", "restricted_action"}
-# How long a replica waits for another that is posting the same card (then it edits it).
-_WAIT_STEPS, _WAIT_SECONDS = 100, 0.05
 
 
 class SlackNotifier:
@@ -98,7 +96,7 @@ class SlackNotifier:
                                                    "hourly_cents": request.previous_hourly_cents
                                                    or request.hourly_cents})
                 retired = approval_blocks.approval_outcome(stale, old_quote, approvals, now=now)
-                await self._upsert(APPROVAL, f"{request_id}/{old_quote.id}",
+                await self.outbox.upsert(APPROVAL, f"{request_id}/{old_quote.id}",
                                    self._approvals_channel, retired, create=False)
             if card:
                 policy = self._people.policy
@@ -108,7 +106,7 @@ class SlackNotifier:
                          if request.status is RequestStatus.PENDING
                          else approval_blocks.approval_outcome(request, quote, approvals,
                                                                now=now, policy=policy))
-                await self._upsert(APPROVAL, f"{request_id}/{quote.id}",
+                await self.outbox.upsert(APPROVAL, f"{request_id}/{quote.id}",
                                    self._approvals_channel, shown)
             progress = cluster_blocks.request_progress(request, quote, record, now=now,
                                                        approvals=approvals,
@@ -116,13 +114,25 @@ class SlackNotifier:
                                                        serving=readiness_blocks.serving_line(
                                                            record, readiness)
                                                        if record else None)
-            await self._upsert(PROGRESS, request_id, request.channel_id, progress,
+            await self.outbox.upsert(PROGRESS, request_id, request.channel_id, progress,
                                fallback_user=request.requester_id)
+            await self._tell_story(request, approvals, record)
         # Approvers' homes list what waits for them: only a submission or a decision changes it.
         deciding = card and request.status in (RequestStatus.PENDING, RequestStatus.APPROVED,
                                                RequestStatus.REJECTED)
         await self._refresh_homes([request.requester_id,
                                    *(await self._people.approvers() if deciding else ())])
+
+    async def _tell_story(self, request: LaunchRequest, approvals: Sequence[Approval],
+                          record: ClusterRecord | None) -> None:
+        """Each step of the request's story once in its thread (bot/slack/blocks/story.py)."""
+        async with self._db.transaction() as repos:
+            top = await repos.messages.get(PROGRESS, request.id)
+        if top is None:
+            return
+        for step, words in story_blocks.story(request, approvals, record):
+            await self.outbox.post_once(story_blocks.story_key(request, step), top.channel_id,
+                                        story_blocks.story_post(words), thread_ts=top.ts)
 
     async def refresh_cluster(self, cluster_id: str) -> None:
         async with self._db.transaction() as repos:
@@ -134,7 +144,7 @@ class SlackNotifier:
             return
         # Adopted (found at AI Reserve, not launched here): its card in the approvals channel.
         async with self._locks[cluster_id]:
-            await self._upsert(PROGRESS, _top_subject(record), self._approvals_channel,
+            await self.outbox.upsert(PROGRESS, _top_subject(record), self._approvals_channel,
                                notice_blocks.untracked_cluster(record, now=self._clock.now()))
         await self._refresh_homes([record.owner_id])
 
@@ -261,6 +271,16 @@ class SlackNotifier:
             return False
         return outcome is not Outcome.BUSY
 
+    async def send_connection_again(self, cluster: ClusterRecord, details: ConnectionDetails,
+                                    *, key: str) -> None:
+        if cluster.owner_id is None:
+            return
+        message = cluster_blocks.connection_dm(cluster, details)
+        await self.outbox.once(f"connection/{cluster.id}/again/{key}", kind="connection",
+                               target=cluster.owner_id,
+                               send=partial(self.outbox.dm, cluster.owner_id,
+                                            message.as_kwargs()))
+
     async def remind_volume(self, volume: VolumeRecord, recipients: Sequence[str]) -> None:
         due = (volume.next_reminder_at or self._clock.now()).isoformat()
         message = volume_blocks.volume_reminder(volume, now=self._clock.now())
@@ -332,74 +352,6 @@ class SlackNotifier:
         person are said once (pass a key for a message that may be repeated)."""
         key = key or sha256(text.encode()).hexdigest()[:24]
         await self.outbox.dm_once(f"tell/{user_id}/{key}", user_id, common_blocks.notice(text))
-
-    # --- plumbing -------------------------------------------------------------------------
-
-    async def _upsert(self, kind: str, subject: str, channel: str, message: Message, *,
-                      create: bool = True, fallback_user: str | None = None) -> None:
-        """Edit the stored message; post it first if there is none. The first post is claimed
-        (key `message/<kind>/<subject>`): a replica that finds another posting it waits for
-        the coordinates and edits instead, so no replica posts a second card."""
-        async with self._db.transaction() as repos:
-            ref = await repos.messages.get(kind, subject)
-        key, stale = f"message/{kind}/{subject}", None
-        if ref is not None:
-            if await self._edit(ref, message, kind=kind, subject=subject):
-                return
-            key, stale = f"{key}/{ref.ts}", ref.ts  # deleted in Slack: a key of its own
-        if not create:
-            return
-        for _ in range(_WAIT_STEPS):
-            now = self.outbox.claim_clock()
-            async with self._db.transaction() as repos:
-                if await repos.outbox.claim(key, kind="message", target=channel,
-                                            holder=self.outbox.holder, now=now,
-                                            ttl=self.outbox.claim_ttl):
-                    break
-                ref = await repos.messages.get(kind, subject)
-            if ref is not None and ref.ts != stale:
-                await self._edit(ref, message, kind=kind, subject=subject)
-                return
-            await asyncio.sleep(_WAIT_SECONDS)  # another replica is posting it right now
-        else:
-            log.warning("%s message for %s is still being posted elsewhere", kind, subject)
-            return
-        try:
-            posted = await self._post(channel, message, fallback_user=fallback_user)
-        except Exception:
-            async with self._db.transaction() as repos:
-                await repos.outbox.release(key, holder=self.outbox.holder)
-            raise
-        async with self._db.transaction() as repos:  # coordinates and delivery: one commit
-            await repos.messages.put(kind, subject,
-                                     MessageRef(channel_id=posted["channel"], ts=posted["ts"]),
-                                     now=self._clock.now())
-            await repos.outbox.delivered(key, now=self._clock.now())
-
-    async def _edit(self, ref: MessageRef, message: Message, *, kind: str,
-                    subject: str) -> bool:
-        """chat.update (idempotent); False if the message was deleted in Slack."""
-        try:
-            await self._client.chat_update(channel=ref.channel_id, ts=ref.ts,
-                                           **message.as_kwargs())
-            return True
-        except SlackApiError as exc:
-            if exc.response.get("error") != "message_not_found":
-                raise
-            log.warning("%s message for %s was deleted; posting it again", kind, subject)
-            return False
-
-    async def _post(self, channel: str, message: Message, *,
-                    fallback_user: str | None) -> Any:
-        try:
-            return await self._client.chat_postMessage(channel=channel, **message.as_kwargs())
-        except SlackApiError as exc:
-            if fallback_user is None or exc.response.get("error") not in _UNREACHABLE:
-                raise
-            log.warning("can't post to %s (%s); using a DM", channel, exc.response.get("error"))
-            channel = await self.outbox.dm_channel(fallback_user)  # opened once per person
-            return await self._client.chat_postMessage(channel=channel, **message.as_kwargs())
-
 
 def _top_subject(record: ClusterRecord | None) -> str:
     """The key of a cluster's top message: its request's progress message, or its own card."""

@@ -16,6 +16,10 @@ DM channels come from the `dm_channels` table: conversations.open once per perso
 is claimed like a post (key `dm-channel/<user>`), so a flood of first DMs to someone, from any
 number of replicas, opens it once; the others wait briefly for the id to appear in the table
 (and open it themselves if it doesn't: conversations.open is idempotent, only rate-limited).
+
+Messages the bot edits in place (approval cards, progress messages) are `upsert`ed: chat.update
+when their coordinates are stored; otherwise their first post is claimed like any other, and a
+replica that loses the race waits for the coordinates and edits instead.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.clock import Clock
+from bot.domain.models import MessageRef
 from bot.slack.blocks.message import Message
 from storage.db import Database
 from storage.leases import wall_clock
@@ -45,6 +50,10 @@ DEFAULT_CLAIM = timedelta(minutes=2)
 DM_CHANNEL_WAITS = tuple(0.05 * 2 ** n for n in range(6))
 # What a refused or lost post raises: the claim is released and the post tried again later.
 POST_ERRORS = (SlackApiError, aiohttp.ClientError, TimeoutError)
+# Posting into a channel the bot can't reach: tell the requester by DM instead.
+_UNREACHABLE = {"channel_not_found", "not_in_channel", "is_archived", "restricted_action"}
+# How long a replica waits for another that is posting the same card (then it edits it).
+_WAIT_STEPS, _WAIT_SECONDS = 100, 0.05
 
 
 def reason(exc: BaseException) -> str:
@@ -170,3 +179,70 @@ class SlackOutbox:
                 log.warning("could not post %s (%s); it will be retried", key.split("/")[0],
                             reason(exc))
             return Outcome.BUSY
+
+    # --- messages edited in place (approval cards, progress messages) ---------------------
+
+    async def upsert(self, kind: str, subject: str, channel: str, message: Message, *,
+                      create: bool = True, fallback_user: str | None = None) -> None:
+        """Edit the stored message; post it first if there is none. The first post is claimed
+        (key `message/<kind>/<subject>`): a replica that finds another posting it waits for
+        the coordinates and edits instead, so no replica posts a second card."""
+        async with self._db.transaction() as repos:
+            ref = await repos.messages.get(kind, subject)
+        key, stale = f"message/{kind}/{subject}", None
+        if ref is not None:
+            if await self._edit(ref, message, kind=kind, subject=subject):
+                return
+            key, stale = f"{key}/{ref.ts}", ref.ts  # deleted in Slack: a key of its own
+        if not create:
+            return
+        for _ in range(_WAIT_STEPS):
+            now = self.claim_clock()
+            async with self._db.transaction() as repos:
+                if await repos.outbox.claim(key, kind="message", target=channel,
+                                            holder=self.holder, now=now,
+                                            ttl=self.claim_ttl):
+                    break
+                ref = await repos.messages.get(kind, subject)
+            if ref is not None and ref.ts != stale:
+                await self._edit(ref, message, kind=kind, subject=subject)
+                return
+            await asyncio.sleep(_WAIT_SECONDS)  # another replica is posting it right now
+        else:
+            log.warning("%s message for %s is still being posted elsewhere", kind, subject)
+            return
+        try:
+            posted = await self._post(channel, message, fallback_user=fallback_user)
+        except Exception:
+            async with self._db.transaction() as repos:
+                await repos.outbox.release(key, holder=self.holder)
+            raise
+        async with self._db.transaction() as repos:  # coordinates and delivery: one commit
+            await repos.messages.put(kind, subject,
+                                     MessageRef(channel_id=posted["channel"], ts=posted["ts"]),
+                                     now=self._clock.now())
+            await repos.outbox.delivered(key, now=self._clock.now())
+
+    async def _edit(self, ref: MessageRef, message: Message, *, kind: str,
+                    subject: str) -> bool:
+        """chat.update (idempotent); False if the message was deleted in Slack."""
+        try:
+            await self._client.chat_update(channel=ref.channel_id, ts=ref.ts,
+                                           **message.as_kwargs())
+            return True
+        except SlackApiError as exc:
+            if exc.response.get("error") != "message_not_found":
+                raise
+            log.warning("%s message for %s was deleted; posting it again", kind, subject)
+            return False
+
+    async def _post(self, channel: str, message: Message, *,
+                    fallback_user: str | None) -> Any:
+        try:
+            return await self._client.chat_postMessage(channel=channel, **message.as_kwargs())
+        except SlackApiError as exc:
+            if fallback_user is None or exc.response.get("error") not in _UNREACHABLE:
+                raise
+            log.warning("can't post to %s (%s); using a DM", channel, exc.response.get("error"))
+            channel = await self.dm_channel(fallback_user)  # opened once per person
+            return await self._client.chat_postMessage(channel=channel, **message.as_kwargs())

@@ -18,6 +18,8 @@ from bot.domain.commands import (
     AuditExportCommand,
     AutoRecoverCommand,
     Command,
+    ConnectCommand,
+    ExtendCommand,
     GrowVolumeCommand,
     HelpCommand,
     ListCommand,
@@ -67,6 +69,14 @@ def parse(text: str) -> Command:
         if verb == "status":
             return StatusCommand(cluster_id)
         return TerminateCommand(cluster_id) if verb == "terminate" else RecoverCommand(cluster_id)
+    if verb == "connect":
+        return ConnectCommand(_one_id(args, verb))
+    if verb == "extend":
+        cluster_id = _one_id(args[:1], verb)
+        if len(args) != 2:
+            raise _fail("Say how many hours to add after the cluster id, e.g. "
+                        "`/cluster extend clu_9xQe1 12`.", " ".join(args[2:])[:40], verb)
+        return ExtendCommand(cluster_id, _hours(args[1], "hours", verb))
     if verb == "autorecover":
         cluster_id = _one_id(args[:1], verb)
         switch = " ".join(args[1:]).lower()
@@ -181,6 +191,15 @@ def _whole(value: str, key: str, what: str, verb: str = "quote") -> int:
     return int(value)
 
 
+def _hours(value: str, key: str, verb: str) -> int:
+    """A whole, positive number of hours (`hours=0`, `abc`, `1.5` are refused by name)."""
+    if not value.isdigit() or len(value) > 5 or int(value) == 0:
+        shown = f"{key}={value[:20]}" if verb == "quote" else value[:20]
+        raise _fail(f"`{shown}` is not a number of hours: `{key}` must be a whole number of "
+                    "hours, at least 1, e.g. `12`.", shown, verb)
+    return int(value)
+
+
 def _parse_quote(args: list[str]) -> QuoteCommand:
     if not args:
         raise _fail("Which cluster? Give the accelerator and GPUs per node, and the nodes.",
@@ -205,9 +224,10 @@ def _parse_quote(args: list[str]) -> QuoteCommand:
             raise _fail(f"I don't understand `{token[:40]}`; options look like `key=value`.",
                         token, "quote")
         key, value = option["key"].lower(), option["value"]
-        if key not in ("nodes", "storage", "volume", "location", "disk", "orchestrator"):
+        if key not in ("nodes", "storage", "volume", "location", "disk", "orchestrator",
+                       "hours"):
             raise _fail(f"Unknown option `{key}`; I know nodes, storage, volume, location, disk, "
-                        "orchestrator.",
+                        "orchestrator, hours.",
                         token, "quote")
         if key in seen:
             raise _fail(f"`{key}` is given twice.", token, "quote")
@@ -240,4 +260,5 @@ def _parse_quote(args: list[str]) -> QuoteCommand:
         location=location,
         root_disk_gb=_whole(seen["disk"], "disk", "GB") if "disk" in seen else None,
         orchestrator=orchestrator,
+        hours=_hours(seen["hours"], "hours", "quote") if "hours" in seen else None,
     )

@@ -13,10 +13,11 @@ from bot.services.container import Services
 from bot.slack.actions import GROW_ONCE, press_once
 from bot.slack.blocks import common
 from bot.slack.blocks import launch_modal as modal_blocks
+from bot.slack.blocks import story as story_blocks
 from bot.slack.blocks import volumes as volume_blocks
 from bot.slack.blocks.format import money
 from bot.slack.errors import StaleReference, answering, reply_privately
-from bot.slack.ids import GrowRef, QuoteRef, View
+from bot.slack.ids import ApprovalRef, GrowRef, QuoteRef, View
 
 # Modal block ids → the workload's field names.
 FIELDS = {
@@ -71,6 +72,10 @@ def register(app: AsyncApp, services: Services) -> None:
             await ack(response_action="errors",
                       errors={BLOCKS[field]: message for field, message in exc.errors.items()})
             return
+        if not workload.ssh_keys and not raw.get(modal_blocks.FIELD_NO_SSH_OK):
+            await ack(response_action="errors",
+                      errors={modal_blocks.FIELD_NO_SSH_OK: modal_blocks.NO_SSH_ERROR})
+            return
         await ack()
         try:
             ref = QuoteRef.unpack(view.get("private_metadata"))
@@ -81,3 +86,21 @@ def register(app: AsyncApp, services: Services) -> None:
             quote_id=ref.quote_id, workload=workload,
             actor=Actor(user_id=user["id"], team_id=user.get("team_id")),
         )
+
+    @app.view(View.REJECT_REASON)
+    @answering
+    async def submit_reject_reason(ack: AsyncAck, body: dict[str, Any],
+                                   view: dict[str, Any]) -> None:
+        values = view.get("state", {}).get("values", {})
+        field = (values.get(story_blocks.FIELD_REASON) or {}).get(story_blocks.FIELD_REASON) or {}
+        reason = field.get("value") if isinstance(field, dict) else None
+        await ack()
+        try:
+            ref = ApprovalRef.unpack(view.get("private_metadata"))
+        except ValueError as exc:
+            raise StaleReference(str(exc)) from exc
+        user = body["user"]
+        await services.approvals.reject(
+            request_id=ref.request_id, quote_id=ref.quote_id, hourly_cents=ref.hourly_cents,
+            reason=reason if isinstance(reason, str) else None,
+            actor=Actor(user_id=user["id"], team_id=user.get("team_id")))

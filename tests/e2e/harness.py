@@ -27,6 +27,8 @@ from bot.devslack.webapi import FakeSlack
 from bot.domain.models import ClusterRecord, LaunchRequest, RequestStatus
 from bot.reserve.simulator.config import SimConfig
 from bot.reserve.simulator.embedded import EmbeddedSimulator
+from bot.slack import ids
+from bot.slack.blocks.launch_modal import FIELD_NO_SSH_OK, NO_SSH_OK
 from bot.slack.ids import Action
 from tests.loopwatch import starting_up
 
@@ -107,6 +109,8 @@ class Harness:
 
     async def submit(self, view: dict[str, Any], *, user: str = ALICE,
                      values: dict[str, dict[str, Any]] | None = None) -> Reply:
+        if view.get("callback_id") == ids.View.LAUNCH_REQUEST:  # no key: say so explicitly
+            values = {**launch_without_ssh(), **(values or {})}
         reply = await self.requests.submit_view(view, user_id=user, values=values)
         await self.rt.settle()
         return reply
@@ -159,6 +163,11 @@ class Harness:
         reply = await self.submit(modal, user=user, values=values)
         assert reply.status == 200 and not reply.body, reply.body
         return self.cards()[-1]
+
+
+def launch_without_ssh() -> dict[str, dict[str, Any]]:
+    """The launch form's "nobody can log in" box, ticked (the tests' clusters need no SSH)."""
+    return {FIELD_NO_SSH_OK: {FIELD_NO_SSH_OK: [NO_SSH_OK]}}
 
 
 @asynccontextmanager

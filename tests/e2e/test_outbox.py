@@ -100,10 +100,11 @@ async def test_a_post_answered_500_is_not_replayed_by_the_client_but_by_the_outb
     async with bot(tmp_path) as h:
         card = await h.request(quote_text="quote h100x8 nodes=2")
         await h.click(card, Action.APPROVE, user=BOB)
-        h.slack.fail_next("chat.postMessage", error="internal_error", status=500, count=1)
-        await h.advance(60)  # running: the SSH details DM meets the 500
+        # Running: the thread's "Ready" post, then the SSH details DM, each meet a 500.
+        h.slack.fail_next("chat.postMessage", error="internal_error", status=500, count=2)
+        await h.advance(60)
         refused = [c for c in h.slack.calls_to("chat.postMessage") if c.status == 500]
-        assert len(refused) == 1  # the Web API client did not send it again
+        assert len(refused) == 2  # the Web API client sent neither again
         assert not any("ssh -p" in h.text_of(m) for m in h.slack.dms(ALICE))
         await h.advance(30)  # the next sweep: the details are read again and sent, once
         assert sum("ssh -p" in h.text_of(m) for m in h.slack.dms(ALICE)) == 1

@@ -240,3 +240,27 @@ async def test_a_bad_orchestrator_is_refused_privately(tmp_path):
         answer = h.text_of(h.slack.ephemerals(ALICE)[-1])
         assert "orchestrator=kubernetes" in answer and "slurm" in answer
         assert h.cards() == []
+
+
+async def test_the_billed_hours_chart_marks_the_hours_before_serving(tmp_path):
+    """The receipt's chart (bot/services/clusters.py billed_hours): the hour marks from ready to
+    the readiness line are *not serving*, the ones after it plain billed."""
+    from bot.domain.hours import HourState
+    from bot.domain.models import Actor
+
+    async with bot(tmp_path) as h:
+        cluster_id = await launched(h, readiness("vllm", limit=600))
+        await h.advance(60)
+        for _ in range(12):  # two hours without the line
+            await h.advance(600)
+        await say(h, cluster_id, VLLM_LINE)
+        await h.advance(60)
+        for _ in range(12):  # two more hours, serving
+            await h.advance(600)
+        await h.rt.services.termination.terminate(cluster_id=cluster_id,
+                                                  actor=Actor(user_id=ALICE))
+        await h.advance(60)
+        _, marks = await h.rt.services.clusters.billed_hours(cluster_id=cluster_id)
+        states = [state for _, state in marks]
+        # Marks at 0, 1 and 2 h came before the line (at ~2 h 1 min); 3 and 4 h after it.
+        assert states == [HourState.NOT_SERVING] * 3 + [HourState.BILLED] * 2, states

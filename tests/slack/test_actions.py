@@ -8,13 +8,15 @@ from bot.slack.ids import Action
 
 def test_every_action_has_exactly_one_listener_row():
     assert set(BUTTONS) | {Action.QUOTE_REQUEST_LAUNCH, Action.QUOTE_DISCARD,
-                        Action.GROW_VOLUME} == set(Action.ALL)
+                        Action.GROW_VOLUME, Action.REJECT_WITH_REASON} == set(Action.ALL)
     assert not set(BUTTONS) & {Action.QUOTE_REQUEST_LAUNCH, Action.QUOTE_DISCARD}
 
 
 def test_only_approve_and_reject_rely_on_the_service_alone():
     # Their compare-and-set is per approver on the request row (two approvers may both act).
     unclaimed = {action for action, row in BUTTONS.items() if row.once is None}
-    assert unclaimed == {Action.APPROVE, Action.REJECT}
+    # Quote this and Status only read (each press prices or looks afresh): nothing to claim.
+    assert unclaimed == {Action.APPROVE, Action.REJECT, Action.QUOTE_THIS,
+                         Action.CLUSTER_STATUS}
     audit_names = [row.once.action for row in BUTTONS.values() if row.once is not None]
     assert len(audit_names) == len(set(audit_names))  # one claim namespace per button kind

@@ -81,8 +81,9 @@ def approval_card(
 
 def approval_buttons(
     req: LaunchRequest, q: QuoteInfo, *, approvals: Sequence[Approval] = ()
-) -> tuple[ButtonElement, ButtonElement]:
-    """Approve and Reject, both bound (`ApprovalRef`) to this quote at the card's rate.
+) -> tuple[ButtonElement, ...]:
+    """Approve, Reject and Reject with a reason, all bound (`ApprovalRef`) to this quote at
+    the card's rate.
 
     The Approve confirm states the rate, the envelope when there is one, and — for a request
     that breaks the spend policy — that approving is an explicit override.
@@ -116,7 +117,9 @@ def approval_buttons(
             ok="Reject", danger=True,
         ),
     )
-    return approve, reject
+    # A form for the reason the requester sees; its submission rejects (same reference).
+    with_reason = button("Reject with reason…", action_id=Action.REJECT_WITH_REASON, value=value)
+    return approve, reject, with_reason
 
 
 def approval_outcome(
@@ -271,7 +274,8 @@ def outcome_line(
         how = " as an explicit override of the spend policy" if req.override_rule else ""
         return f":white_check_mark: Approved by {who}{how}{tail}"
     if status is RequestStatus.REJECTED:
-        return f":no_entry: Rejected by {deciders(req, approvals, Decision.REJECT)}"
+        why = f": “{escaped(req.decision_note, 500)}”" if req.decision_note else ""
+        return f":no_entry: Rejected by {deciders(req, approvals, Decision.REJECT)}{why}"
     if status is RequestStatus.SUPERSEDED:
         return (":arrows_counterclockwise: Superseded: the quote expired or its price changed — "
                 "a new approval card follows")

@@ -8,7 +8,7 @@ it shows as "unclaimed" wherever an owner would be.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from slack_sdk.models.blocks import Block, ButtonElement
@@ -42,7 +42,6 @@ from bot.slack.blocks.format import (
     hourly,
     money,
     mrkdwn,
-    payload_len,
     shape_label,
     truncate,
     user,
@@ -67,7 +66,6 @@ UNCLAIMED_NOTE = "It is watched and reminded to the approvers until someone clai
 READINESS_CAVEAT = ("_Running_ is infrastructure readiness, not your app's health: run your own "
                     "readiness check before sending traffic.")
 # Sizes in JSON payload characters (`payload_len`): a list stays well under Slack's ~13k budget.
-LIST_TEXT_BUDGET = 9000
 SECTION_BUDGET = 2800
 
 
@@ -124,6 +122,9 @@ def connection_dm(c: ClusterRecord, details: ConnectionDetails) -> Message:
                 f"{escaped(c.location, ID_MAX)}\n*Primary node (rank 0):*\n"
                 f"```{escaped(details.primary_ssh_command, 1000)}```"),
         section("*Every node*\n" + ("\n".join(lines) or "_no nodes listed_")),
+        *([context(f":file_cabinet: The shared volume is mounted at "
+                   f"{code(escaped(details.volume_mount, 200))} on every node.")]
+          if details.volume_mount else []),
         context(f":moneybag: It bills {rate} ({money(c.hourly_cents * 24)} per day) until "
                 f"terminated: `/cluster terminate {escape(c.id)}`"),
         context(READINESS_CAVEAT),
@@ -132,77 +133,7 @@ def connection_dm(c: ClusterRecord, details: ConnectionDetails) -> Message:
                    blocks, key="connect")
 
 
-def cluster_list(clusters: Sequence[ClusterRecord], *, now: datetime,
-                 by_state: Mapping[ClusterState, tuple[int, int]] | None = None,
-                 page: int = 1, pages: int = 1) -> Message:
-    """`/cluster list`: one line per cluster, summarising the overflow past the size budget.
-
-    `clusters` may be one page of them: `by_state` (count and hourly cents per state) is then
-    every live cluster's, and the message says which page it is and how to ask for the next."""
-    if not clusters:
-        return compose("No live clusters", [section("No live clusters.")], key="list")
-    totals = by_state if by_state is not None else totals_by_state(clusters)
-    n = sum(count for count, _ in totals.values())
-    total = billing_now_cents(totals)
-    blocks: list[Block] = [
-        header(f"Live clusters ({n})"),
-        section(together_line(totals)),
-    ]
-    more = "…and {n} more. `/cluster status <id>` shows one cluster."
-    lines = fit_lines([_list_line(c, now=now) for c in clusters], LIST_TEXT_BUDGET, more)
-    chunk: list[str] = []
-    for line in lines:
-        if chunk and payload_len("\n".join([*chunk, line])) > SECTION_BUDGET:
-            blocks.append(section("\n".join(chunk)))
-            chunk = []
-        chunk.append(line)
-    blocks.append(section("\n".join(chunk)))
-    if pages > 1:
-        after = f" · `/cluster list {page + 1}` for the next" if page < pages else ""
-        blocks.append(context(f"Page {page} of {pages}{after}"))
-    plural = "s" if n != 1 else ""
-    return compose(f"{n} live cluster{plural}, billing {hourly(total)} together now", blocks,
-                   key="list")
-
-
 BILLING_NOW = (ClusterState.RUNNING, ClusterState.DEGRADED)
-
-
-def totals_by_state(clusters: Iterable[ClusterRecord]) -> dict[ClusterState, tuple[int, int]]:
-    """How many clusters are in each state, and their hourly cents together."""
-    totals: dict[ClusterState, tuple[int, int]] = {}
-    for c in clusters:
-        n, cents = totals.get(c.status, (0, 0))
-        totals[c.status] = (n + 1, cents + c.hourly_cents)
-    return totals
-
-
-def billing_now_cents(totals: Mapping[ClusterState, tuple[int, int]]) -> int:
-    """What the clusters bill per hour right now: only running and degraded ones are charged
-    (provisioning is not yet, terminating is no longer — contract §5.1)."""
-    return sum(cents for state, (_, cents) in totals.items() if state in BILLING_NOW)
-
-
-def together_line(totals: Mapping[ClusterState, tuple[int, int]]) -> str:
-    """`"3 clusters · together *$125.06/h* ($3,001.44 per day) for the 2 billing now ·
-    1 provisioning (not billing)"` (mrkdwn), from `totals_by_state` (or the database's own
-    totals): the sum counts only the clusters that bill now."""
-    total = billing_now_cents(totals)
-    count = sum(n for n, _ in totals.values())
-    billing = sum(n for state, (n, _) in totals.items() if state in BILLING_NOW)
-    plural = "s" if count != 1 else ""
-    line = f"{count} cluster{plural}"
-    if billing:
-        line += f" · together *{hourly(total)}* ({money(total * 24)} per day)"
-        if billing != count:
-            line += f" for the {billing} billing now"
-    else:
-        line += " · none is billing now"
-    idle = {state.value: n for state, (n, _) in totals.items() if state not in BILLING_NOW}
-    if idle:
-        line += " · " + ", ".join(f"{n} {state}" for state, n in sorted(idle.items())) + \
-            " (not billing)"
-    return line
 
 
 def cluster_status(
@@ -374,15 +305,6 @@ def _cluster_notes(c: ClusterRecord, *, auto_recovery: bool | None) -> list[str]
             notes.append(f":warning: Volume {code(escaped(c.volume_id, ID_MAX))} survives the "
                          "cluster and keeps billing until it is deleted.")
     return notes
-
-
-def _list_line(c: ClusterRecord, *, now: datetime) -> str:
-    name = f" *{escaped(c.name, 40)}*" if c.name else ""
-    age = duration((now - c.created_at).total_seconds())
-    return (f"• {code(escaped(c.id, ID_MAX))}{name} · "
-            f"{escaped(shape_label(c.shape, c.accelerator_name), 60)} · {c.status.value} · "
-            f"{hourly(c.hourly_cents)} · {age} · {owner_mention(c.owner_id)}"
-            f"{' (adopted)' if c.adopted else ''}")
 
 
 def _node_lines(nodes: Sequence[NodeSummary]) -> list[str]:

@@ -12,13 +12,17 @@ USAGE_MAX = 1000
 # (command, what it does, example); kept in step with bot/slack/parsing.py's USAGE by hand.
 COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("/cluster quote <accel>x<gpusPerNode> nodes=<N> [storage=<GB> | volume=<id>] "
-     "[location=<id>] [disk=<GB>]",
+     "[location=<id>] [disk=<GB>] [hours=<H>]",
      "Price a cluster: N nodes (2–8) of 1–8 GPUs each. `storage=` creates a shared volume with "
      "the cluster (it survives terminate and bills until deleted); `volume=` mounts an existing "
      "one and pins the location to it; `location=` picks the place; `disk=` sizes each node's "
      "root disk. The card says at once what the spend policy would decide (auto-approve, one or "
      "two approvers, or a refusal with the numbers) and, when the place has no stock, where "
-     "the same shape has some.",
+     "the same shape has some. `hours=` plans the run: its total for H started hours and "
+     "per day (e.g. `hours=36`); a request from it is approved for H hours and the cluster is "
+     "terminated "
+     "when they run out unless its owner extends it. The card lists where else the shape "
+     "has stock and the nearest other accelerators with the same GPU memory (*Quote this*).",
      "/cluster quote h100x8 nodes=4 storage=1000 location=us-tx disk=200"),
     ("/cluster list", "Live clusters with their rate, age and owner; \"together\" adds up only "
      "the clusters billing now (running or degraded).", "/cluster list"),
@@ -53,6 +57,12 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("/cluster volume grow <volume-id> <GB>", "Grow a detached volume to a new size in GB "
      "(AI Reserve volumes only grow; later hours bill at the new size).",
      "/cluster volume grow vol_7kP2 2000"),
+    ("/cluster extend <cluster-id> <hours>", "Add hours to a cluster's approved envelope "
+     "(and move a planned run's automatic terminate): its owner up to the spend policy's "
+     "lifetime per cluster, an approver beyond it.", "/cluster extend clu_9xQe1 12"),
+    ("/cluster connect <cluster-id>", "DM the cluster's owner its SSH commands, interconnect "
+     "addresses and volume mount path again, read fresh from AI Reserve (the owner or an "
+     "approver asks; never posted in a channel).", "/cluster connect clu_9xQe1"),
     ("/cluster help", "This list.", "/cluster help"),
 )
 
@@ -73,7 +83,7 @@ def help_message(*, unknown: str | None = None) -> Message:
     ))
     return compose(
         "/cluster commands: quote, list, status, terminate, recover, autorecover, notify, logs, "
-        "audit, spend, volumes, volume grow, help", blocks, key="help")
+        "audit, spend, volumes, volume grow, extend, connect, help", blocks, key="help")
 
 
 def error_message(text: str, *, usage: str = "") -> Message:

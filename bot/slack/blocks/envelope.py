@@ -95,6 +95,9 @@ def envelope_final_warning(
             f"paid for ({money(c.accrued_cents)} so far, AI Reserve's figure). Nothing more is "
             "charged unless an approver extends it.")
     blocks: list[Block] = [section(body), context(f"Owner: {owner_mention(c.owner_id)}")]
+    if c.auto_terminate:  # a planned run (`hours=`): its owner may move the end too
+        blocks.append(context(f"A planned run: its owner can move the end, e.g. "
+                              f"`/cluster extend {escaped(c.id, ID_MAX)} 4`."))
     blocks.extend(_extend_and_terminate(c, extend_hours or envelope_hours(c)))
     return compose(f"Cluster {escaped(c.id, ID_MAX)} terminates in {left} unless an approver "
                    "extends it", blocks, key="envelope.final")

@@ -24,8 +24,6 @@ from bot.slack.blocks.cluster import (
     cluster_ref,
     cluster_state_line,
     terminate_button,
-    together_line,
-    totals_by_state,
 )
 from bot.slack.blocks.format import (
     ID_MAX,
@@ -38,6 +36,7 @@ from bot.slack.blocks.format import (
     user,
     when,
 )
+from bot.slack.blocks.listing import together_line, totals_by_state
 from bot.slack.blocks.message import actions, context, divider, header, section
 
 MAX_VIEW_BLOCKS = 100
@@ -111,7 +110,7 @@ def _pending(pending: Sequence[tuple[LaunchRequest, QuoteInfo]], *, now: datetim
         return blocks
     for req, q in pending[:PENDING_SHOWN]:
         blocks.append(section(_request_text(req, q, now=now)))
-        blocks.append(actions(*approval_buttons(req, q)))
+        blocks.append(actions(*approval_buttons(req, q)[:2]))  # a reason: on the card
     more = len(pending) - PENDING_SHOWN
     if more > 0:
         blocks.append(context(f"…and {more} more requests: their cards are in the approvals "

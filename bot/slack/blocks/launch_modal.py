@@ -36,6 +36,10 @@ FIELD_AUTO_RECOVERY = "launch_auto_recovery"
 FIELD_READINESS = "launch_readiness"
 FIELD_READINESS_LIMIT = "launch_readiness_limit"
 FIELD_READINESS_ALL = "launch_readiness_all"
+FIELD_NO_SSH_OK = "launch_no_ssh_ok"
+NO_SSH_OK = "nobody-can-log-in"
+NO_SSH_ERROR = ("No SSH key: nobody can log in to the nodes. Add a key above, or tick this box "
+                "to launch without one.")
 TEXT_FIELDS = (FIELD_NAME, FIELD_IMAGE, FIELD_CMD, FIELD_ENV, FIELD_PORTS, FIELD_SSH_KEYS,
                FIELD_READINESS, FIELD_READINESS_LIMIT)
 AUTO_RECOVERY_ON = "on"
@@ -56,8 +60,9 @@ READINESS_LIMIT_HINT = (
 ENV_HINT = (
     "One KEY=VALUE per line. MALLOC_ARENA_MAX=1 is recommended for tensor-parallel workloads "
     "(AI Reserve's docs): it stops glibc from creating one malloc arena per thread, which "
-    "otherwise inflates host memory on many-GPU nodes. Values go to the provider only; Slack "
-    "messages show the keys."
+    "otherwise inflates host memory on many-GPU nodes. /dev/shm can't be sized through the "
+    "cluster API: a workload that needs a larger shared-memory mount needs a provider-native "
+    "deployment. Values go to the provider only; Slack messages show the keys."
 )
 SSH_HINT = "One OpenSSH public key per line. Without a key you can't log in to the nodes."
 RECOVERY_HINT = (
@@ -92,6 +97,7 @@ def launch_modal(q: QuoteInfo, *, defaults: Workload) -> View:
                     placeholder="8000/http, 22/tcp", hint=PORTS_HINT),
         _text_input(FIELD_SSH_KEYS, "SSH public keys", "\n".join(defaults.ssh_keys),
                     multiline=True, placeholder="ssh-ed25519 AAAA… you@example", hint=SSH_HINT),
+        _no_ssh_input(),
         _recovery_input(defaults.auto_recovery),
         *readiness_inputs(defaults),
     ]
@@ -125,6 +131,9 @@ def read_modal(state_values: Mapping[str, Mapping[str, Any]]) -> dict[str, str |
         isinstance(option, Mapping) and option.get("value") == READINESS_ALL_ON
         for option in selected
     )
+    no_ssh = _element_state(state_values, FIELD_NO_SSH_OK).get("selected_options") or []
+    result[FIELD_NO_SSH_OK] = any(
+        isinstance(option, Mapping) and option.get("value") == NO_SSH_OK for option in no_ssh)
     return result
 
 
@@ -157,6 +166,18 @@ def readiness_inputs(defaults: Workload) -> list[Block]:
             optional=True,
         ),
     ]
+
+
+def _no_ssh_input() -> InputBlock:
+    """The explicit confirmation a launch without an SSH key needs."""
+    option = Option(value=NO_SSH_OK, text=plain("Launch without SSH access (nobody can log in)"))
+    return InputBlock(
+        block_id=FIELD_NO_SSH_OK,
+        label=plain("No SSH key?", 2000),
+        element=CheckboxesElement(action_id=FIELD_NO_SSH_OK, options=[option]),
+        hint=plain("Only needed when no key is given above.", 2000),
+        optional=True,
+    )
 
 
 def _element_state(state_values: Mapping[str, Mapping[str, Any]], field: str) -> Mapping[str, Any]:

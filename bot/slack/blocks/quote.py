@@ -21,6 +21,12 @@ from bot.slack.blocks.format import (
     when,
 )
 from bot.slack.blocks.message import Message, actions, button, compose, context, header, section
+from bot.slack.blocks.planning import (
+    advice_blocks,
+    alternative_blocks,
+    plan_blocks,
+    stock_blocks,
+)
 from bot.slack.ids import Action, QuoteRef
 
 MAX_LINES = 12  # a breakdown has four lines; more than this is a provider bug, not a reason to fail
@@ -33,8 +39,12 @@ def quote_card(q: QuoteInfo, *, now: datetime, outlook: QuoteOutlook | None = No
     with the numbers; a refused request or a shape with no stock gets no **Request launch**."""
     value = QuoteRef(quote_id=q.id).pack()
     outlook = outlook or QuoteOutlook()
-    blocks: list[Block] = [*quote_facts(q, outlook=outlook)]
-    blocks.extend(_outlook_blocks(q, outlook))
+    verdict = _outlook_blocks(q, outlook)
+    no_stock = verdict[-1:] if q.availability == "none" else []  # said first
+    blocks: list[Block] = [*no_stock, *quote_facts(q, outlook=outlook), *plan_blocks(q)]
+    blocks.extend(verdict[:-1] if no_stock else verdict)
+    blocks.extend([*stock_blocks(q, outlook), *alternative_blocks(q, outlook),
+                   *advice_blocks(q)])
     blocks.append(context(f"{_expiry(q, now)} · requested by {user(q.requested_by)}"))
     buttons = []
     if outlook.can_request and q.availability != "none":

@@ -17,12 +17,12 @@ from bot.domain.models import (
     RequestStatus,
 )
 from bot.slack.blocks.cluster import (
-    cluster_list,
     cluster_status,
     connection_dm,
     request_progress,
     terminate_prompt,
 )
+from bot.slack.blocks.listing import cluster_list
 from bot.slack.blocks.message import Message
 from bot.slack.ids import Action, ClusterRef
 from tests.slack.blocks import (

@@ -10,6 +10,7 @@ from bot.slack.blocks.launch_modal import (
     FIELD_ENV,
     FIELD_IMAGE,
     FIELD_NAME,
+    FIELD_NO_SSH_OK,
     FIELD_PORTS,
     FIELD_READINESS,
     FIELD_READINESS_ALL,
@@ -21,7 +22,8 @@ from bot.slack.blocks.launch_modal import (
 from tests.slack.blocks import HOSTILE, SSH_KEY, check_view, make_quote, make_workload
 
 FIELDS = (FIELD_NAME, FIELD_IMAGE, FIELD_CMD, FIELD_ENV, FIELD_PORTS, FIELD_SSH_KEYS,
-          FIELD_AUTO_RECOVERY, FIELD_READINESS, FIELD_READINESS_LIMIT, FIELD_READINESS_ALL)
+          FIELD_NO_SSH_OK, FIELD_AUTO_RECOVERY, FIELD_READINESS, FIELD_READINESS_LIMIT,
+          FIELD_READINESS_ALL)
 
 
 def _inputs(view_dict: dict[str, Any]) -> dict[str, Any]:
@@ -123,13 +125,13 @@ def test_read_modal_reads_every_field():
     assert values == {
         FIELD_NAME: "dsv3-serve", FIELD_IMAGE: "vllm/vllm-openai:latest",
         FIELD_CMD: "bash -lc 'x y'", FIELD_ENV: "A=1\nB=2", FIELD_PORTS: "8000/http",
-        FIELD_SSH_KEYS: SSH_KEY, FIELD_AUTO_RECOVERY: True,
+        FIELD_SSH_KEYS: SSH_KEY, FIELD_AUTO_RECOVERY: True, FIELD_NO_SSH_OK: False,
         FIELD_READINESS: "", FIELD_READINESS_LIMIT: "", FIELD_READINESS_ALL: False,
     }
 
 
 def test_read_modal_defaults_absent_and_none_values():
-    checkboxes = (FIELD_AUTO_RECOVERY, FIELD_READINESS_ALL)
+    checkboxes = (FIELD_AUTO_RECOVERY, FIELD_READINESS_ALL, FIELD_NO_SSH_OK)
     expected = (dict.fromkeys([f for f in FIELDS if f not in checkboxes], "")
                 | dict.fromkeys(checkboxes, False))
     assert read_modal({}) == expected
