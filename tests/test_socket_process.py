@@ -8,6 +8,7 @@ import signal
 
 from bot.devslack.socketrequests import SocketRequests
 from bot.slack.ids import Action
+from tests.e2e.harness import launch_without_ssh
 from tests.procs import ALICE, APPROVALS, BOB, GENERAL, wait_for, world
 
 
@@ -29,7 +30,7 @@ async def test_a_bot_process_in_socket_mode_launches_through_a_refresh(tmp_path)
 
             await socket.disconnect("refresh_requested", within=30)
 
-            reply = await requests.submit_view(modal, user_id=ALICE)
+            reply = await requests.submit_view(modal, user_id=ALICE, values=launch_without_ssh())
             assert reply.status == 200 and reply.body == ""
             [card] = await wait_for(lambda: w.slack.messages(APPROVALS), what="the card")
             await requests.click(card, Action.APPROVE, user_id=BOB)

@@ -17,7 +17,16 @@ from bot.reserve.simulator.config import SimConfig
 from bot.reserve.simulator.embedded import EmbeddedSimulator
 from bot.slack.blocks.launch_modal import FIELD_NAME, FIELD_PORTS
 from bot.slack.ids import Action
-from tests.e2e.harness import ALICE, APPROVALS, BOB, START, Harness, bot, fake_slack
+from tests.e2e.harness import (
+    ALICE,
+    APPROVALS,
+    BOB,
+    START,
+    Harness,
+    bot,
+    fake_slack,
+    launch_without_ssh,
+)
 
 
 def _acked_once_each(h: Harness) -> None:
@@ -152,7 +161,8 @@ async def test_two_replicas_share_the_envelopes_and_launch_once(tmp_path, databa
         await first.requests.click(card, Action.QUOTE_REQUEST_LAUNCH, user_id=ALICE)
         await settle()
         await slack.socket.disconnect("refresh_requested")  # both replicas reconnect
-        await first.requests.submit_view(slack.last_view(ALICE), user_id=ALICE)
+        await first.requests.submit_view(slack.last_view(ALICE), user_id=ALICE,
+                                             values=launch_without_ssh())
         await settle()
         [approval] = first.cards()
         await first.requests.click(approval, Action.APPROVE, user_id=BOB)
