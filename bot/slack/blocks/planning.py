@@ -6,7 +6,7 @@ from __future__ import annotations
 from slack_sdk.models.blocks import Block
 
 from bot.domain.models import Alternative, QuoteInfo, QuoteOutlook
-from bot.slack.blocks.format import ID_MAX, escaped, hourly, money
+from bot.slack.blocks.format import ID_MAX, escape, escaped, hourly, money
 from bot.slack.blocks.message import button, context, section
 from bot.slack.ids import Action, AlternativeRef
 
@@ -37,7 +37,7 @@ def plan_blocks(q: QuoteInfo) -> list[Block]:
         f"node is ready) · {money(q.daily_cents)} per day\n"
         f"A request from this quote is approved for {hours} h, and the cluster is terminated "
         f"automatically before hour {hours + 1} is charged unless its owner moves that: "
-        "`/cluster extend <cluster-id> <hours>`.")]
+        f"`/cluster extend {escape('<cluster-id> <hours>')}`.")]
 
 
 def advice_blocks(q: QuoteInfo) -> list[Block]:
