@@ -20,7 +20,6 @@ request is approved again (the approvers' part), and the clusters boot and are p
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from bot.reserve.simulator.config import SimConfig
 from bot.reserve.simulator.embedded import EmbeddedSimulator
 from bot.slack.ids import Action
 from tests.e2e.harness import ALICE, BOB, START, Harness, bot, fake_slack
+from tests.procs import wait_for
 
 POINTS = ("before_claim", "after_claim", "during_call", "after_accept", "after_record")
 MODES = ("fast", "slow", "expired")
@@ -61,15 +61,6 @@ class Outcome:
                 and self.requests == [RequestStatus.LAUNCHED])
 
 
-async def wait_for(condition: Callable[[], bool], *, within: float = 10.0) -> None:
-    """Wait (real time, bounded) for something a real background task does."""
-    deadline = time.monotonic() + within
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError("condition not met in time")
-        await asyncio.sleep(0.01)
-
-
 def arm_kill(h: Harness, point: str) -> None:
     """Make the launch task die at `point` (the approval itself always commits)."""
     provider, launching, sim = h.rt.provider, h.rt.services.launching, h.sim
@@ -84,7 +75,8 @@ def arm_kill(h: Harness, point: str) -> None:
     elif point == "during_call":
         async def lost_answer(*args: Any, **kwargs: Any) -> Any:
             call = asyncio.ensure_future(real(*args, **kwargs))
-            await wait_for(lambda: bool(sim.engine.list_clusters()) or call.done())
+            await wait_for(lambda: bool(sim.engine.list_clusters()) or call.done(), within=10,
+                           interval=0.01, what="AI Reserve to take the launch")
             call.cancel()
             raise Killed()
         provider.launch_cluster = lost_answer  # type: ignore[method-assign]
