@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import logging
 import signal
 import sys
@@ -211,5 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     export.add_argument("--out", default="-", help="the CSV file to write (default: stdout)")
     export.set_defaults(func=cmd_audit_export)
     args = parser.parse_args(argv)
+    if args.func is not cmd_serve:
+        gc.enable()  # off since bot/__main__.py; `serve` turns it on once listening
     code: int = args.func(args)
     return code

@@ -273,13 +273,16 @@ class ClusterRepo:
         return await self.get(id)
 
     async def list_live(self, *, offset: int = 0, limit: int | None = None,
-                        with_lifetime: bool = False) -> list[ClusterRecord]:
+                        with_lifetime: bool = False,
+                        owners: Collection[str] | None = None) -> list[ClusterRecord]:
         """Clusters that may still bill (provisioning…terminating), oldest first; `limit` of
         them from the `offset`-th on (a page of `/cluster list`); `with_lifetime`: only those
-        approved for a number of hours (an envelope)."""
+        approved for a number of hours (an envelope); `owners`: only theirs."""
         stmt = sa.select(CLUSTERS).where(CLUSTERS.c.status.in_(_LIVE))
         if with_lifetime:
             stmt = stmt.where(CLUSTERS.c.lifetime_hours.is_not(None))
+        if owners is not None:
+            stmt = stmt.where(CLUSTERS.c.owner_id.in_(sorted(owners)))
         return await self._list(
             stmt.order_by(CLUSTERS.c.created_at, CLUSTERS.c.id).offset(offset).limit(limit))
 
@@ -339,8 +342,9 @@ class ClusterRepo:
         return await self._list(stmt.order_by(CLUSTERS.c.created_at, CLUSTERS.c.id))
 
     async def list_in_period(self, start: datetime, end: datetime, *,
-                             owner_id: str | None = None) -> list[ClusterRecord]:
-        """Clusters that were up at some time in [start, end), first ready first.
+                             owners: Collection[str] | None = None) -> list[ClusterRecord]:
+        """Clusters that were up at some time in [start, end), first ready first (only those
+        of `owners`, if given).
 
         A cluster is up over [ready_at, terminated_at), or from ready_at on while it has no
         terminated_at; one that never became ready never billed and is left out. Both intervals
@@ -354,8 +358,8 @@ class ClusterRepo:
             CLUSTERS.c.ready_at < end,
             sa.or_(CLUSTERS.c.terminated_at.is_(None), CLUSTERS.c.terminated_at > start),
         )
-        if owner_id is not None:
-            stmt = stmt.where(CLUSTERS.c.owner_id == owner_id)
+        if owners is not None:
+            stmt = stmt.where(CLUSTERS.c.owner_id.in_(sorted(owners)))
         return await self._list(stmt.order_by(CLUSTERS.c.ready_at, CLUSTERS.c.id))
 
     async def by_request(self, request_id: str) -> ClusterRecord | None:

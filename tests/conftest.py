@@ -12,11 +12,14 @@ from collections.abc import Iterator
 
 import pytest
 
+from bot.slack.blocks import render
 from storage.db import Database
 from tests.pg import PgServer, PgUnavailable, run_in_own_loop
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Every Block Kit rendering the suite makes is compared with slack_sdk's own to_dict.
+    render.CROSS_CHECK = True
     config.addinivalue_line(
         "markers", "postgres: needs the throwaway PostgreSQL server (deselect: -m 'not postgres')"
     )

@@ -303,13 +303,18 @@ class ApprovalService:
 async def _committed(repos: Repos, policy: rules.Policy, *, requester: str, now: datetime,
                      excluding: str | None = None) -> spend.MonthSpend:
     """What `requester`'s budgets hold now: this month's clusters (accrued, and what the live
-    ones will still accrue) plus every request approved or launching but `excluding`."""
+    ones will still accrue) plus every request approved or launching but `excluding`.
+
+    Only the clusters of the people the budgets cover are read (the requester and their teams'
+    members), however many clusters the month has."""
     start, end = spend.month_bounds(None, now)
-    clusters = [*await repos.clusters.list_in_period(start, end),
-                *await repos.clusters.list_live()]
+    teams = policy.teams_of(requester)
+    owners = {requester}.union(*(t.members for t in teams))
+    clusters = [*await repos.clusters.list_in_period(start, end, owners=owners),
+                *await repos.clusters.list_live(owners=owners)]
     held = await repos.requests.list_by_status(spend.COMMITTED_STATES)
-    return spend.committed_spend(clusters, held, user=requester,
-                                 teams=policy.teams_of(requester), now=now, excluding=excluding)
+    return spend.committed_spend(clusters, held, user=requester, teams=teams, now=now,
+                                 excluding=excluding)
 
 
 async def _over_budget(repos: Repos, policy: rules.Policy, request: LaunchRequest, *,

@@ -34,7 +34,7 @@ class HomeService:
         start, end = spend.month_bounds(None, now)
         is_approver = user_id in await self._people.approvers()
         async with self._db.transaction() as repos:
-            month_clusters = await repos.clusters.list_in_period(start, end, owner_id=user_id)
+            month_clusters = await repos.clusters.list_in_period(start, end, owners={user_id})
             mine = await repos.clusters.list_for_owner(user_id, live=True)
             pending: list[tuple[LaunchRequest, QuoteInfo]] = []
             if is_approver:

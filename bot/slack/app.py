@@ -24,7 +24,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.logs import begin
 from bot.services.container import Services
 from bot.slack import actions, commands, errors, home, inbound, views
-from bot.slack.inflight import InFlight
+from bot.slack.inflight import ACK_SENT, InFlight
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,11 @@ def build_app(*, services: Services, client: AsyncWebClient, signing_secret: str
         # Bound before the listener's task exists: it inherits them (bot/logs.py).
         begin(request_id=secrets.token_hex(6), slack_user=req.context.user_id)
         started = time.monotonic()
-        response = await next()  # returns once acked (the listener goes on after)
+        req.context[ACK_SENT] = sent = asyncio.Event()
+        try:
+            response = await next()  # returns once acked (the listener goes on after)
+        finally:
+            sent.set()  # the listener's work after its ack may begin (bot/slack/inflight.py)
         if on_ack is not None:
             on_ack(kind_of(req.body), time.monotonic() - started)
         return response

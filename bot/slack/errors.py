@@ -25,6 +25,7 @@ from bot.domain.errors import DomainError, InvalidCommand
 from bot.logs import log_context
 from bot.slack.blocks.common import error_message, notice
 from bot.slack.blocks.message import Message
+from bot.slack.inflight import ACK_SENT, AckFirst
 
 log = logging.getLogger(__name__)
 
@@ -62,12 +63,14 @@ async def reply_privately(message: Message, *, body: dict[str, Any], respond: As
 
 
 def answering(func: Listener) -> Callable[[AsyncArgs], Awaitable[None]]:
-    """Wrap a listener: Bolt injects `args`; the listener gets the names it declares."""
+    """Wrap a listener: Bolt injects `args`; the listener gets the names it declares, its `ack`
+    returning once the answer has left (bot/slack/inflight.py)."""
     names = inspect.getfullargspec(func).args
 
     async def listener(args: AsyncArgs) -> None:
+        ack = AckFirst(args.ack, args.context.get(ACK_SENT))
         try:
-            await func(**{name: getattr(args, name) for name in names})
+            await func(**{name: ack if name == "ack" else getattr(args, name) for name in names})
         except Exception as exc:
             if args.ack.response is None:  # failed before its ack: Slack still gets a 200
                 await args.ack()

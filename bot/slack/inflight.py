@@ -1,20 +1,45 @@
-"""Listener work still running after its ack, counted so it can be awaited.
+"""Listener work still running after its ack, counted so it can be awaited; and the ack that
+lets that work begin only once Slack has its answer.
 
 With `process_before_response=False` Bolt acks, answers Slack, and finishes the listener in a
 background task. Shutdown waits for those tasks (no half-done work when the process stops), and
 tests wait for them instead of sleeping. Installed as Bolt's listener start/completion handlers,
 which bracket the listener *and* its error handler.
+
+Bolt returns a listener's ack to Slack by polling for it every 10 ms while the listener goes on;
+what the listener does right after `ack()` (render a page of `/cluster list`: milliseconds of CPU)
+would run before that poll and hold up its own answer and every other one due. So a listener's
+`ack` (`AckFirst`) returns only once the ack has left Bolt: the request's middleware sets the
+event stored under `ACK_SENT` in its context when Bolt hands the answer back.
 """
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
-from slack_bolt.async_app import AsyncApp
+from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_bolt.listener.async_listener_completion_handler import AsyncListenerCompletionHandler
 from slack_bolt.listener.async_listener_start_handler import AsyncListenerStartHandler
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
+
+ACK_SENT = "ack_sent"  # the request context's key for the event set once its ack has left
+
+
+class AckFirst(AsyncAck):
+    """A listener's `ack`: acks, then waits until the answer is on its way to Slack."""
+
+    def __init__(self, ack: AsyncAck, sent: asyncio.Event | None) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]
+        self._ack = ack
+        self._sent = sent
+
+    async def __call__(self, *args: Any, **kwargs: Any) -> BoltResponse:
+        self.response = await self._ack(*args, **kwargs)
+        if self._sent is not None:
+            await self._sent.wait()
+        return self.response
 
 
 class InFlight:

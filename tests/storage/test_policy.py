@@ -218,3 +218,21 @@ async def test_list_in_period_refuses_empty_periods_and_naive_datetimes(db):
                                                 END.replace(tzinfo=None))
     assert isinstance(caught.value.orig, ValueError)
     assert "naive" in str(caught.value.orig)
+
+
+async def test_the_period_and_live_lists_read_only_the_owners_asked_for(db):
+    """The budget check reads the clusters of the people a budget covers, not the month's."""
+    async with db.transaction() as repos:
+        for n, owner in enumerate(("U1", "U2", "U3", None)):
+            await repos.clusters.add(make_cluster(
+                f"c-{n}", request_id=None, owner_id=owner, status=ClusterState.RUNNING,
+                ready_at=START + timedelta(days=1), created_at=START + timedelta(hours=n)))
+    async with db.transaction() as repos:
+        month = await repos.clusters.list_in_period(START, END, owners={"U1", "U3"})
+        live = await repos.clusters.list_live(owners={"U2"})
+        nobody = await repos.clusters.list_live(owners=set())
+        everyone = await repos.clusters.list_live()
+    assert [c.id for c in month] == ["c-0", "c-2"]
+    assert [c.id for c in live] == ["c-1"]
+    assert nobody == []
+    assert [c.id for c in everyone] == ["c-0", "c-1", "c-2", "c-3"]

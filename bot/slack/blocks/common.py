@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import cache
+
 from slack_sdk.models.blocks import Block
 
 from bot.slack.blocks.format import escape, mrkdwn, truncate
@@ -69,6 +71,16 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
 
 def help_message(*, unknown: str | None = None) -> Message:
     """Every command, what it does and an example (after "I don't know X" if `unknown`)."""
+    return _help(unknown) if unknown else _plain_help()
+
+
+@cache
+def _plain_help() -> Message:
+    """The same every time: rendered once (it is an ack's payload, sent before any work)."""
+    return _help(None)
+
+
+def _help(unknown: str | None) -> Message:
     blocks: list[Block] = [header("/cluster — GPU clusters on AI Reserve")]
     if unknown:
         word = escape(truncate(unknown, 40))

@@ -38,6 +38,7 @@ from bot.slack.blocks.format import (
 )
 from bot.slack.blocks.listing import together_line, totals_by_state
 from bot.slack.blocks.message import actions, context, divider, header, section
+from bot.slack.blocks.render import render
 
 MAX_VIEW_BLOCKS = 100
 CLUSTERS_SHOWN = 20  # one block each
@@ -155,7 +156,7 @@ def _spend(spent: int, budget: int | None, month: str) -> list[Block]:
 def _identified(blocks: list[Block]) -> list[Block]:
     """Content-derived block ids (as `message.compose` gives), so a re-published home keeps its
     ids and an edited one gets new ones."""
-    payload = json.dumps([block.to_dict() for block in blocks], sort_keys=True)
+    payload = json.dumps([render(block) for block in blocks], sort_keys=True)
     digest = hashlib.sha256(payload.encode()).hexdigest()[:10]
     for index, block in enumerate(blocks):
         if block.block_id is None:

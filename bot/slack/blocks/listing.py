@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from itertools import accumulate
+from typing import Any
 
 from slack_sdk.models.blocks import Block
 
@@ -32,6 +33,7 @@ from bot.slack.blocks.format import (
     truncate,
 )
 from bot.slack.blocks.message import Message, actions, button, compose, context, header, section
+from bot.slack.blocks.render import render
 from bot.slack.ids import Action, ClusterRef
 
 LIST_TEXT_BUDGET = 9000
@@ -45,19 +47,22 @@ def cluster_list_with_buttons(clusters: Sequence[ClusterRecord], *, now: datetim
     """The list (one page of it: see `cluster_list`), then a row of buttons per cluster, as
     many as fit the message."""
     listed = cluster_list(clusters, now=now, by_state=by_state, page=page, pages=pages)
-    used = len(json.dumps([b.to_dict() for b in listed.blocks]))
-    return compose(listed.text, [*listed.blocks, *rows(clusters, room=PAYLOAD_BUDGET - used)],
+    used = len(json.dumps(list(listed.rendered)))
+    return compose(listed.text, [*listed.pairs(), *rows(clusters, room=PAYLOAD_BUDGET - used)],
                    key="list")
 
 
-def rows(clusters: Sequence[ClusterRecord], *, room: int) -> list[Block]:
-    """**Status** and **Terminate** (its confirm and claim) for the first clusters that fit."""
+def rows(clusters: Sequence[ClusterRecord], *, room: int
+         ) -> list[tuple[Block, Mapping[str, Any]]]:
+    """**Status** and **Terminate** (its confirm and claim) for the first clusters that fit,
+    each with its rendering."""
     made = [actions(button(f"Status {truncate(c.id, 40)}", action_id=Action.CLUSTER_STATUS,
                            value=ClusterRef(cluster_id=c.id).pack()),
                     *([terminate_button(c)] if c.status in TERMINABLE else []))
             for c in clusters[:ROWS]]
-    sizes = accumulate(len(json.dumps(row.to_dict())) for row in made)
-    return [row for row, size in zip(made, sizes, strict=True) if size <= room]
+    pairs = [(row, render(row)) for row in made]
+    sizes = accumulate(len(json.dumps(d)) for _, d in pairs)
+    return [pair for pair, size in zip(pairs, sizes, strict=True) if size <= room]
 
 
 def cluster_list(clusters: Sequence[ClusterRecord], *, now: datetime,
