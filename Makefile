@@ -13,6 +13,7 @@ $(STAMP): pyproject.toml
 
 ## make run: with Slack credentials, the bot; without, the bot plus a local Slack stand-in.
 run: $(STAMP)
+	@$(PY) -m compileall -q bot storage  # bytecode even where PYTHONDONTWRITEBYTECODE is set
 	$(PY) -m bot run
 
 ## make test: lint, type-check and the whole suite (what CI runs).

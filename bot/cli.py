@@ -133,6 +133,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return cmd_serve(args)
     from bot.local import run_local
 
+    gc.enable()  # `serve` turns it on once listening; the local workspace doesn't serve
     try:
         check_policy(settings)
     except ConfigError as exc:
@@ -212,7 +213,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     export.add_argument("--out", default="-", help="the CSV file to write (default: stdout)")
     export.set_defaults(func=cmd_audit_export)
     args = parser.parse_args(argv)
-    if args.func is not cmd_serve:
+    if args.func not in (cmd_serve, cmd_run):
         gc.enable()  # off since bot/__main__.py; `serve` turns it on once listening
     code: int = args.func(args)
     return code

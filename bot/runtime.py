@@ -316,7 +316,9 @@ async def http_site(runtime: Runtime, *, host: str = "0.0.0.0",
 @asynccontextmanager
 async def _site(app: web.Application, *, host: str, port: int | None,
                 runtime: Runtime) -> AsyncIterator[str]:
-    runner = web.AppRunner(app, shutdown_timeout=HTTP_SHUTDOWN_SECONDS)
+    # No access log: a line per Slack request costs ~10 % of an ack's CPU under load, and what
+    # matters is logged where it happens (refusals in bot/slack/app.py, work by the listeners).
+    runner = web.AppRunner(app, shutdown_timeout=HTTP_SHUTDOWN_SECONDS, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, runtime.settings.port if port is None else port)
     await site.start()

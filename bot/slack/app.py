@@ -102,6 +102,7 @@ def http_app(bolt: AsyncApp, *, signing_secret: str) -> web.Application:
         # Verify before parsing: a forged body never reaches a parser (Bolt checks again).
         # Anything wrong before authentication — a 400-digit timestamp included — is a 401.
         if not inbound.verified(raw, request.headers, secret=signing_secret):
+            log.info("refused a Slack request that is unsigned, forged or stale (401)")
             return web.json_response(refused, status=401)
         problem = inbound.malformed(raw, request.content_type)
         if problem is not None:
