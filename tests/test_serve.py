@@ -83,3 +83,52 @@ async def test_socket_mode_keeps_trying_while_slack_is_down(tmp_path, monkeypatc
     async with runtime.start(settings, scheduler=False) as rt:
         await asyncio.wait_for(runtime.serve(rt, stop=stop), 10)
     assert tries == ["try", "try", "try"]
+
+
+async def test_serve_turns_the_collector_back_on(tmp_path, monkeypatch):
+    """`cluster-bot serve` starts with the cyclic collector off (bot/__main__.py); serving
+    freezes the start-up heap and turns it on, before the first request is answered."""
+    import asyncio
+    import gc
+
+    import slack_bolt.adapter.socket_mode.aiohttp as socket_mode_adapter
+
+    stop = asyncio.Event()
+    seen: list[bool] = []
+
+    class Handler:
+        def __init__(self, app, app_token):
+            pass
+
+        async def connect_async(self):
+            seen.append(gc.isenabled())
+            stop.set()
+
+        async def close_async(self):
+            pass
+
+    monkeypatch.setattr(socket_mode_adapter, "AsyncSocketModeHandler", Handler)
+    settings = load_settings({**ENV, "SLACK_APP_TOKEN": "xapp-1-test", "PORT": "0",
+                              "DATABASE_URL": f"sqlite:///{tmp_path / 'b.db'}"})
+    gc.disable()
+    try:
+        async with runtime.start(settings, scheduler=False) as rt:
+            assert not gc.isenabled()
+            await runtime.serve(rt, stop=stop)
+    finally:
+        gc.enable()
+    assert seen == [True]
+
+
+def test_every_other_command_turns_the_collector_on_at_once(tmp_path, monkeypatch, capsys):
+    import gc
+
+    from bot import cli
+
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'm.db'}")
+    gc.disable()
+    try:
+        assert cli.main(["migrate"]) == 0
+        assert gc.isenabled()
+    finally:
+        gc.enable()

@@ -57,32 +57,46 @@ def kind_of(body: dict[str, object]) -> str:
     return kind if kind in _KINDS else "other"
 
 
+class AckingApp(AsyncApp):
+    """Bolt's AsyncApp, told when a request's answer is handed back (HTTP and Socket Mode both
+    come through `async_dispatch`): the ack time for the metrics, and the event a listener's
+    work after its ack waits for (bot/slack/inflight.py).
+
+    Not a Bolt middleware: Bolt runs middleware one after the other *before* the listener, and
+    their `next()` returns at once, so a middleware can't see the ack."""
+
+    on_ack: Callable[[str, float], None] | None = None
+
+    async def async_dispatch(self, req: AsyncBoltRequest) -> BoltResponse:
+        started = time.monotonic()
+        req.context[ACK_SENT] = sent = asyncio.Event()
+        try:
+            return await super().async_dispatch(req)
+        finally:
+            sent.set()  # the listener's work after its ack may begin now
+            if self.on_ack is not None:
+                self.on_ack(kind_of(req.body), time.monotonic() - started)
+
+
 def build_app(*, services: Services, client: AsyncWebClient, signing_secret: str | None,
               inflight: InFlight, dm_channel: Callable[[str], Awaitable[str]],
               on_ack: Callable[[str, float], None] | None = None) -> AsyncApp:
     """`on_ack(kind, seconds)` is told how long each request took to ack (the metrics)."""
-    app = AsyncApp(
+    app = AckingApp(
         client=client,
         signing_secret=signing_secret,
         process_before_response=False,  # ack first; the listener's work runs after the 200
         raise_error_for_unhandled_request=False,
         logger=_bolt_logger(),
     )
+    app.on_ack = on_ack
 
     @app.middleware
-    async def context_and_timing(req: AsyncBoltRequest, resp: BoltResponse,
-                                 next: Callable[[], Awaitable[BoltResponse]]) -> BoltResponse:
+    async def request_context(req: AsyncBoltRequest, resp: BoltResponse,
+                              next: Callable[[], Awaitable[None]]) -> None:
         # Bound before the listener's task exists: it inherits them (bot/logs.py).
         begin(request_id=secrets.token_hex(6), slack_user=req.context.user_id)
-        started = time.monotonic()
-        req.context[ACK_SENT] = sent = asyncio.Event()
-        try:
-            response = await next()  # returns once acked (the listener goes on after)
-        finally:
-            sent.set()  # the listener's work after its ack may begin (bot/slack/inflight.py)
-        if on_ack is not None:
-            on_ack(kind_of(req.body), time.monotonic() - started)
-        return response
+        await next()
 
     commands.register(app, services, dm_channel)
     actions.register(app, services)

@@ -1,0 +1,32 @@
+"""Work after an ack never holds up the ack: a listener's `ack()` returns only once Bolt has
+handed the answer back for Slack (bot/slack/inflight.py), so rendering a page of `/cluster list`
+can't run in the 10 ms Bolt waits before it answers."""
+
+from __future__ import annotations
+
+from tests.e2e.harness import bot
+
+
+async def test_the_work_after_an_ack_begins_once_the_ack_has_left(tmp_path, monkeypatch):
+    async with bot(tmp_path) as h:
+        order: list[str] = []
+        dispatch = h.rt.bolt.async_dispatch
+        live_page = h.rt.services.clusters.live_page
+
+        async def dispatched(request):  # what bot/slack/app.py's route awaits
+            response = await dispatch(request)
+            order.append("answered")
+            return response
+
+        async def page(n: int):
+            order.append("work")
+            return await live_page(n)
+
+        monkeypatch.setattr(h.rt.bolt, "async_dispatch", dispatched)
+        monkeypatch.setattr(h.rt.bolt, "on_ack", lambda kind, seconds: order.append(kind))
+        monkeypatch.setattr(h.rt.services.clusters, "live_page", page)
+        await h.slash("list")
+        await h.slash("list 2")
+        # The ack is timed when Bolt hands it back (a middleware would time nothing: Bolt runs
+        # them before the listener), and only then does the listener's work begin.
+        assert order == ["slash_command", "answered", "work"] * 2
