@@ -144,8 +144,11 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         log.info("%s", start_line(settings))
 
         token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
+        # One HTTP session for Slack (Web API and response_url replies): without it slack_sdk and
+        # Bolt open a session — a connection and a TLS handshake — for every call.
+        slack_session = await stack.enter_async_context(aiohttp.ClientSession())
         slack = CountingWebClient(token=token, base_url=settings.slack_api_url,
-                                  retry_handlers=retry_handlers(sleep))
+                                  retry_handlers=retry_handlers(sleep), session=slack_session)
         slack.metrics = metrics
         approvals_channel = policy.approvals_channel or settings.approvals_channel or ""
         people = People(policy=policy, directory=SlackDirectory(slack), clock=clock)

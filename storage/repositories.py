@@ -5,9 +5,9 @@ Every repository works inside the one `AsyncSession` (one transaction) it was gi
 `bot.domain.models`, never rows. Statements are SQLAlchemy Core against the tables, so there is no
 identity map to go stale between a compare-and-set and the read that follows it.
 
-This module holds the quote, request, approval, cluster and message repositories and `Repos`,
-which bundles every repository; the watcher's (notices, volumes) are in `storage.watching`, the
-audit trail's in `storage.audit`.
+This module holds the quote, request, approval and message repositories and `Repos`, which
+bundles every repository; the clusters' is in `storage.clusters`, the watcher's (notices,
+volumes) in `storage.watching`, the audit trail's in `storage.audit`.
 """
 
 from __future__ import annotations
@@ -22,8 +22,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from bot.domain.errors import UnknownResource
 from bot.domain.models import (
     Approval,
-    ClusterRecord,
-    ClusterState,
     Decision,
     LaunchRequest,
     MessageRef,
@@ -33,6 +31,7 @@ from bot.domain.models import (
 from storage.audit import AuditRepo
 from storage.budgets import BudgetLocks
 from storage.claims import ClaimRepo
+from storage.clusters import ClusterRepo
 from storage.launches import LaunchIntentRepo, RequestQuoteRepo
 from storage.leases import LeaseRepo
 from storage.outbox import DmChannelRepo, OutboxRepo
@@ -40,22 +39,15 @@ from storage.readiness import ReadinessRepo
 from storage.statements import MANAGED, insert, rowcount
 from storage.tables import (
     APPROVALS,
-    CLUSTERS,
     MESSAGES,
     QUOTES,
     REQUESTS,
     field_values,
-    raw_columns,
     row_values,
     to_domain,
-    to_domain_many,
 )
 from storage.terminations import TerminationRepo
 from storage.watching import NoticeRepo, VolumeRepo
-
-_LIVE = tuple(s.value for s in ClusterState if s.is_live)
-# Bound parameters per IN (…): well under SQLite's limit (32766; 999 before 3.32).
-_IN_CHUNK = 500
 
 
 class QuoteRepo:
@@ -214,169 +206,6 @@ class ApprovalRepo:
             )
         )
         return set(found.scalars())
-
-
-class ClusterRepo:
-    """Clusters the bot keeps track of until they stop billing."""
-
-    def __init__(self, session: AsyncSession) -> None:
-        self._session = session
-
-    async def add(self, c: ClusterRecord) -> ClusterRecord:
-        """Insert `c`; if its id is already stored, return the stored record unchanged."""
-        stmt = insert(self._session, CLUSTERS).values(row_values(c))
-        await self._session.execute(stmt.on_conflict_do_nothing(index_elements=["id"]))
-        stored = await self.get(c.id)
-        assert stored is not None  # inserted now or earlier, and visible to this transaction
-        return stored
-
-    async def link(self, c: ClusterRecord) -> ClusterRecord:
-        """Store `c`, a cluster launched for a request, whoever lands first: inserted if
-        absent; if a sweep stored it unlinked (adopted), it becomes this request's and owner's.
-        A row already linked is returned unchanged: the launch and the sweep converge."""
-        assert c.request_id is not None
-        link = {"request_id": c.request_id, "owner_id": c.owner_id, "channel_id": c.channel_id,
-                "adopted": False, "lifetime_hours": c.lifetime_hours,
-                "auto_terminate": c.auto_terminate}
-        stmt = insert(self._session, CLUSTERS).values(row_values(c))
-        await self._session.execute(stmt.on_conflict_do_update(
-            index_elements=["id"], set_=link, where=CLUSTERS.c.request_id.is_(None)))
-        stored = await self.get(c.id)
-        assert stored is not None
-        return stored
-
-    async def get(self, id: str) -> ClusterRecord | None:
-        row = (await self._session.execute(
-            sa.select(CLUSTERS).where(CLUSTERS.c.id == id)
-        )).mappings().one_or_none()
-        return None if row is None else to_domain(ClusterRecord, row)
-
-    async def update(self, id: str, *, now: datetime, **fields: Any) -> ClusterRecord:
-        """Set `fields` (and `updated_at=now`); UnknownResource if no such cluster."""
-        values = field_values(ClusterRecord, fields, forbidden=MANAGED)
-        stmt = sa.update(CLUSTERS).where(CLUSTERS.c.id == id).values({**values, "updated_at": now})
-        if await rowcount(self._session, stmt) == 0:
-            raise UnknownResource("cluster", id)
-        updated = await self.get(id)
-        assert updated is not None  # we just updated it inside this transaction
-        return updated
-
-    async def extend_envelope(self, id: str, *, from_hours: int, to_hours: int, by: str,
-                              now: datetime) -> ClusterRecord | None:
-        """Compare-and-set the envelope `from_hours` → `to_hours`; None if it had moved."""
-        stmt = (sa.update(CLUSTERS)
-                .where(CLUSTERS.c.id == id, CLUSTERS.c.lifetime_hours == from_hours)
-                .values(lifetime_hours=to_hours, envelope_stage="extended", extended_by=by,
-                        updated_at=now))
-        if await rowcount(self._session, stmt) == 0:
-            return None
-        return await self.get(id)
-
-    async def list_live(self, *, offset: int = 0, limit: int | None = None,
-                        with_lifetime: bool = False,
-                        owners: Collection[str] | None = None) -> list[ClusterRecord]:
-        """Clusters that may still bill (provisioning…terminating), oldest first; `limit` of
-        them from the `offset`-th on (a page of `/cluster list`); `with_lifetime`: only those
-        approved for a number of hours (an envelope); `owners`: only theirs."""
-        stmt = sa.select(CLUSTERS).where(CLUSTERS.c.status.in_(_LIVE))
-        if with_lifetime:
-            stmt = stmt.where(CLUSTERS.c.lifetime_hours.is_not(None))
-        if owners is not None:
-            stmt = stmt.where(CLUSTERS.c.owner_id.in_(sorted(owners)))
-        return await self._list(
-            stmt.order_by(CLUSTERS.c.created_at, CLUSTERS.c.id).offset(offset).limit(limit))
-
-    async def live_totals(self) -> dict[ClusterState, tuple[int, int]]:
-        """For each state a cluster may still bill in: how many clusters, and their hourly cents
-        together (one grouped query, however many clusters there are)."""
-        rows = (await self._session.execute(
-            sa.select(CLUSTERS.c.status, sa.func.count(),
-                      sa.func.coalesce(sa.func.sum(CLUSTERS.c.hourly_cents), 0))
-            .where(CLUSTERS.c.status.in_(_LIVE)).group_by(CLUSTERS.c.status)
-        )).all()
-        return {ClusterState(status): (int(n), int(cents)) for status, n, cents in rows}
-
-    async def list_recent(self, limit: int = 50) -> list[ClusterRecord]:
-        """The `limit` most recently created clusters, newest first."""
-        return await self._list(
-            sa.select(CLUSTERS)
-            .order_by(CLUSTERS.c.created_at.desc(), CLUSTERS.c.id.desc())
-            .limit(limit)
-        )
-
-    async def list_all(self) -> list[ClusterRecord]:
-        """Every cluster, oldest first."""
-        return await self._list(sa.select(CLUSTERS).order_by(CLUSTERS.c.created_at, CLUSTERS.c.id))
-
-    async def ids(self, ids: Collection[str]) -> set[str]:
-        """Which of `ids` are stored."""
-        wanted = list(dict.fromkeys(ids))
-        known: set[str] = set()
-        for start in range(0, len(wanted), _IN_CHUNK):
-            chunk = wanted[start:start + _IN_CHUNK]
-            found = await self._session.execute(
-                sa.select(CLUSTERS.c.id).where(CLUSTERS.c.id.in_(chunk))
-            )
-            known.update(found.scalars())
-        return known
-
-    async def untracked(self, ids: Collection[str]) -> dict[str, bool]:
-        """Those of `ids` no request is linked to: id → whether a row is stored at all (an
-        adopted cluster) or not (never seen)."""
-        wanted = list(dict.fromkeys(ids))
-        linked: dict[str, bool] = {}
-        for start in range(0, len(wanted), _IN_CHUNK):
-            found = await self._session.execute(
-                sa.select(CLUSTERS.c.id, CLUSTERS.c.request_id.is_not(None))
-                .where(CLUSTERS.c.id.in_(wanted[start:start + _IN_CHUNK]))
-            )
-            linked.update({id: bool(has) for id, has in found})
-        return {id: id in linked for id in wanted if not linked.get(id, False)}
-
-    async def list_for_owner(self, owner_id: str, *, live: bool = False) -> list[ClusterRecord]:
-        """Every cluster `owner_id` owns (`live`: only those that may still bill), oldest
-        first."""
-        stmt = sa.select(CLUSTERS).where(CLUSTERS.c.owner_id == owner_id)
-        if live:
-            stmt = stmt.where(CLUSTERS.c.status.in_(_LIVE))
-        return await self._list(stmt.order_by(CLUSTERS.c.created_at, CLUSTERS.c.id))
-
-    async def list_in_period(self, start: datetime, end: datetime, *,
-                             owners: Collection[str] | None = None) -> list[ClusterRecord]:
-        """Clusters that were up at some time in [start, end), first ready first (only those
-        of `owners`, if given).
-
-        A cluster is up over [ready_at, terminated_at), or from ready_at on while it has no
-        terminated_at; one that never became ready never billed and is left out. Both intervals
-        are half-open: a cluster ready exactly at `end`, or terminated exactly at `start`, shares
-        no time with the period.
-        """
-        if end <= start:
-            raise ValueError(f"empty period: end {end.isoformat()} is not after start")
-        stmt = sa.select(CLUSTERS).where(
-            CLUSTERS.c.ready_at.is_not(None),
-            CLUSTERS.c.ready_at < end,
-            sa.or_(CLUSTERS.c.terminated_at.is_(None), CLUSTERS.c.terminated_at > start),
-        )
-        if owners is not None:
-            stmt = stmt.where(CLUSTERS.c.owner_id.in_(sorted(owners)))
-        return await self._list(stmt.order_by(CLUSTERS.c.ready_at, CLUSTERS.c.id))
-
-    async def by_request(self, request_id: str) -> ClusterRecord | None:
-        """The cluster launched for `request_id` (the newest, should there ever be several)."""
-        found = await self._list(
-            sa.select(CLUSTERS)
-            .where(CLUSTERS.c.request_id == request_id)
-            .order_by(CLUSTERS.c.created_at.desc(), CLUSTERS.c.id.desc())
-            .limit(1)
-        )
-        return found[0] if found else None
-
-    async def _list(self, stmt: sa.Select[Any]) -> list[ClusterRecord]:
-        raw = stmt.with_only_columns(*raw_columns(CLUSTERS))
-        rows = (await self._session.execute(raw)).all()
-        return await to_domain_many(ClusterRecord, CLUSTERS, rows,
-                                    self._session.get_bind().dialect)
 
 
 class MessageRepo:

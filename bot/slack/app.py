@@ -12,14 +12,20 @@ import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
+import aiohttp
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.context.respond.async_respond import AsyncRespond
+from slack_bolt.context.respond.internals import _build_message
 from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.webhook import WebhookResponse
+from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.logs import begin
 from bot.services.container import Services
@@ -73,9 +79,28 @@ class AckingApp(AsyncApp):
         try:
             return await super().async_dispatch(req)
         finally:
-            sent.set()  # the listener's work after its ack may begin now
+            # The listener's work after its ack may begin — one turn of the loop from now, so
+            # whoever awaited this dispatch (the HTTP route, the Socket Mode adapter) writes
+            # the answer first.
+            asyncio.get_running_loop().call_soon(sent.set)
             if self.on_ack is not None:
                 self.on_ack(kind_of(req.body), time.monotonic() - started)
+
+
+class SessionRespond(AsyncRespond):
+    """Bolt's `respond` (a reply through the request's response_url), over the bot's Slack HTTP
+    session: Bolt's own opens a new session, so a new connection, for every reply."""
+
+    def __init__(self, *, response_url: str, session: aiohttp.ClientSession) -> None:
+        super().__init__(response_url=response_url)
+        self._session = session
+
+    async def __call__(self, *args: Any, **kwargs: Any) -> WebhookResponse:
+        whole = args[0] if args and isinstance(args[0], dict) else None
+        message = (_build_message(**whole) if whole is not None
+                   else _build_message(*args, **kwargs))
+        return await AsyncWebhookClient(url=str(self.response_url),
+                                        session=self._session).send_dict(message)
 
 
 def build_app(*, services: Services, client: AsyncWebClient, signing_secret: str | None,
@@ -96,6 +121,12 @@ def build_app(*, services: Services, client: AsyncWebClient, signing_secret: str
                               next: Callable[[], Awaitable[None]]) -> None:
         # Bound before the listener's task exists: it inherits them (bot/logs.py).
         begin(request_id=secrets.token_hex(6), slack_user=req.context.user_id)
+        # The app's own client, not the plain one Bolt makes per request: listeners' calls are
+        # counted in the metrics like every other, and share the Slack session.
+        req.context["client"] = client
+        if req.context.response_url and client.session is not None:
+            req.context["respond"] = SessionRespond(response_url=req.context.response_url,
+                                                    session=client.session)
         await next()
 
     commands.register(app, services, dm_channel)

@@ -9,8 +9,9 @@ which bracket the listener *and* its error handler.
 Bolt returns a listener's ack to Slack by polling for it every 10 ms while the listener goes on;
 what the listener does right after `ack()` (render a page of `/cluster list`: milliseconds of CPU)
 would run before that poll and hold up its own answer and every other one due. So a listener's
-`ack` (`AckFirst`) returns only once the ack has left Bolt: the request's middleware sets the
-event stored under `ACK_SENT` in its context when Bolt hands the answer back.
+`ack` (`AckFirst`) returns only once the ack has left Bolt: `AckingApp.async_dispatch`
+(bot/slack/app.py) sets the event stored under `ACK_SENT` in the request's context one turn of
+the loop after Bolt hands the answer back, once the route has written it.
 """
 
 from __future__ import annotations

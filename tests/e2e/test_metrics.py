@@ -79,6 +79,9 @@ async def test_metrics_show_what_the_session_did(tmp_path):
         assert value(m, "clusterbot_ack_seconds_count", kind="view_submission") == 2
         assert value(m, "clusterbot_slack_calls_total", method="chat.postMessage",
                      outcome="ok") == len(h.slack.calls_to("chat.postMessage"))
+        # Listeners' own calls too (Bolt hands them a client of its own unless told otherwise).
+        assert value(m, "clusterbot_slack_calls_total", method="views.open",
+                     outcome="ok") == len(h.slack.calls_to("views.open")) == 2
         assert value(m, "clusterbot_provider_requests_total", route="POST /clusters/quote",
                      status="201") == 2
         assert value(m, "clusterbot_provider_requests_total", route="POST /clusters",

@@ -85,7 +85,7 @@ def compose(text: str, blocks: Iterable[Block | tuple[Block, Mapping[str, Any]]]
     rendered = [dict(d) for _, d in pairs]
     payload = json.dumps([text, rendered], sort_keys=True)
     digest = hashlib.sha256(payload.encode()).hexdigest()[:10]
-    for index, (block, d) in enumerate(zip((b for b, _ in pairs), rendered, strict=True)):
+    for index, ((block, _), d) in enumerate(zip(pairs, rendered, strict=True)):
         if block.block_id is None:
             block.block_id = d["block_id"] = f"{key}.{index}.{digest}"
     return Message(text=text, blocks=[b for b, _ in pairs], rendered=rendered)
