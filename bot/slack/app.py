@@ -83,8 +83,11 @@ class AckingApp(AsyncApp):
             # whoever awaited this dispatch (the HTTP route, the Socket Mode adapter) writes
             # the answer first.
             asyncio.get_running_loop().call_soon(sent.set)
+            kind, seconds = kind_of(req.body), time.monotonic() - started
+            # One line per request, with its request id (bot/logs.py), in place of an access log.
+            log.debug("acked a %s in %.0f ms", kind, seconds * 1000)
             if self.on_ack is not None:
-                self.on_ack(kind_of(req.body), time.monotonic() - started)
+                self.on_ack(kind, seconds)
 
 
 class SessionRespond(AsyncRespond):
