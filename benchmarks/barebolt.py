@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 
-from aiohttp import web
 from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
+
+from benchmarks.serving import serve_until_sigterm
 
 
 async def main() -> None:
@@ -23,16 +23,9 @@ async def main() -> None:
     async def command(ack: AsyncAck) -> None:
         await ack()
 
-    runner = web.AppRunner(app.web_app(path="/slack/events"), access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    print(f"listening for Slack on http://127.0.0.1:{port}/slack/events", flush=True)  # noqa: T201
-    stop = asyncio.Event()
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-    await stop.wait()
-    await runner.cleanup()
+    await serve_until_sigterm(
+        app.web_app(path="/slack/events"),
+        lambda port: f"listening for Slack on http://127.0.0.1:{port}/slack/events")
 
 
 if __name__ == "__main__":

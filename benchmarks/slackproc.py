@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import signal
 import sys
 import time
 
 from aiohttp import web
 
+from benchmarks.serving import serve_until_sigterm
 from bot.devslack.models import DEFAULT_USERS, ApiCall, SlackUser
 from bot.devslack.webapi import FakeSlack
 from tests.e2e.harness import APPROVALS, DAVE, GENERAL, LEADS
@@ -47,18 +47,9 @@ async def main() -> None:
         app = web.Application()
         app.router.add_get("/posts", read_posts)
         app.router.add_post("/sink/{any}", sink)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = runner.addresses[0][1]
-        print(json.dumps({"api_url": slack.api_url, "bot_token": slack.bot_token,  # noqa: T201
-                          "inspect_url": f"http://127.0.0.1:{port}"}), flush=True)
-        stop = asyncio.Event()
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-        await stop.wait()
-        await runner.cleanup()
-
+        await serve_until_sigterm(app, lambda port: json.dumps({
+            "api_url": slack.api_url, "bot_token": slack.bot_token,
+            "inspect_url": f"http://127.0.0.1:{port}"}))
 
 if __name__ == "__main__":
     asyncio.run(main())
