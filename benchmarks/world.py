@@ -30,7 +30,7 @@ from tests.procs import REPO, SimProcess
 POLL_SECONDS = 5
 
 LISTED = "provisioning,running,degraded,terminating"
-LISTENING = re.compile(r"listening for Slack on (http://\S+)/slack/events")
+LISTENING = re.compile(r"listening for Slack on .*?(http://\S+)/slack/events")
 SWEPT = re.compile(r"swept (\d+) live clusters in ([\d.]+) s wall, ([\d.]+) s CPU")
 
 

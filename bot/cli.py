@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from bot.clock import SystemClock
-from bot.config import ConfigError, Settings, load_settings
+from bot.config import CannotListen, ConfigError, Settings, load_settings
 from bot.logs import configure_logging
 
 __all__ = ["configure_logging", "main"]
@@ -108,8 +108,12 @@ def cmd_serve(_: argparse.Namespace) -> int:
     if problems:
         _die(ConfigError(problems))
     configure_logging(settings.log_level, settings.log_format)
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve(settings))
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(_serve(settings))
+    except CannotListen as exc:
+        print(f"cluster-bot: {exc}", file=sys.stderr)  # noqa: T201
+        return 2
     return 0
 
 
@@ -164,15 +168,30 @@ def cmd_migrate(_: argparse.Namespace) -> int:
 
 
 async def _export_month(database_url: str, *, month: str | None) -> str:
-    """The CSV of `month` (None: this month, UTC), read straight from the database."""
+    """The CSV of `month` (None: this month, UTC), read straight from the database.
+
+    It never creates or migrates a database: a wrong DATABASE_URL must not answer with an empty
+    export (exit 0) and a new empty file beside the real one."""
+    import sqlite3
+
+    from sqlalchemy.exc import DBAPIError
+
     from bot.domain import spend
     from bot.domain.audit_csv import to_csv
     from storage.db import Database
+    from storage.migrations import head_revision
 
     start, end = spend.month_bounds(month, SystemClock().now())  # ValueError: not a month
     db = Database(database_url)
     try:
-        await db.migrate()  # a fresh file gets the schema (and an empty trail), not a trace
+        try:  # read-only for a SQLite file: not even a header is written to a stranger
+            versions = await db.schema_versions()
+        except (sqlite3.Error, DBAPIError):  # no alembic_version table: not the bot's schema
+            versions = []
+        if versions != [head_revision()]:
+            raise ValueError("the database has no bot schema at this build's revision (run "
+                             "`cluster-bot migrate` against the right DATABASE_URL); nothing "
+                             "was exported")
         async with db.transaction() as repos:
             entries = await repos.audit.in_period(start, end)
     finally:
@@ -182,10 +201,15 @@ async def _export_month(database_url: str, *, month: str | None) -> str:
 
 def cmd_audit_export(args: argparse.Namespace) -> int:
     """The month's audit trail as CSV (the columns: bot/audit_csv.py), to a file or stdout."""
+    from storage.db import sqlite_path
+
     settings = _settings()
+    path = sqlite_path(settings.database_url)
     try:
+        if path is not None and not Path(path).is_file():
+            raise ValueError(f"no database at {path} (DATABASE_URL); nothing was exported")
         text = asyncio.run(_export_month(settings.database_url, month=args.month))
-    except ValueError as exc:
+    except (ValueError, OSError) as exc:
         print(f"cluster-bot: audit-export: {exc}", file=sys.stderr)  # noqa: T201
         return 2
     if args.out == "-":
@@ -195,8 +219,20 @@ def cmd_audit_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def version() -> str:
+    """This build's version, as installed (pyproject.toml's `version`)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("cluster-bot")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cluster-bot", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("serve", help="connect to Slack (HTTP or Socket Mode)").set_defaults(
         func=cmd_serve)

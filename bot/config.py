@@ -7,12 +7,22 @@ stops at start instead of failing on the first click.
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from dotenv import dotenv_values
+from pydantic import (
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -22,12 +32,26 @@ from pydantic_settings import (
 
 _USER_ID = re.compile(r"^[UW][A-Z0-9]{2,}$")
 _CHANNEL_ID = re.compile(r"^[CGD][A-Z0-9]{2,}$")
+# The settings that may come from a file instead of the environment: `NAME_FILE=/path`, or a file
+# called NAME (or name) in SECRETS_DIR — how Docker/Compose secrets and Kubernetes Secret volumes
+# hand them over. The value is the file's text without its trailing newline.
+SECRET_SETTINGS = ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN",
+                   "AIRESERVE_API_KEY", "DATABASE_URL")
+_TOKEN_PREFIX = {"slack_bot_token": ("xoxb-", "a bot token"),
+                 "slack_app_token": ("xapp-", "an app-level token")}
+_DATABASE_SCHEMES = {"sqlite": "sqlite", "sqlite+aiosqlite": "sqlite",
+                     "postgresql": "postgresql", "postgres": "postgresql",
+                     "postgresql+asyncpg": "postgresql"}
 
 
 class ConfigError(Exception):
     def __init__(self, problems: list[str]) -> None:
         super().__init__("; ".join(problems))
         self.problems = problems
+
+
+class CannotListen(Exception):
+    """The HTTP port can't be bound (in use, or not ours to take): one line, exit 2."""
 
 
 class Settings(BaseSettings):
@@ -60,6 +84,29 @@ class Settings(BaseSettings):
     clock_offset_file: Path | None = None
     log_level: str = "INFO"
     log_format: Literal["text", "json"] = "text"
+
+    @field_validator("slack_bot_token", "slack_app_token")
+    @classmethod
+    def _check_token(cls, value: SecretStr | None, info: ValidationInfo) -> SecretStr | None:
+        prefix, what = _TOKEN_PREFIX[str(info.field_name)]
+        if value is not None and not value.get_secret_value().startswith(prefix):
+            # Never echo the value: a token pasted into the wrong setting is still a secret.
+            raise ValueError(f"not {what} (it starts with {prefix}…)")
+        return value
+
+    @field_validator("database_url")
+    @classmethod
+    def _check_database_url(cls, value: str) -> str:
+        scheme, sep, _ = value.strip().partition("://")
+        kind = _DATABASE_SCHEMES.get(scheme.lower()) if sep else None
+        if kind is None:
+            shown = f"scheme {scheme!r}" if sep else "a value without a scheme"
+            raise ValueError(f"unsupported database ({shown}): use sqlite:///path/to/bot.db "
+                             "or postgresql://user:password@host/dbname")
+        if kind == "postgresql" and importlib.util.find_spec("asyncpg") is None:
+            raise ValueError("PostgreSQL needs the asyncpg driver, which is not installed: "
+                             "pip install 'cluster-bot[postgres]'")
+        return value
 
     @field_validator("approvers", mode="before")
     @classmethod
@@ -168,17 +215,61 @@ class _Isolated(Settings):
 
 def load_settings(env: Mapping[str, str] | None = None, *, env_file: Path | None = None
                   ) -> Settings:
-    """Read the settings, turning pydantic's report into one line per problem."""
+    """Read the settings, turning pydantic's report into one line per problem.
+
+    `env`: exactly these variables (tests, tools); None: the process environment and `.env`."""
+    source: dict[str, str] = dict(env) if env is not None else {
+        **{k: v for k, v in dotenv_values(env_file or ".env").items() if v is not None},
+        **os.environ}
+    read, problems = secret_files(source)
+    from_files: dict[str, Any] = dict(read)
     try:
         if env is not None:
             fields: dict[str, Any] = {k.lower(): v for k, v in env.items()
                                       if v != "" and k.lower() in Settings.model_fields}
-            return _Isolated(**fields)
-        return Settings(_env_file=env_file or ".env")
+            settings: Settings = _Isolated(**fields, **from_files)
+        else:
+            settings = Settings(_env_file=env_file or ".env", **from_files)
     except ValidationError as exc:
-        problems = []
         for err in exc.errors():
             name = "_".join(str(p) for p in err["loc"]).upper()
+            if name.lower() in from_files:
+                name = f"{name} (from its file)"
             message = str(err["msg"]).removeprefix("Value error, ")
             problems.append(f"{name}: {message}" if name else message)
+    if problems:
         raise ConfigError(problems) from None
+    return settings
+
+
+def secret_files(source: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+    """The secret settings given as files (`NAME_FILE`, or SECRETS_DIR/NAME), read; and one
+    problem per file that can't be read or that contradicts a value set directly."""
+    values: dict[str, str] = {}
+    problems: list[str] = []
+    secrets_dir = source.get("SECRETS_DIR") or None
+    if secrets_dir is not None and not Path(secrets_dir).is_dir():
+        problems.append(f"SECRETS_DIR: {secrets_dir} is not a directory")
+        secrets_dir = None
+    for name in SECRET_SETTINGS:
+        path = source.get(f"{name}_FILE") or None
+        if path is not None and source.get(name):
+            problems.append(f"{name} and {name}_FILE are both set: set one")
+            continue
+        if path is None and secrets_dir is not None and not source.get(name):
+            found = [p for p in (Path(secrets_dir) / name, Path(secrets_dir) / name.lower())
+                     if p.is_file()]
+            path = str(found[0]) if found else None
+        if path is None:
+            continue
+        try:
+            text = Path(path).read_text(encoding="utf-8").rstrip("\r\n")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "unreadable"
+            problems.append(f"{name}_FILE: {path}: {reason}")
+            continue
+        if not text:
+            problems.append(f"{name}_FILE: {path} is empty")
+            continue
+        values[name.lower()] = text
+    return values, problems

@@ -31,7 +31,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.clock import Clock, ProviderClock, SystemClock
-from bot.config import Settings
+from bot.config import CannotListen, Settings
 from bot.domain.policy import Policy
 from bot.health import Health
 from bot.jobs.scheduler import SWEEPS_LEASE, build_scheduler, sweeps_lease_ttl
@@ -94,7 +94,8 @@ class Runtime:
     metrics: Metrics
     notifier: SlackNotifier
     background: set[asyncio.Task[None]] = field(default_factory=set)
-    http_url: str | None = None  # where `http_site` listens, once it does
+    http_url: str | None = None  # where `http_site` listens, once it does (from this host)
+    bound: str | None = None  # the address it binds, as given (0.0.0.0:3000: every interface)
 
     async def settle(self) -> None:
         """Wait until no listener and no launch is still working (after an ack)."""
@@ -323,10 +324,17 @@ async def _site(app: web.Application, *, host: str, port: int | None,
     # matters is logged where it happens (refusals in bot/slack/app.py, work by the listeners).
     runner = web.AppRunner(app, shutdown_timeout=HTTP_SHUTDOWN_SECONDS, access_log=None)
     await runner.setup()
-    site = web.TCPSite(runner, host, runtime.settings.port if port is None else port)
-    await site.start()
+    wanted = runtime.settings.port if port is None else port
+    site = web.TCPSite(runner, host, wanted)
+    try:
+        await site.start()
+    except OSError as exc:
+        await runner.cleanup()
+        raise CannotListen(f"PORT: can't listen on {host}:{wanted}: {exc.strerror or exc} "
+                           "(another process has it? set PORT)") from None
     try:
         bound = runner.addresses[0][1]
+        runtime.bound = f"{host}:{bound}"
         runtime.http_url = f"http://{'127.0.0.1' if host == '0.0.0.0' else host}:{bound}"
         yield runtime.http_url
     finally:
@@ -353,7 +361,8 @@ async def serve(runtime: Runtime, *, stop: asyncio.Event | None = None,
         beside = runtime.health.app()
         runtime.metrics.add_routes(beside)
         async with _site(beside, host=host, port=None, runtime=runtime) as url:
-            log.info("connecting to Slack over Socket Mode; health checks on %s/readyz", url)
+            log.info("connecting to Slack over Socket Mode; health checks on %s (this host: "
+                     "%s/readyz)", runtime.bound, url)
             connect = _keep_trying(runtime, "connect to Slack over Socket Mode",
                                    handler.connect_async)
             await stop.wait()
@@ -361,5 +370,5 @@ async def serve(runtime: Runtime, *, stop: asyncio.Event | None = None,
             await handler.close_async()  # type: ignore[no-untyped-call]
         return
     async with http_site(runtime, host=host) as url:
-        log.info("listening for Slack on %s/slack/events", url)
+        log.info("listening for Slack on %s (this host: %s/slack/events)", runtime.bound, url)
         await stop.wait()

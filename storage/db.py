@@ -63,6 +63,15 @@ def normalize_url(url: str) -> str:
     return f"{target}://{rest}"
 
 
+def sqlite_path(url: str) -> str | None:
+    """The file a SQLite DATABASE_URL names (None: not SQLite, or an in-memory database)."""
+    scheme, _, rest = url.strip().partition("://")
+    if not scheme.lower().startswith("sqlite"):
+        return None
+    path = (rest[1:] if rest.startswith("/") else rest).split("?", 1)[0]
+    return None if path in ("", ":memory:") else path
+
+
 class Database:
     """The bot's database: `migrate()` at start, then `transaction()` for every unit of work."""
 

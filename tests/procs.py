@@ -78,7 +78,7 @@ REPO = Path(__file__).resolve().parent.parent
 API_KEY = "test-key"
 START_TIMEOUT = 60.0  # a cold interpreter importing Bolt + SQLAlchemy on a busy 2-core machine
 STOP_TIMEOUT = 30.0
-_LISTENING = re.compile(r"listening for Slack on (http://\S+)/slack/events")
+_LISTENING = re.compile(r"listening for Slack on .*?(http://\S+)/slack/events")
 _SIM_BANNER = re.compile(r"listening on (http://\S+) .* controls at (http://\S+) with")
 T = TypeVar("T")
 

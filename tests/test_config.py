@@ -118,3 +118,88 @@ def test_log_format_is_text_or_json():
     assert load_settings({}).log_format == "text"
     assert load_settings({"LOG_FORMAT": "JSON"}).log_format == "json"
     assert problems({"LOG_FORMAT": "xml"})[0].startswith("LOG_FORMAT:")
+
+
+@pytest.mark.parametrize(("env", "starts", "hint"), [
+    ({"SLACK_BOT_TOKEN": "foo"}, "SLACK_BOT_TOKEN:", "xoxb-"),
+    ({"SLACK_APP_TOKEN": "xoxb-swapped"}, "SLACK_APP_TOKEN:", "xapp-"),
+    ({"DATABASE_URL": "mysql://u:hunter2@db/bot"}, "DATABASE_URL:", "postgresql://"),
+    ({"DATABASE_URL": "bot.db"}, "DATABASE_URL:", "sqlite:///"),
+])
+def test_tokens_and_database_urls_are_checked_without_echoing_them(env, starts, hint):
+    [line] = problems(env)
+    assert line.startswith(starts) and hint in line, line
+    assert "foo" not in line and "hunter2" not in line and "swapped" not in line
+
+
+def test_postgresql_without_its_driver_says_which_extra(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "asyncpg" else real(name, *a))
+    [line] = problems({"DATABASE_URL": "postgresql://bot@db/bot"})
+    assert line.startswith("DATABASE_URL:") and "cluster-bot[postgres]" in line
+
+
+def test_secrets_come_from_files_or_a_secrets_dir(tmp_path):
+    (tmp_path / "token").write_text("xoxb-from-a-file\n")
+    (tmp_path / "url").write_text("sqlite:///from-file.db")
+    settings = load_settings({"SLACK_BOT_TOKEN_FILE": str(tmp_path / "token"),
+                              "DATABASE_URL_FILE": str(tmp_path / "url")})
+    assert settings.slack_bot_token is not None
+    assert settings.slack_bot_token.get_secret_value() == "xoxb-from-a-file"
+    assert settings.database_url == "sqlite:///from-file.db"
+    secrets = tmp_path / "secrets"
+    secrets.mkdir()
+    (secrets / "SLACK_SIGNING_SECRET").write_text("s3cret")
+    (secrets / "aireserve_api_key").write_text("key-1")
+    settings = load_settings({"SECRETS_DIR": str(secrets),
+                              "AIRESERVE_API_URL": "https://x.test"})
+    assert settings.slack_signing_secret is not None and settings.aireserve_api_key is not None
+    assert settings.slack_signing_secret.get_secret_value() == "s3cret"
+    assert settings.aireserve_api_key.get_secret_value() == "key-1"
+    # A value set directly wins over the secrets directory (it is the more specific of the two).
+    direct = load_settings({"SECRETS_DIR": str(secrets), "SLACK_SIGNING_SECRET": "direct",
+                            "AIRESERVE_API_URL": "https://x.test"})
+    assert direct.slack_signing_secret is not None
+    assert direct.slack_signing_secret.get_secret_value() == "direct"
+
+
+def test_a_secret_file_that_cannot_be_used_is_one_line_each(tmp_path):
+    (tmp_path / "token").write_text("not-a-token")
+    (tmp_path / "empty").write_text("\n")
+    lines = problems({"SLACK_BOT_TOKEN_FILE": str(tmp_path / "token"),
+                      "SLACK_APP_TOKEN_FILE": str(tmp_path / "missing"),
+                      "AIRESERVE_API_KEY_FILE": str(tmp_path / "empty"),
+                      "SLACK_SIGNING_SECRET": "s", "SLACK_SIGNING_SECRET_FILE": "/x",
+                      "SECRETS_DIR": str(tmp_path / "nowhere")})
+    text = "\n".join(lines)
+    assert len(lines) == 5, text
+    assert "SLACK_APP_TOKEN_FILE:" in text and "No such file" in text
+    assert "AIRESERVE_API_KEY_FILE:" in text and "empty" in text
+    assert "SLACK_SIGNING_SECRET and SLACK_SIGNING_SECRET_FILE are both set" in text
+    assert "SLACK_BOT_TOKEN (from its file): not a bot token" in text
+    assert "SECRETS_DIR:" in text and "not-a-token" not in text
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as caught:
+        main(["--version"])
+    assert caught.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("cluster-bot ") and out.split()[1][0].isdigit()
+
+
+def test_audit_export_never_creates_a_database(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'typo.db'}")
+    assert main(["audit-export"]) == 2
+    err = capsys.readouterr().err
+    assert "no database at" in err and "typo.db" in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "other.db").write_bytes(b"")  # a file, but not the bot's schema
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'other.db'}")
+    assert main(["audit-export"]) == 2
+    assert "cluster-bot migrate" in capsys.readouterr().err
+    assert (tmp_path / "other.db").read_bytes() == b""

@@ -89,7 +89,9 @@ async def test_serve_embedded_metrics_json_logs_and_policy_reload(tmp_path):
             assert "Slack HTTP" in start["message"] and "database sqlite" in start["message"]
             assert str(policy) in start["message"]
             listening = await lines.until(says("listening for Slack on "))
-            url = listening["message"].split(" on ", 1)[1].removesuffix("/slack/events")
+            assert listening["message"].startswith("listening for Slack on 0.0.0.0:")
+            url = listening["message"].split("this host: ", 1)[1].removesuffix(
+                "/slack/events)")
             async with aiohttp.ClientSession() as http, http.get(f"{url}/metrics") as response:
                 assert response.status == 200
                 assert "clusterbot_burn_cents_per_hour 0.0" in await response.text()
@@ -128,3 +130,20 @@ async def test_make_run_without_slack_still_runs_the_local_workspace(tmp_path):
     assert proc.returncode == 0, err.decode()
     assert "the embedded simulator" in out.decode()
     assert "configuration:" not in err.decode()
+
+
+async def test_a_port_in_use_is_one_line_and_exit_2(tmp_path):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bot", "serve", cwd=tmp_path,
+            env=env_for(tmp_path, PORT=str(port), AIRESERVE_SIMULATOR="embedded"),
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        _, err = await asyncio.wait_for(proc.communicate(), WAIT)
+    assert proc.returncode == 2
+    text = err.decode()
+    assert f"PORT: can't listen on 0.0.0.0:{port}" in text and "Traceback" not in text
