@@ -123,7 +123,10 @@ class ClusterTerminal(Terminal):
         return f"node {rank} of {cluster_id} printed: {line}"
 
 
-async def _run(settings: Settings) -> None:
+async def session(settings: Settings, *, input: TextIO, output: TextIO) -> None:
+    """One local workspace session: the bot, the embedded simulator and the terminal reading
+    `input` until it ends (`quit` or end of input). `make run` gives it the real terminal; the
+    README's walkthroughs are replayed through it (tests/devslack/test_readme_sessions.py)."""
     async with FakeSlack(channels=CHANNELS) as slack:
         secret = secrets.token_hex(16)
         local = settings.model_copy(update={
@@ -143,8 +146,8 @@ async def _run(settings: Settings) -> None:
                 runtime.http_site(rt, host="127.0.0.1", port=0) as url, \
                 LocalWorkspace(slack=slack, events_url=f"{url}/slack/events",
                                signing_secret=secret, approvers=APPROVERS) as workspace:
-            await ClusterTerminal(workspace, rt=rt, clock=clock, input=sys.stdin,
-                                  output=sys.stdout).run()
+            await ClusterTerminal(workspace, rt=rt, clock=clock, input=input,
+                                  output=output).run()
 
 
 def run_local(settings: Settings) -> int:
@@ -154,5 +157,5 @@ def run_local(settings: Settings) -> int:
           "(AI Reserve: " + ("the embedded simulator" if settings.uses_simulator
                              else settings.aireserve_api_url or "?") + ").")
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_run(settings))
+        asyncio.run(session(settings, input=sys.stdin, output=sys.stdout))
     return 0

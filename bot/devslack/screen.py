@@ -39,6 +39,7 @@ class ButtonRef:
     channel: str | None = None
     ts: str | None = None
     view_id: str | None = None
+    label: str = ""  # the button's text as shown, for `press LABEL`
 
 
 class Screen:
@@ -169,14 +170,16 @@ class Screen:
             if element.get("type") != "button":
                 return element_label(element, self.name)
             number = len(self.buttons) + 1
+            text = text_of(element.get("text"), self.name)
             self.buttons[number] = ButtonRef(
                 block_id=str(block.get("block_id")),
                 action_id=str(element.get("action_id")),
                 channel=channel,
                 ts=ts,
                 view_id=view_id,
+                label=text,
             )
             style = f" ({element['style']})" if element.get("style") else ""
-            return f"[{number}] {text_of(element.get('text'), self.name)}{style}"
+            return f"[{number}] {text}{style}"
 
         return label

@@ -35,6 +35,7 @@ from bot.devslack.workspace import LocalWorkspace
 HELP = """\
   /command text   run a slash command as you, here   (e.g. /cluster quote h100x8 nodes=4)
   press N         click button [N]
+  press LABEL     click the newest button you can see labelled LABEL (press Approve)
   submit | close  fill in and submit / dismiss the modal you have open
   home            open the app's Home tab
   as NAME         become someone else (as bob, as U0BOB)
@@ -86,6 +87,8 @@ class Terminal:
             self._who()
         elif word == "press" and rest.strip().isdigit():
             await self._press(int(rest))
+        elif word == "press" and rest.strip():
+            await self._press_label(rest.strip())
         elif line == "home":
             await self._act(self.ws.open_home())
         elif line == "submit":
@@ -146,6 +149,33 @@ class Terminal:
             self.screen.say("  (cancelled)")
             return
         await self._act(self.ws.click(surface, ref.action_id, block_id=block.get("block_id")))
+
+    async def _press_label(self, label: str) -> None:
+        """`press Approve`: the newest button with that text (any case; or starting with it,
+        `press Recover now` for "Recover now (one attempt)") that the current user can see and
+        that is still there — what a person means by "press Approve"."""
+        wanted = label.casefold()
+        visible = [(number, ref) for number, ref in sorted(self.screen.buttons.items(),
+                                                            reverse=True) if self._visible(ref)]
+        for exact in (True, False):
+            number = next((n for n, ref in visible
+                           if (text := ref.label.casefold()) == wanted
+                           or (not exact and text.startswith(wanted + " "))), None)
+            if number is not None:
+                await self._press(number)
+                return
+        self.screen.say(f"? there is no button “{label}” you can see")
+
+    def _visible(self, ref: ButtonRef) -> bool:
+        me = self.ws.user.id
+        if ref.view_id is not None:
+            return (self.ws.slack.view_owner(ref.view_id) == me
+                    and self.ws.slack.is_open(ref.view_id))
+        message = self.ws.slack.find_message(str(ref.channel), str(ref.ts))
+        dm_of = self.ws.slack.dm_user(str(ref.channel))
+        return (message is not None and not message.deleted
+                and message.ephemeral_to in (None, me) and dm_of in (None, me)
+                and _find(message.blocks, ref) is not None)
 
     def _surface(self, ref: ButtonRef) -> Message | dict[str, Any] | None:
         """The message or view a button lives on, if the current user can see it."""
