@@ -29,7 +29,8 @@ async def test_sim_advance_never_bills_an_enforced_envelope_past_its_hours(tmp_p
                                   signing_secret=SECRET, approvers=["bob", "carol"],
                                   settle_quiet=0.05) as workspace:
             output = io.StringIO()
-            lines = ["sim advance 1m", "sim advance 1h", "sim advance 1h", "sim advance 10m", "quit"]
+            lines = ["sim advance 1m", "sim advance 1h", "sim advance 1h", "sim advance 10m",
+                     "quit"]
             terminal = ClusterTerminal(workspace, rt=h.rt, clock=h.clock,  # type: ignore[arg-type]
                                        input=io.StringIO("".join(f"{x}\n" for x in lines)),
                                        output=output)
