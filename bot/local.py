@@ -108,6 +108,9 @@ class ClusterTerminal(Terminal):
         terminate is due a poll interval before the charge), which a real clock never does."""
         services = self._rt.services
         step = self._rt.settings.poll_interval_seconds
+        if seconds > step:  # an hour is hundreds of sweeps: say why it takes a while
+            self.screen.say(f"sim: moving the clocks in {-(-seconds // step)} steps of {step} s, "
+                            "each poll's sweeps run as in real time…")
         left = seconds
         while left > 0:
             moved = min(step, left)
