@@ -80,3 +80,25 @@ async def test_quote_this_keeps_a_new_volume_and_the_disk(tmp_path):
         assert quote is not None and quote.location == "ca-mtl"  # no volume: anywhere stocked
         assert (quote.spec.storage_gb, quote.spec.root_disk_gb, quote.spec.orchestrator,
                 quote.spec.planned_hours) == (500, 300, "ray", 3)
+
+
+async def test_relaunch_on_a_volume_then_quote_this_keeps_the_volume(tmp_path):
+    """The issue's path: the receipt's **Relaunch on this volume**, then **Quote this**."""
+    async with bot(tmp_path) as h:
+        cluster_id, volume_id = await attached_volume(h)
+        volume_place = h.sim.engine.get_volume(volume_id).location
+        elsewhere = next(loc.id for loc in LOCATIONS if loc.id != volume_place)
+        await terminated(h, cluster_id)
+        stock(h, h100={volume_place: Availability.LOW, elsewhere: Availability.HIGH},
+              a100={volume_place: Availability.LOW, elsewhere: Availability.HIGH})
+        [receipt] = await h.notices(cluster_id, "Receipt")
+        await h.click(receipt, Action.RELAUNCH_ON_VOLUME, user=ALICE)
+        card = h.last_ephemeral(ALICE, containing=Action.QUOTE_THIS)
+        assert elsewhere not in h.text_of(card)
+        await h.click(card, Action.QUOTE_THIS, user=ALICE)
+        fresh = h.last_ephemeral(ALICE, containing="A100")
+        async with h.rt.db.transaction() as repos:
+            quote = await repos.quotes.get(discard_ref(h, fresh))
+        assert quote is not None and quote.spec.shape.accelerator == "a100-sxm-80gb"
+        assert (quote.spec.volume_id, quote.location) == (volume_id, volume_place)
+        assert "no shared volume" not in h.text_of(fresh)
