@@ -70,10 +70,15 @@ class QuotingService:
     async def quote(self, cmd: QuoteCommand, *, actor: Actor, channel_id: str) -> QuoteInfo:
         limit = self.max_lifetime_hours
         if cmd.hours is not None and limit is not None and cmd.hours > limit:
-            raise InvalidCommand(f"`hours={cmd.hours}` is beyond the spend policy's lifetime of "
-                                 f"{limit} hours per cluster; plan at most `hours={limit}` "
-                                 "(an approver can extend it later).",
-                                 bad_part=f"hours={cmd.hours}", usage=USAGE["quote"])
+            raise InvalidCommand(f"`hours={str(cmd.hours)[:20]}` is beyond the spend policy's "
+                                 f"lifetime of {limit} hours per cluster; plan at most "
+                                 f"`hours={limit}` (an approver can extend it later).",
+                                 bad_part=f"hours={str(cmd.hours)[:20]}", usage=USAGE["quote"])
+        if cmd.hours is not None and cmd.hours > policies.MAX_PLANNED_HOURS:
+            raise InvalidCommand(f"`hours={str(cmd.hours)[:20]}` is more than a plan can cover: "
+                                 f"at most {policies.MAX_PLANNED_HOURS:,} hours (10 years), "
+                                 "e.g. `hours=72`.",
+                                 bad_part=f"hours={str(cmd.hours)[:20]}", usage=USAGE["quote"])
         accelerator = await self.resolve(cmd.accelerator)
         policies.check_gpus_per_node(
             cmd.gpus_per_node, accelerator_label=accelerator.name,

@@ -36,7 +36,6 @@ from bot.domain.errors import InvalidCommand
 from bot.domain.readiness import ORCHESTRATORS
 
 MAX_TEXT = 500
-MAX_PLANNED_HOURS = 87_600  # ten years: `hours=` beyond it is no plan (the policy may cap lower)
 
 _SHAPE = re.compile(r"^(?P<accel>[a-z0-9][a-z0-9-]*?)x(?P<gpus>[^x]*)$")
 _ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -210,12 +209,10 @@ def _hours(value: str, key: str, verb: str) -> int:
 
 
 def _planned_hours(value: str) -> int:
-    """`hours=` on a quote: a whole number of hours, and one a plan can cover — a number too
-    large is said to be too large, with the limit, not "not a number"."""
-    if value.isdigit() and int(value) > MAX_PLANNED_HOURS:
-        raise _fail(f"`hours={value[:20]}` is more than a plan can cover: at most "
-                    f"{MAX_PLANNED_HOURS:,} hours (10 years), e.g. `hours=72`.",
-                    f"hours={value[:20]}", "quote")
+    """`hours=` on a quote: any whole number of hours from 1. One too large is a number all the
+    same: the quoting service says which limit it passes (the policy's, or ten years)."""
+    if value.isdigit() and int(value) > 0:
+        return int(value)
     return _hours(value, "hours", "quote")
 
 

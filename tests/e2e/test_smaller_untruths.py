@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import yaml
+
 from bot.slack.blocks.story import FIELD_REASON
 from bot.slack.ids import Action
 from tests.e2e.harness import ALICE, APPROVALS, BOB, GENERAL, bot
@@ -78,3 +80,20 @@ async def test_a_cluster_ended_for_payment_says_what_was_unpaid(tmp_path):
         assert f"*{amount} of it unpaid*" in h.text_of(ended)
         [receipt] = await h.notices(cluster_id, "Receipt")
         assert f"*{amount} of it is unpaid*" in h.text_of(receipt)
+
+
+async def test_too_many_hours_names_the_limit_it_passes(tmp_path):
+    async with bot(tmp_path) as h:  # no policy limit: ten years is the most a plan covers
+        await h.slash("quote h100x8 nodes=2 hours=100000")
+        said = h.text_of(h.slack.ephemerals(ALICE)[-1])
+        assert "not a number" not in said, said
+        assert "`hours=100000` is more than a plan can cover: at most 87,600 hours" in said
+    limited = yaml.safe_dump({"approvals_channel": APPROVALS, "approvers": {"users": [BOB]},
+                              "limits": {"max_lifetime_hours": 72}})
+    (tmp_path / "limited").mkdir()
+    async with bot(tmp_path / "limited", policy=limited) as h:  # the policy's limit, lower
+        await h.slash("quote h100x8 nodes=2 hours=100000")
+        said = h.text_of(h.slack.ephemerals(ALICE)[-1])
+        assert "not a number" not in said, said
+        assert "beyond the spend policy's lifetime of 72 hours" in said
+        assert "plan at most `hours=72`" in said
