@@ -39,7 +39,7 @@ def test_the_terminate_confirm_before_ready_says_nothing_is_billed():
     confirm = json.dumps(button(terminate_prompt(provisioning, now=NOW),
                                 Action.TERMINATE)["confirm"])
     assert "already paid" not in confirm
-    assert "Nothing has been charged yet" in confirm and "costs nothing" in confirm
+    assert "Nothing is charged yet" in confirm and "terminating now costs nothing" in confirm
     running = json.dumps(button(terminate_prompt(make_cluster(), now=NOW),
                                 Action.TERMINATE)["confirm"])
     assert "The current hour is already paid" in running

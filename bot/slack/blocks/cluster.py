@@ -217,8 +217,8 @@ def _charge_minute(c: ClusterRecord) -> str:
 
 # Before every node is ready (readyAt) AI Reserve has charged nothing (contract: billing starts
 # at readyAt), so a terminate mid-provision pays for no hour at all.
-NOTHING_BILLED_YET = ("Nothing has been charged yet: AI Reserve charges the first hour when "
-                      "every node is ready, so terminating now costs nothing. ")
+NOTHING_BILLED_YET = ("Nothing is charged yet (AI Reserve charges from when every node is "
+                      "ready): terminating now costs nothing. ")
 
 
 def terminate_button(c: ClusterRecord) -> ButtonElement:
