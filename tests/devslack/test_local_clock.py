@@ -6,7 +6,6 @@ production — instead of the clock jumping past the deadline between two polls.
 from __future__ import annotations
 
 import io
-import time
 
 from bot.devslack.workspace import LocalWorkspace
 from bot.local import ClusterTerminal
@@ -30,9 +29,7 @@ async def test_sim_advance_never_bills_an_enforced_envelope_past_its_hours(tmp_p
             terminal = ClusterTerminal(workspace, rt=h.rt, clock=h.clock,  # type: ignore[arg-type]
                                        input=io.StringIO("".join(f"{x}\n" for x in lines)),
                                        output=output)
-            started = time.perf_counter()
             await terminal.run()
-            took = time.perf_counter() - started
         cluster = h.sim.engine.get_cluster(cluster_id)
         # Approved for 2 hours: AI Reserve's own ledger shows 2 charged, never the 3rd.
         assert cluster.status.value in ("terminating", "terminated"), output.getvalue()
@@ -41,4 +38,3 @@ async def test_sim_advance_never_bills_an_enforced_envelope_past_its_hours(tmp_p
             entries = await repos.audit.list(subject_id=cluster_id)
         assert any(e.action == "enforce_envelope" for e in entries)
         assert "sim: moving the clocks in 120 steps of 30 s" in output.getvalue()
-        assert took < 60, took  # 2 h 11 min in 30 s steps, every sweep run
