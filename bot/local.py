@@ -27,6 +27,7 @@ from bot.domain.errors import DomainError
 from bot.domain.policy import Policy
 from bot.jobs import sweeps
 from bot.reserve import errors as api
+from bot.services.provider_errors import is_provider_trouble
 
 APPROVALS = "C0APPROVALS"
 CHANNELS = {"C0GENERAL": "general", APPROVALS: "approvals"}
@@ -40,7 +41,8 @@ LOCAL_POLL_SECONDS = 5  # the fast simulator boots a node in 5 s: show progress 
 
 
 SIM_HELP = """\
-  sim advance N[s|m|h]        move AI Reserve's clock (and the bot's) forward, then poll
+  sim advance N[s|m|h]        move AI Reserve's clock and the bot's forward a poll interval at
+                              a time, every sweep run at each step (as real time would)
   sim fail [CLUSTER] [RANK]   AI Reserve loses a node (the newest cluster, rank 1 by default)
   sim unrecoverable [CLUSTER] [RANK]   that node can't be brought back by recovery
   sim log [CLUSTER] [node=RANK] LINE   the workload on that node (rank 0 by default) prints
@@ -78,10 +80,7 @@ class ClusterTerminal(Terminal):
         verb, args = (words[0], words[1:]) if words else ("", [])
         if verb == "advance" and len(args) == 1 and args[0][:-1].isdigit() \
                 and args[0][-1] in _UNITS:
-            seconds = int(args[0][:-1]) * _UNITS[args[0][-1]]
-            self._clock.advance(seconds)
-            await sweeps.watch_clusters(self._rt.services)
-            await sweeps.remind_volumes(self._rt.services)
+            await self._advance(int(args[0][:-1]) * _UNITS[args[0][-1]])
             return f"AI Reserve's clock is now {self._clock.now():%Y-%m-%d %H:%M:%S} UTC"
         if verb == "log" and args:
             return await self._log(args)
@@ -101,6 +100,30 @@ class ClusterTerminal(Terminal):
             simulator.engine.set_recoverable(cluster_id, rank, False)
             return f"node {rank} of {cluster_id} can't be recovered now"
         return "sim: " + SIM_HELP.strip()
+
+    async def _advance(self, seconds: int) -> None:
+        """Move AI Reserve's clock and the bot's as a real clock would: in steps no longer than
+        the poll interval, each step's sweeps run to the end before the next. One jump would let
+        AI Reserve charge hours the bot never had the chance to prevent (an envelope's
+        terminate is due a poll interval before the charge), which a real clock never does."""
+        services = self._rt.services
+        step = self._rt.settings.poll_interval_seconds
+        if seconds > step:  # an hour is hundreds of sweeps: say why it takes a while
+            self.screen.say(f"sim: moving the clocks in {-(-seconds // step)} steps of {step} s, "
+                            "each poll's sweeps run as in real time…")
+        left = seconds
+        while left > 0:
+            moved = min(step, left)
+            self._clock.advance(moved)
+            left -= moved
+            for sweep in (sweeps.watch_clusters, sweeps.finish_terminations,
+                          sweeps.resume_launches, sweeps.remind_volumes):
+                try:
+                    await sweep(services)
+                except Exception as exc:  # as the scheduler does: the next step tries again
+                    if not is_provider_trouble(exc):
+                        raise
+                    self.screen.say(f"sim: {sweep.__name__}: AI Reserve: {exc}")
 
     async def _log(self, args: list[str]) -> str:
         """`sim log [CLUSTER] [node=RANK] LINE`: what the workload prints (readiness demo)."""

@@ -27,7 +27,7 @@ SCOPES = {
     "conversations_open": "im:write", "users_info": "users:read",
     "views_open": None, "views_update": None, "views_publish": None, "views_push": None,
     "auth_test": None, "usergroups_users_list": "usergroups:read",
-    "files_upload_v2": "files:write",
+    "files_upload_v2": "files:write", "conversations_list": "channels:read",
 }
 
 

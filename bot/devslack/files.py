@@ -95,6 +95,8 @@ class FileUploads:
             upload.channel, upload.thread_ts = channel, args.get("thread_ts") or None
             upload.initial_comment = args.get("initial_comment") or None
             self.uploaded.append(upload)
+            # As Slack does: the type from the name's extension (`csv`, `png`; else `binary`).
+            ext = upload.filename.rpartition(".")[2].lower() if "." in upload.filename else ""
             done.append({"id": upload.id, "name": upload.filename, "title": upload.title,
-                         "size": upload.length})
+                         "size": upload.length, "filetype": ext or "binary"})
         return {"files": done}

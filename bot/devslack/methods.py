@@ -211,6 +211,13 @@ def conversations_info(store: MethodStore, args: Args) -> dict[str, Any]:
     return {"channel": info}
 
 
+def conversations_list(store: MethodStore, args: Args) -> dict[str, Any]:
+    """The workspace's channels (public ones: devslack has no private channels), one page."""
+    channels = [{"id": channel_id, "name": name, "is_channel": True, "is_private": False,
+                 "is_archived": False} for channel_id, name in store.channels.items()]
+    return {"channels": channels, "response_metadata": {"next_cursor": ""}}
+
+
 def users_info(store: MethodStore, args: Args) -> dict[str, Any]:
     user = store.user(required(args, "user"))
     return {"user": user.to_wire(team_id=store.team_id, now=store.clock.now())}
@@ -287,6 +294,7 @@ METHODS: Mapping[str, Method] = {
     "chat.deleteScheduledMessage": chat_delete_scheduled_message,
     "conversations.open": conversations_open,
     "conversations.info": conversations_info,
+    "conversations.list": conversations_list,
     "users.info": users_info,
     "users.lookupByEmail": users_lookup_by_email,
     "usergroups.users.list": usergroups_users_list,

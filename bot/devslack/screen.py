@@ -93,7 +93,8 @@ class Screen:
         elif call.method == "files.completeUploadExternal":
             where = self.where(str(call.args.get("channel_id") or "?"))
             for f in response.get("files") or []:
-                self.say(f"📎 {where}: file {f.get('title')} ({f.get('size')} bytes, PNG)")
+                kind = str(f.get("filetype") or "file").upper()  # the file's own: CSV, PNG …
+                self.say(f"📎 {where}: file {f.get('title')} ({f.get('size')} bytes, {kind})")
         elif call.method == "chat.delete":
             self.say(f"✗ {self.where(str(response['channel']))}: message {response['ts']} deleted")
         else:

@@ -81,7 +81,8 @@ class AutoRecoverCommand:
 @dataclass(frozen=True)
 class NotifyCommand:
     cluster_id: str
-    channel_id: str
+    channel_id: str  # "" when the channel was typed by name (`channel_name`, to look up)
+    channel_name: str | None = None
 
 
 @dataclass(frozen=True)

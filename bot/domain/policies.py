@@ -15,6 +15,8 @@ from bot.domain.models import Actor, ClusterRecord, LaunchRequest
 MIN_NODES, MAX_NODES = 2, 8
 MIN_GPUS_PER_NODE, MAX_GPUS_PER_NODE = 1, 8
 SALES_NOTE = "Larger clusters are arranged through AI Reserve sales."
+# A planned run (`hours=`) longer than ten years is no plan; a spend policy may cap it lower.
+MAX_PLANNED_HOURS = 87_600
 
 
 def check_nodes(nodes: int, *, usage: str = "") -> None:

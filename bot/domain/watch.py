@@ -58,7 +58,7 @@ class NoticeFacts(Frozen):
     hour: int | None = None  # REMINDER: the accrued hour it is about
     running_seconds: int | None = None  # REMINDER: since readyAt
     grace_ends_at: datetime | None = None  # PAST_DUE, GRACE_ENDING: AI Reserve terminates then
-    unpaid_cents: int | None = None  # PAST_DUE, GRACE_ENDING: what is owed for this cluster
+    unpaid_cents: int | None = None  # PAST_DUE, GRACE_ENDING, GRACE_TERMINATED: owed for it
     # SERVING, NOT_SERVING: seconds from ready, what those hour marks billed, the last lines.
     waited_seconds: int | None = None
     waiting_cents: int | None = None
@@ -185,7 +185,7 @@ def notices_between(before: Observation | None, after: Observation, *, cluster_i
     if after.status in ended and prior.status not in ended:
         if after.termination_reason == "payment_grace_expired":
             add("terminated", NoticeKind.GRACE_TERMINATED,
-                termination_reason=after.termination_reason)
+                termination_reason=after.termination_reason, unpaid_cents=after.unpaid_cents)
         elif not terminated_by_bot:
             add("terminated", NoticeKind.TERMINATED_OUTSIDE,
                 termination_reason=after.termination_reason)

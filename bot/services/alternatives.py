@@ -4,7 +4,8 @@
 accelerator, best first. `nearest` finds, for every other cluster-capable accelerator with stock
 somewhere, the self-serve shape (2–8 nodes of 1–8 GPUs) that holds at least the same GPU memory
 (per GPU × GPUs per node × nodes) with the least to spare, then the cheapest; the closest fits
-first.
+first. A quote that mounts an existing volume is pinned to where that volume lives (`at`), so
+only shapes with stock there are offered.
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ def stocked_locations(entry: Accelerator, *, besides: str | None) -> tuple[tuple
     return tuple((loc.id, loc.availability.value) for loc in ranked)
 
 
-def nearest(shape: ShapeSpec, catalog: Sequence[Accelerator], *,
+def nearest(shape: ShapeSpec, catalog: Sequence[Accelerator], *, at: str | None = None,
             shown: int = SHOWN) -> tuple[Alternative, ...]:
-    """Up to `shown` other accelerators' shapes that fit `shape`'s GPU memory."""
+    """Up to `shown` other accelerators' shapes that fit `shape`'s GPU memory; with `at`, only
+    those with stock in that location (where a mounted volume pins the cluster)."""
     entry = next((a for a in catalog if a.id == shape.accelerator), None)
     if entry is None:
         return ()
@@ -39,7 +41,8 @@ def nearest(shape: ShapeSpec, catalog: Sequence[Accelerator], *,
         if other.id == entry.id or not other.cluster_capable or other.cluster is None \
                 or other.memory_gb <= 0:
             continue
-        stock = stocked_locations(other, besides=None)
+        stock = [(loc, level) for loc, level in stocked_locations(other, besides=None)
+                 if at is None or loc == at]
         if not stock:
             continue
         fits = [(g * n * other.memory_gb, g * n, n, g)

@@ -70,10 +70,15 @@ class QuotingService:
     async def quote(self, cmd: QuoteCommand, *, actor: Actor, channel_id: str) -> QuoteInfo:
         limit = self.max_lifetime_hours
         if cmd.hours is not None and limit is not None and cmd.hours > limit:
-            raise InvalidCommand(f"`hours={cmd.hours}` is beyond the spend policy's lifetime of "
-                                 f"{limit} hours per cluster; plan at most `hours={limit}` "
-                                 "(an approver can extend it later).",
-                                 bad_part=f"hours={cmd.hours}", usage=USAGE["quote"])
+            raise InvalidCommand(f"`hours={str(cmd.hours)[:20]}` is beyond the spend policy's "
+                                 f"lifetime of {limit} hours per cluster; plan at most "
+                                 f"`hours={limit}` (an approver can extend it later).",
+                                 bad_part=f"hours={str(cmd.hours)[:20]}", usage=USAGE["quote"])
+        if cmd.hours is not None and cmd.hours > policies.MAX_PLANNED_HOURS:
+            raise InvalidCommand(f"`hours={str(cmd.hours)[:20]}` is more than a plan can cover: "
+                                 f"at most {policies.MAX_PLANNED_HOURS:,} hours (10 years), "
+                                 "e.g. `hours=72`.",
+                                 bad_part=f"hours={str(cmd.hours)[:20]}", usage=USAGE["quote"])
         accelerator = await self.resolve(cmd.accelerator)
         policies.check_gpus_per_node(
             cmd.gpus_per_node, accelerator_label=accelerator.name,
@@ -96,9 +101,12 @@ class QuotingService:
         # No stock here: where else has it is read fresh, not from a ten-minute-old catalog.
         catalog = await self.catalog(refresh=quote.availability == "none")
         entry = next((a for a in catalog if a.id == quote.spec.shape.accelerator), None)
-        elsewhere = stocked_locations(entry, besides=quote.location) if entry else ()
+        # A mounted volume pins the cluster to the volume's location: no other place is offered.
+        pinned = quote.location if quote.spec.volume_id else None
+        elsewhere = (stocked_locations(entry, besides=quote.location)
+                     if entry and pinned is None else ())
         shape = quote.spec.shape
-        alternatives = nearest(shape, catalog) if entry else ()
+        alternatives = nearest(shape, catalog, at=pinned) if entry else ()
         gpu_rate = (entry.cluster.per_gpu_hourly_cents * shape.total_gpus
                     if entry is not None and entry.cluster is not None else None)
         single = entry.single_machine if entry is not None else None
@@ -113,16 +121,22 @@ class QuotingService:
     async def quote_instead(self, *, source_quote_id: str, accelerator: str,
                             gpus_per_node: int, nodes: int, location: str,
                             actor: Actor) -> tuple[QuoteInfo, QuoteOutlook]:
-        """**Quote this** on an alternative: the same plan (new volume size, hours) priced on
-        another accelerator or location, as a fresh quote with its outlook."""
+        """**Quote this** on an alternative: the same plan (the volume to mount or create, root
+        disk, orchestrator, hours) priced on another accelerator or location, as a fresh quote
+        with its outlook. The button carries only the shape; the plan is the stored quote's."""
         async with self._db.transaction() as repos:
             source = await repos.quotes.get(source_quote_id)
         if source is None:
             raise InvalidCommand("That quote card is no longer known; run `/cluster quote` again.",
                                  bad_part=source_quote_id, usage=USAGE["quote"])
+        plan = source.spec
         cmd = QuoteCommand(accelerator=accelerator, gpus_per_node=gpus_per_node, nodes=nodes,
-                           storage_gb=source.spec.storage_gb, location=location,
-                           hours=source.spec.planned_hours)
+                           storage_gb=plan.storage_gb, volume_id=plan.volume_id,
+                           # A mounted volume decides the place (a card from before this rule
+                           # may carry another location).
+                           location=source.location if plan.volume_id else location,
+                           root_disk_gb=plan.root_disk_gb, orchestrator=plan.orchestrator,
+                           hours=plan.planned_hours)
         quote = await self.quote(cmd, actor=actor, channel_id=source.channel_id)
         return quote, await self.outlook(quote)
 

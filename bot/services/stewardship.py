@@ -5,7 +5,7 @@ from __future__ import annotations
 from bot.clock import Clock
 from bot.domain import policies
 from bot.domain.errors import Conflict, NotAllowed, UnknownResource
-from bot.domain.models import Actor, ClusterRecord
+from bot.domain.models import Actor, ClusterRecord, ClusterState
 from bot.domain.ports import Notifier
 from bot.reserve import errors as api
 from bot.reserve.port import ClusterProvider
@@ -84,8 +84,15 @@ class StewardshipService:
 
     @audited("keep_running", subject="cluster_id")
     async def keep_running(self, *, cluster_id: str, actor: Actor) -> ClusterRecord:
-        """Only an acknowledgement: the hourly reminders go on until it is terminated."""
-        return await self._record(cluster_id)
+        """Only an acknowledgement: the hourly reminders go on until it is terminated. A press
+        after the cluster ended changes nothing and says so (it does not keep running)."""
+        record = await self._record(cluster_id)
+        if record.status not in (ClusterState.PROVISIONING, ClusterState.RUNNING,
+                                 ClusterState.DEGRADED):
+            raise Conflict(f"`{cluster_id}` is {record.status.value} already: it does not keep "
+                           "running, pressing Keep running changed nothing, and no more hourly "
+                           "reminders come for it.")
+        return record
 
     @audited("connect", subject="cluster_id")
     async def connect(self, *, cluster_id: str, actor: Actor) -> ClusterRecord:

@@ -156,8 +156,8 @@ BUTTONS: dict[str, Button[Any, Any]] = {
         lambda r, c: f"Noted: `{c.id}` keeps running. The hourly reminders go on until it is "
                      "terminated.",
         Once("keep_running", lambda r: (r.cluster_id, str(r.hour)),
-             lambda r, c, by: f"Already noted by {by}: `{c.id}` keeps running; the hourly "
-                              "reminders go on.")),
+             lambda r, c, by: f"Already noted by {by}: `{c.id}` was kept running then; the "
+                              "hourly reminders go on while it runs.")),
     Action.CLAIM: Button[ClusterRef, ClusterRecord](
         ClusterRef,
         lambda s, r, a: s.stewardship.claim(cluster_id=r.cluster_id, actor=a),
@@ -204,8 +204,8 @@ BUTTONS: dict[str, Button[Any, Any]] = {
         ReadinessRef,
         lambda s, r, a: s.readiness_service().keep_waiting(cluster_id=r.cluster_id,
                                                            prompt=r.prompt, actor=a),
-        lambda r, c: f"Waiting on for `{c.id}`: I'll say when it serves, or ask again after "
-                     "the same limit. It bills meanwhile.",
+        lambda r, c: f"Waiting longer for `{c.id}`'s readiness line: I'll say when it serves, "
+                     "or ask again after the same limit. It bills meanwhile.",
         Once("keep_waiting", lambda r: (r.cluster_id, str(r.prompt)),
              lambda r, c, by: f"Already answered by {by}: the wait for `{c.id}` was "
                               "extended then.")),

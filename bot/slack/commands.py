@@ -11,6 +11,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.domain import audit_csv
 from bot.domain.commands import (
+    USAGE,
     AuditCommand,
     AuditExportCommand,
     AutoRecoverCommand,
@@ -41,6 +42,7 @@ from bot.slack.blocks import spend as spend_blocks
 from bot.slack.blocks import volumes as volume_blocks
 from bot.slack.blocks.format import money
 from bot.slack.blocks.message import Message
+from bot.slack.directory import SlackDirectory
 from bot.slack.errors import answering
 
 EPHEMERAL: dict[str, Any] = {"response_type": "ephemeral"}
@@ -97,9 +99,10 @@ def register(app: AsyncApp, services: Services,
                                   f"`{cmd.cluster_id}`.")
         elif isinstance(cmd, NotifyCommand):
             await ack()
+            channel_id = cmd.channel_id or await _channel_named(client, cmd.channel_name or "")
             await services.stewardship.notify(cluster_id=cmd.cluster_id,
-                                              channel_id=cmd.channel_id, actor=actor)
-            reply = common.notice(f"<#{cmd.channel_id}> will get `{cmd.cluster_id}`'s notices.")
+                                              channel_id=channel_id, actor=actor)
+            reply = common.notice(f"<#{channel_id}> will get `{cmd.cluster_id}`'s notices.")
         elif isinstance(cmd, AuditCommand):
             await ack()
             entries = await services.clusters.audit(subject_id=cmd.subject_id, actor=actor)
@@ -154,3 +157,20 @@ def register(app: AsyncApp, services: Services,
             reply = notice_blocks.logs_message(
                 cmd.cluster_id, cmd.node, [(ln.ts, ln.stream, ln.line) for ln in logs.lines])
         await respond(**reply.as_kwargs(), **EPHEMERAL)
+
+
+async def _channel_named(client: AsyncWebClient, name: str) -> str:
+    """A `#name` Slack did not link, looked up among the public channels; else a clear answer
+    naming it (a private channel must be picked from Slack's list, which links it)."""
+    try:
+        found = await SlackDirectory(client).channel_named(name)
+    except SlackApiError as exc:
+        if exc.response.get("error") != "missing_scope":
+            raise
+        found = None  # installed before the app asked for channels:read: say how instead
+    if found is None:
+        raise InvalidCommand(f"I can't find a public channel `#{name}`; pick the channel from "
+                             "Slack's list as you type `#` so it is linked (a private one "
+                             "needs me invited first).", bad_part=f"#{name}",
+                             usage=USAGE["notify"])
+    return found

@@ -41,6 +41,8 @@ _SHAPE = re.compile(r"^(?P<accel>[a-z0-9][a-z0-9-]*?)x(?P<gpus>[^x]*)$")
 _ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _CHANNEL = re.compile(
     r"^(?:<#(?P<linked>[CG][A-Z0-9]+)(?:\|[^>]*)?>|(?P<bare>[CG][A-Z0-9]{2,}))$")
+# A channel name as Slack allows it (lower-case letters, digits, `-`, `_`; at most 80).
+_CHANNEL_NAME = re.compile(r"^#[A-Za-z0-9][A-Za-z0-9_-]{0,79}$")
 _MONTH = re.compile(r"^20\d\d-(0[1-9]|1[0-2])$")
 _OPTION = re.compile(r"^(?P<key>[A-Za-z]+)=(?P<value>.*)$")
 
@@ -86,7 +88,10 @@ def parse(text: str) -> Command:
         return AutoRecoverCommand(cluster_id, on=switch == "on")
     if verb == "notify":
         cluster_id = _one_id(args[:1], verb)
-        return NotifyCommand(cluster_id, _channel(args[1:], verb))
+        channel = _channel(args[1:], verb)
+        if channel.startswith("#"):  # typed, not picked: the Slack adapter looks the name up
+            return NotifyCommand(cluster_id, "", channel_name=channel[1:])
+        return NotifyCommand(cluster_id, channel)
     if verb == "logs":
         cluster_id = _one_id(args[:1], verb)
         node = 0
@@ -174,14 +179,17 @@ def _one_id(args: list[str], verb: str) -> str:
 
 
 def _channel(args: list[str], verb: str) -> str:
-    """`<#C123|name>` (what Slack sends with should_escape) or a bare channel id."""
+    """`<#C123|name>` (what Slack sends with should_escape), a bare channel id, or a channel
+    typed by name without Slack linking it (`#approvals`: returned as `#approvals`)."""
     if len(args) != 1:
         raise _fail("Name one channel, e.g. `#ml-infra`.", " ".join(args)[:40], verb)
     match = _CHANNEL.match(args[0])
-    if not match:
-        raise _fail(f"`{args[0][:40]}` is not a channel I can post to; pick it with `#` so "
-                    "Slack links it.", args[0], verb)
-    return match["linked"] or match["bare"]
+    if match:
+        return match["linked"] or match["bare"]
+    if _CHANNEL_NAME.match(args[0]):
+        return args[0].lower()
+    raise _fail(f"`{args[0][:40]}` is not a channel I can post to; write `#` and its name (e.g. "
+                "`#ml-infra`), picked from Slack's list so it is linked.", args[0], verb)
 
 
 def _whole(value: str, key: str, what: str, verb: str = "quote") -> int:
@@ -198,6 +206,14 @@ def _hours(value: str, key: str, verb: str) -> int:
         raise _fail(f"`{shown}` is not a number of hours: `{key}` must be a whole number of "
                     "hours, at least 1, e.g. `12`.", shown, verb)
     return int(value)
+
+
+def _planned_hours(value: str) -> int:
+    """`hours=` on a quote: any whole number of hours from 1. One too large is a number all the
+    same: the quoting service says which limit it passes (the policy's, or ten years)."""
+    if value.isdigit() and int(value) > 0:
+        return int(value)
+    return _hours(value, "hours", "quote")
 
 
 def _parse_quote(args: list[str]) -> QuoteCommand:
@@ -260,5 +276,5 @@ def _parse_quote(args: list[str]) -> QuoteCommand:
         location=location,
         root_disk_gb=_whole(seen["disk"], "disk", "GB") if "disk" in seen else None,
         orchestrator=orchestrator,
-        hours=_hours(seen["hours"], "hours", "quote") if "hours" in seen else None,
+        hours=_planned_hours(seen["hours"]) if "hours" in seen else None,
     )

@@ -112,7 +112,7 @@ async def test_never_serving_asks_the_owner_once_with_both_buttons(tmp_path):
         assert await kinds(h, cluster_id) == [NoticeKind.NOT_SERVING]
 
         await h.click(dm, Action.KEEP_WAITING, user=ALICE)
-        assert "Waiting on" in h.text_of(h.slack.ephemerals(ALICE)[-1])
+        assert "Waiting longer for" in h.text_of(h.slack.ephemerals(ALICE)[-1])
         await h.click(dm, Action.KEEP_WAITING, user=ALICE)  # the same prompt again
         assert "Already answered" in h.text_of(h.slack.ephemerals(ALICE)[-1])
         for _ in range(4):

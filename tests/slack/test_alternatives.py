@@ -40,3 +40,11 @@ def test_nothing_fits_beyond_the_self_serve_limits():
     huge = ShapeSpec(accelerator="big", gpus_per_node=8, nodes=8)  # 12,288 GB
     assert nearest(huge, CATALOG) == ()
     assert nearest(ShapeSpec(accelerator="unknown", gpus_per_node=1, nodes=2), CATALOG) == ()
+
+
+def test_a_pinned_location_offers_only_shapes_with_stock_there():
+    """A quote mounting a volume can only be placed where the volume lives (`at`)."""
+    shape = ShapeSpec(accelerator="h100", gpus_per_node=8, nodes=2)
+    assert nearest(shape, CATALOG, at="us-ga") == nearest(shape, CATALOG)[1:]
+    assert [a.location for a in nearest(shape, CATALOG, at="us-ga")] == ["us-ga"]
+    assert nearest(shape, CATALOG, at="eu-ro") == ()

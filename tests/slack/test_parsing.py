@@ -109,7 +109,7 @@ def test_parses_watch_commands(text, expected):
         ("autorecover clu_1", "`on` or `off`"),
         ("autorecover clu_1 maybe", "`on` or `off`"),
         ("notify clu_1", "Name one channel"),
-        ("notify clu_1 #general", "pick it with `#`"),
+        ("notify clu_1 #gen!eral", "write `#` and its name"),  # a `#name` is looked up
         ("notify clu_1 <#C1|a> <#C2|b>", "Name one channel"),
         ("logs clu_1 node=x", "whole number"),
         ("logs clu_1 rank=1", "node=<rank>"),

@@ -280,8 +280,8 @@ def outcome_line(
         return (":arrows_counterclockwise: Superseded: the quote expired or its price changed — "
                 "a new approval card follows")
     if status is RequestStatus.LAUNCH_FAILED:
-        return (f":warning: Launch failed: {_reason(req)}. The request is kept: an approver or "
-                "the requester can retry.")
+        return (f":warning: Launch failed: {_reason(req).rstrip('.')}. The request is kept: an "
+                "approver or the requester can retry.")
     if status is RequestStatus.FAILED:
         return f":x: Failed: {_reason(req)}"
     if status is RequestStatus.CANCELLED:

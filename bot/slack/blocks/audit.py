@@ -94,6 +94,13 @@ def audit_line(e: AuditEntry) -> str:
             f"{subject}{amount} · {outcome}{detail}")
 
 
+def unpaid_cents(c: ClusterRecord) -> int:
+    """What AI Reserve could not charge for a cluster it ended for payment (0 otherwise)."""
+    if c.termination_reason != "payment_grace_expired" or c.observed is None:
+        return 0
+    return c.observed.unpaid_cents
+
+
 def receipt(
     c: ClusterRecord,
     *,
@@ -125,6 +132,11 @@ def receipt(
         section(fields=fields),
     ]
     notes = []
+    unpaid = unpaid_cents(c)
+    if unpaid:
+        notes.append(f":credit_card: *{money(unpaid)} of it is unpaid*: AI Reserve could not "
+                     "charge the account for it and ended the cluster when the payment grace "
+                     "ran out; the account still owes it (AI Reserve's figure).")
     if c.volume_id:
         notes.append(f":floppy_disk: The shared volume {code(escaped(c.volume_id, ID_MAX))} is "
                      "not part of this receipt: it was kept and bills on its own until deleted.")

@@ -215,6 +215,12 @@ def _charge_minute(c: ClusterRecord) -> str:
     return f" at :{c.ready_at.astimezone(UTC):%M} past each hour"
 
 
+# Before every node is ready (readyAt) AI Reserve has charged nothing (contract: billing starts
+# at readyAt), so a terminate mid-provision pays for no hour at all.
+NOTHING_BILLED_YET = ("Nothing is charged yet (AI Reserve charges from when every node is "
+                      "ready): terminating now costs nothing. ")
+
+
 def terminate_button(c: ClusterRecord) -> ButtonElement:
     """Terminate (danger), with a confirm that states the rate and that it is final."""
     rate, per_day = money(c.hourly_cents), money(c.hourly_cents * 24)
@@ -225,9 +231,12 @@ def terminate_button(c: ClusterRecord) -> ButtonElement:
         confirm=confirm(
             f"Terminate cluster {c.id}?",
             f"Cluster {truncate(c.id, ID_MAX)} bills {rate} per hour ({per_day} per day) until "
-            f"terminated. The current hour is already paid (AI Reserve charges each started "
-            f"hour{_charge_minute(c)}); terminating now saves {rate} for every further hour. "
-            "It cannot be undone: every node and its root disk are destroyed.",
+            f"terminated. "
+            + (NOTHING_BILLED_YET if c.ready_at is None else
+               f"The current hour is already paid (AI Reserve charges each started "
+               f"hour{_charge_minute(c)}); terminating now saves {rate} for every further "
+               "hour. ")
+            + "It cannot be undone: every node and its root disk are destroyed.",
             ok="Terminate", deny="Keep it running", danger=True,
         ),
     )
@@ -267,8 +276,9 @@ def _request_state_line(req: LaunchRequest, approvals: Sequence[Approval],
         ref = f" as {code(escaped(req.cluster_id, ID_MAX))}" if req.cluster_id else ""
         return f":rocket: *Launched{ref}*"
     if status is RequestStatus.LAUNCH_FAILED:
-        return (f":warning: *Launch failed*: {_error(req.last_error)}. Kept: an approver or the "
-                "requester can retry.")
+        # The error may be a sentence with its own full stop: one is enough.
+        return (f":warning: *Launch failed*: {_error(req.last_error).rstrip('.')}. Kept: an "
+                "approver or the requester can retry.")
     if status is RequestStatus.REJECTED:
         return f":no_entry: *Rejected* by {deciders(req, approvals, Decision.REJECT)}"
     if status is RequestStatus.SUPERSEDED:

@@ -279,8 +279,9 @@ def _failed(n: Notice, c: ClusterRecord) -> _Parts:
 
 def _grace_terminated(n: Notice, c: ClusterRecord) -> _Parts:
     body = (f":warning: *AI Reserve terminated* {cluster_ref(c)} because the payment grace "
-            f"ran out on an unpaid hour. It had accrued {money(n.facts.accrued_cents)} (AI "
-            "Reserve's figure).")
+            f"ran out on an unpaid hour. It had accrued {money(n.facts.accrued_cents)}"
+            + (f", *{money(n.facts.unpaid_cents)} of it unpaid*" if n.facts.unpaid_cents else "")
+            + " (AI Reserve's figures).")
     return _Parts(f"AI Reserve terminated {escaped(c.id, ID_MAX)}: payment grace ran out", body,
                   _volume_notes(c))
 

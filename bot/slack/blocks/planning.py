@@ -63,8 +63,10 @@ def alternative_blocks(q: QuoteInfo, o: QuoteOutlook) -> list[Block]:
     """The nearest other accelerators holding the same GPU memory, each with **Quote this**."""
     if not o.alternatives:
         return []
+    where = (f" in {escaped(q.location, ID_MAX)}, where volume "
+             f"{escaped(q.spec.volume_id, ID_MAX)} lives" if q.spec.volume_id else "")
     blocks: list[Block] = [context(
-        f"*Other accelerators with the same GPU memory* "
+        f"*Other accelerators with the same GPU memory{where}* "
         f"({q.spec.shape.total_gpus} GPUs here):")]
     blocks.extend(section(_alternative(a), accessory=button(
         "Quote this", action_id=Action.QUOTE_THIS,

@@ -76,9 +76,15 @@ def _outlook_blocks(q: QuoteInfo, o: QuoteOutlook) -> list[Block]:
     if q.availability == "none":
         where = ", ".join(f"{escaped(loc, ID_MAX)} ({escaped(level, 20)})"
                           for loc, level in o.stock_elsewhere)
-        tail = (f" The same shape has stock in: {where} — quote again with `location=…`."
-                if where else " No other location lists stock for it either; try later or "
-                "another accelerator.")
+        if q.spec.volume_id:  # the volume pins the place: other locations are no way out
+            tail = (f" Volume {code(escaped(q.spec.volume_id, ID_MAX))} lives here, so a "
+                    "cluster that mounts it can only be placed here; try later or another "
+                    "accelerator.")
+        elif where:
+            tail = f" The same shape has stock in: {where} — quote again with `location=…`."
+        else:
+            tail = (" No other location lists stock for it either; try later or another "
+                    "accelerator.")
         out.append(section(f":no_entry_sign: *No availability in {escaped(q.location, ID_MAX)}* "
                            f"for this shape right now, so it cannot launch here.{tail}"))
     return out

@@ -16,7 +16,7 @@ from slack_sdk.models.views import View
 
 from bot.domain.models import Approval, ClusterRecord, Decision, LaunchRequest, RequestStatus
 from bot.slack import ids
-from bot.slack.blocks.format import ID_MAX, code, escaped, hourly, mrkdwn, user, when
+from bot.slack.blocks.format import ID_MAX, code, escaped, hourly, user, when
 from bot.slack.blocks.message import Message, compose, plain, section
 
 FIELD_REASON = "reject_reason"
@@ -61,9 +61,10 @@ def story(req: LaunchRequest, approvals: Sequence[Approval],
 
 
 def story_post(words: str) -> Message:
-    """One step's thread post (block ids `story.*`, so a reader can tell steps from notices)."""
-    body = mrkdwn(words)
-    return compose(body, [section(body)], key="story")
+    """One step's thread post (block ids `story.*`, so a reader can tell steps from notices).
+    `words` is mrkdwn already — each step escapes its own input (a reject reason) — so it is
+    not escaped again: that showed a reason's `<` as `&lt;`."""
+    return compose(words, [section(words)], key="story")
 
 
 def story_key(req: LaunchRequest, step: str) -> str:

@@ -1,0 +1,40 @@
+"""`make run`'s `sim advance` (bot/local.py) keeps time as a real clock would: AI Reserve's clock
+and the bot's move in steps no longer than the poll interval, each step's sweeps run to the end,
+so an enforced envelope is terminated before AI Reserve charges an hour beyond it — as it is in
+production — instead of the clock jumping past the deadline between two polls."""
+
+from __future__ import annotations
+
+import io
+
+from bot.devslack.workspace import LocalWorkspace
+from bot.local import ClusterTerminal
+from bot.slack.ids import Action
+from tests.e2e.harness import BOB, SECRET, bot
+
+
+async def test_sim_advance_never_bills_an_enforced_envelope_past_its_hours(tmp_path):
+    # `hours=2`: the planned run's envelope ends in termination (as in `make run`'s demo).
+    async with bot(tmp_path) as h:
+        card = await h.request(quote_text="quote h100x8 nodes=2 hours=2")
+        await h.click(card, Action.APPROVE, user=BOB)
+        cluster_id = (await h.requests_in_db())[-1].cluster_id
+        assert cluster_id is not None
+        async with LocalWorkspace(slack=h.slack, events_url=h.requests.events_url,
+                                  signing_secret=SECRET, approvers=["bob", "carol"],
+                                  settle_quiet=0.05) as workspace:
+            output = io.StringIO()
+            lines = ["sim advance 1m", "sim advance 1h", "sim advance 1h", "sim advance 10m",
+                     "quit"]
+            terminal = ClusterTerminal(workspace, rt=h.rt, clock=h.clock,  # type: ignore[arg-type]
+                                       input=io.StringIO("".join(f"{x}\n" for x in lines)),
+                                       output=output)
+            await terminal.run()
+        cluster = h.sim.engine.get_cluster(cluster_id)
+        # Approved for 2 hours: AI Reserve's own ledger shows 2 charged, never the 3rd.
+        assert cluster.status.value in ("terminating", "terminated"), output.getvalue()
+        assert cluster.billing.accrued_hours == 2, output.getvalue()
+        async with h.rt.db.transaction() as repos:
+            entries = await repos.audit.list(subject_id=cluster_id)
+        assert any(e.action == "enforce_envelope" for e in entries)
+        assert "sim: moving the clocks in 120 steps of 30 s" in output.getvalue()
