@@ -109,8 +109,8 @@ class ClusterTerminal(Terminal):
         services = self._rt.services
         step = self._rt.settings.poll_interval_seconds
         if seconds > step:  # an hour is hundreds of sweeps: say why it takes a while
-            self.screen.say(f"sim: moving the clocks in {-(-seconds // step)} steps of {step} s, "
-                            "each poll's sweeps run as in real time…")
+            self.screen.say(f"  (moving the clocks in {-(-seconds // step)} steps of {step} s, "
+                            "each poll's sweeps run as in real time…)")
         left = seconds
         while left > 0:
             moved = min(step, left)

@@ -37,4 +37,4 @@ async def test_sim_advance_never_bills_an_enforced_envelope_past_its_hours(tmp_p
         async with h.rt.db.transaction() as repos:
             entries = await repos.audit.list(subject_id=cluster_id)
         assert any(e.action == "enforce_envelope" for e in entries)
-        assert "sim: moving the clocks in 120 steps of 30 s" in output.getvalue()
+        assert "(moving the clocks in 120 steps of 30 s" in output.getvalue()
