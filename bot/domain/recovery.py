@@ -19,9 +19,9 @@ def exhausted(c: ClusterRecord) -> bool:
     """Degraded with every recovery attempt of its episode spent (the provider says so)."""
     if c.status is not ClusterState.DEGRADED:
         return False
-    observed = c.observed
-    return (observed is not None and observed.recovery_state == "exhausted") \
-        or c.last_error == EXHAUSTED_ERROR
+    if c.observed is not None:  # the recovery object of the episode as last polled
+        return c.observed.recovery_state == "exhausted"
+    return c.last_error == EXHAUSTED_ERROR
 
 
 def attempts(c: ClusterRecord) -> tuple[int, int]:

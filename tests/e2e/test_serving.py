@@ -6,10 +6,13 @@ the line appears again."""
 
 import re
 
+from bot.clock import ManualClock
 from bot.domain.hours import HourState
 from bot.domain.watch import NoticeKind
+from bot.reserve.simulator.config import SimConfig
+from bot.reserve.simulator.embedded import EmbeddedSimulator
 from bot.slack.ids import Action
-from tests.e2e.harness import ALICE, bot
+from tests.e2e.harness import ALICE, START, bot, fake_slack
 from tests.e2e.test_readiness import VLLM_LINE, launched, readiness, say
 
 
@@ -125,3 +128,27 @@ async def test_the_hours_chart_counts_the_outage_as_not_serving(tmp_path):
         # running again but not serving until the line (at ~3 h 4 min); 4 h: serving.
         assert states == [HourState.NOT_SERVING, HourState.DEGRADED, HourState.NOT_SERVING,
                           HourState.NOT_SERVING, HourState.BILLED], states
+
+
+async def test_serving_again_is_said_once_across_a_restart_of_the_bot(tmp_path, database_url):
+    clock = ManualClock(START)
+    async with EmbeddedSimulator(SimConfig.fast(), clock) as sim, fake_slack(clock) as slack:
+        async with bot(tmp_path, slack=slack, sim=sim, database_url=database_url) as first:
+            cluster_id = await serving_cluster(first)
+            await first.fail_node(cluster_id)
+            await first.advance(30)
+            assert "Stopped serving since" in await top(first, cluster_id)
+        async with bot(tmp_path, slack=slack, sim=sim, database_url=database_url) as second:
+            await second.slash(f"recover {cluster_id}", user=ALICE)
+            for _ in range(3):
+                await second.advance(30)
+            assert "after the restart" in await top(second, cluster_id)
+            await say(second, cluster_id, VLLM_LINE)
+            await second.advance(60)
+        async with bot(tmp_path, slack=slack, sim=sim, database_url=database_url) as third:
+            for _ in range(3):
+                await say(third, cluster_id, VLLM_LINE)
+                await third.advance(300)
+            assert len(await third.notices(cluster_id, "is serving again")) == 1
+            assert len(await servings(third, cluster_id)) == 2
+            assert "again: it stopped at" in await top(third, cluster_id)
