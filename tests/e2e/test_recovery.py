@@ -120,29 +120,43 @@ async def test_old_buttons_and_commands_after_exhaustion_answer_the_truth_and_ca
         assert h.sim.engine.get_cluster(cluster_id).status.value == "terminated"
 
 
+async def exhausted_unseen(h):
+    """Every attempt spent at AI Reserve (its console) while the bot did not poll."""
+    cluster_id = await h.running_cluster()
+    await h.sim_admin(f"clusters/{cluster_id}/nodes/1/recoverable", {"value": False})
+    await h.fail_node(cluster_id)
+    await h.advance(30)
+    for _ in range(3):
+        h.sim.engine.recover(cluster_id)
+        h.clock.advance(30)  # nobody polls
+    assert (await h.record(cluster_id)).observed.recovery_state != "exhausted"
+    return cluster_id
+
+
 async def test_recover_when_the_bot_has_not_seen_the_exhaustion_yet(tmp_path):
-    """AI Reserve spent the attempts between two polls: `/cluster recover` gets 409
-    recovery_exhausted (attempts unchanged, as the contract says) and the person hears the same
-    why; auto-recovery is refused after a fresh read, without touching the setting."""
+    """AI Reserve answers 409 recovery_exhausted (attempts unchanged, as the contract says): the
+    person hears the same why and the way out, and the record learns it."""
     async with bot(tmp_path) as h:
-        cluster_id = await h.running_cluster()
-        await h.sim_admin(f"clusters/{cluster_id}/nodes/1/recoverable", {"value": False})
-        await h.fail_node(cluster_id)
-        await h.advance(30)
-        for _ in range(3):
-            h.sim.engine.recover(cluster_id)  # someone at AI Reserve's console
-            h.clock.advance(30)  # nobody polls
-        assert (await h.record(cluster_id)).observed.recovery_state != "exhausted"
-
-        await h.slash(f"autorecover {cluster_id} on", user=BOB)
-        assert said(h, BOB, WHY.format(id=cluster_id))
-        assert h.sim.engine.get_cluster(cluster_id).recovery.auto is False
-
+        cluster_id = await exhausted_unseen(h)
+        calls = counted(h, "recover_cluster")
         await h.slash(f"recover {cluster_id}", user=ALICE)
+        assert calls == ["recover_cluster"]  # asked, and refused by AI Reserve
         [answer] = said(h, ALICE, WHY.format(id=cluster_id))
         assert WAY_OUT.format(id=cluster_id) in answer
         assert h.sim.engine.get_cluster(cluster_id).recovery.attempts_used == 3
         assert (await h.record(cluster_id)).observed.recovery_state == "exhausted"
+        assert "recovery is exhausted" in h.text_of(await h.top(cluster_id))
+
+
+async def test_auto_recovery_is_read_fresh_before_it_is_set(tmp_path):
+    """Turning auto-recovery on reads the cluster first (a GET changes nothing): spent since
+    the last poll, it is refused without touching AI Reserve's setting."""
+    async with bot(tmp_path) as h:
+        cluster_id = await exhausted_unseen(h)
+        calls = counted(h, "set_auto_recovery")
+        await h.slash(f"autorecover {cluster_id} on", user=BOB)
+        assert said(h, BOB, WHY.format(id=cluster_id)) and calls == []
+        assert h.sim.engine.get_cluster(cluster_id).recovery.auto is False
 
 
 async def test_auto_recovery_answers_what_ai_reserve_will_do(tmp_path):

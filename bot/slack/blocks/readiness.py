@@ -83,16 +83,16 @@ def serving_notice(n: Notice, c: ClusterRecord) -> Message:
                 f"appeared {took} after the restart at {when(back)}. It had stopped serving at "
                 f"{when(f.stopped_at)} when a node was lost; the outage lasted {lasted} and "
                 f"billed {_outage_billed(n, c)}.")
-        return compose(f"{escaped(c.id, ID_MAX)} is serving again (the outage lasted {lasted})",
-                       [section(body)], key="notice.serving")
-    body = (f":white_check_mark: {cluster_ref(c)} *is serving*: the readiness line appeared "
-            f"{took} after the cluster was ready. Getting there billed {_billed(n, c)}.")
+        text = f"{escaped(c.id, ID_MAX)} is serving again (the outage lasted {lasted})"
+    else:
+        body = (f":white_check_mark: {cluster_ref(c)} *is serving*: the readiness line appeared "
+                f"{took} after the cluster was ready. Getting there billed {_billed(n, c)}.")
+        text = f"{escaped(c.id, ID_MAX)} is serving ({took} after ready)"
     blocks: list[Block] = [section(body)]
     if c.status.value == "degraded":
         blocks.append(context(":large_orange_circle: It is degraded (a node is down) and bills "
                               "the full rate."))
-    return compose(f"{escaped(c.id, ID_MAX)} is serving ({took} after ready)", blocks,
-                   key="notice.serving")
+    return compose(text, blocks, key="notice.serving")
 
 
 def not_serving_dm(n: Notice, c: ClusterRecord) -> Message:
