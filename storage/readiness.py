@@ -1,7 +1,8 @@
 """The readiness checks' repository: start one, list those still watching, move one along.
 
 Every move is a compare-and-set on the row (its state, or `prompts` for Keep waiting), so two
-replicas or a restart never announce Serving twice nor ask the owner twice.
+replicas or a restart never announce Serving twice nor ask the owner twice — nor end a serving
+period twice when a node is lost.
 """
 
 from __future__ import annotations
@@ -53,6 +54,17 @@ class ReadinessRepo:
         return bool(await rowcount(self._session, sa.update(READINESS).where(
             _R.cluster_id == cluster_id, _R.state == ReadinessState.WATCHING.value,
         ).values(state=to.value, serving_at=serving_at, updated_at=now)))
+
+    async def move(self, cluster_id: str, *, expected: ReadinessState, now: datetime,
+                   **changes: Any) -> bool:
+        """A move the cluster's state made (serving → stopped → watching again, or ended;
+        bot/domain/readiness.py `after_observation`), only from the state it was decided on;
+        True if it was stored."""
+        values = {k: v if isinstance(v, datetime) or v is None else json_data(v)
+                  for k, v in changes.items()}
+        return bool(await rowcount(self._session, sa.update(READINESS).where(
+            _R.cluster_id == cluster_id, _R.state == expected.value,
+        ).values(**values, updated_at=now)))
 
     async def ask(self, cluster_id: str, *, shown: int, now: datetime) -> bool:
         """The limit passed: count the prompt and stop the clock until the owner answers.

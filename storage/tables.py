@@ -358,8 +358,9 @@ class TerminationRow(Base, table=True):
 
 class ReadinessRow(Base, table=True):
     """A cluster's readiness check (`ReadinessWatch`, added by 0008): the rule from the launch
-    form, each rank's log cursor, and whether Serving was said / the owner was asked. Only rows
-    in state 'watching' are followed, so the sweep stays bounded."""
+    form, each rank's log cursor, and whether Serving was said / the owner was asked; since
+    0010 also the serving periods a lost node ended. Only rows in state 'watching' are
+    followed, so the sweep stays bounded."""
 
     __tablename__ = "readiness"
 
@@ -374,6 +375,9 @@ class ReadinessRow(Base, table=True):
     deadline_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
     prompts: int = Field(sa_type=sa.Integer)
     updated_at: datetime = Field(sa_type=UtcDateTime)
+    # 0010: serving periods that ended when a node was lost; the restart read from again.
+    served: list[Any] = Field(sa_type=sa.JSON, sa_column_kwargs=_default(_EMPTY_LIST))
+    rearmed_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
 
 
 metadata = Base.metadata

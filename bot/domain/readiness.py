@@ -12,11 +12,20 @@ from __future__ import annotations
 import enum
 import re
 from datetime import datetime, timedelta
+from typing import Any
 
 from pydantic import Field
 
-from bot.domain.models import DEFAULT_LIMIT_MINUTES, Frozen, ReadinessRule
-from bot.domain.spend import HOUR
+from bot.domain.models import (
+    DEFAULT_LIMIT_MINUTES,
+    ClusterRecord,
+    ClusterState,
+    Frozen,
+    Observation,
+    ReadinessRule,
+)
+from bot.domain.spend import HOUR, charge_instants, uncharged_marks
+from bot.domain.watch import recovered_at
 
 MAX_LIMIT_MINUTES = 7 * 24 * 60
 MAX_PATTERN = 300
@@ -97,9 +106,17 @@ VLLM_TEMPLATE = (
 
 
 class ReadinessState(enum.StrEnum):
-    WATCHING = "watching"  # following the logs for the line
-    SERVING = "serving"  # the line appeared: Serving announced (once)
-    ENDED = "ended"  # the cluster stopped billing before it served
+    WATCHING = "watching"  # following the logs for the line (again, after a restart)
+    SERVING = "serving"  # the line appeared: Serving announced (once per serving period)
+    STOPPED = "stopped"  # a node was lost while serving: not serving until it runs again
+    ENDED = "ended"  # the cluster stopped billing before it served (again)
+
+
+class ServedSpan(Frozen):
+    """One past serving period: from the readiness line to the moment a node was lost."""
+
+    began: datetime
+    ended: datetime
 
 
 class ReadinessWatch(Frozen):
@@ -114,15 +131,85 @@ class ReadinessWatch(Frozen):
     state: ReadinessState = ReadinessState.WATCHING
     cursors: dict[str, datetime] = Field(default_factory=dict)  # rank → last line's ts read
     matched_ranks: tuple[int, ...] = ()
-    serving_at: datetime | None = None
+    serving_at: datetime | None = None  # when the current (or last) serving period began
     deadline_at: datetime | None = None  # ready + limit (+ limit per Keep waiting)
     prompts: int = 0
     updated_at: datetime
+    # Serving is a state, not a medal: the periods that ended when a node was lost, and the
+    # restart after which the log is read again for the line (None: never lost serving).
+    served: tuple[ServedSpan, ...] = ()
+    rearmed_at: datetime | None = None
+
+    @property
+    def stopped_at(self) -> datetime | None:
+        """When it last stopped serving (a node was lost); None if it never did."""
+        return self.served[-1].ended if self.served else None
+
+    def not_serving(self, *, ready_at: datetime, end: datetime) -> list[tuple[datetime, datetime]]:
+        """The spans [start, end) between ready and `end` in which it was not serving: before
+        the line first appeared, and from each lost node until the line appeared again."""
+        periods: list[tuple[datetime, datetime | None]] = [(p.began, p.ended)
+                                                            for p in self.served]
+        if self.state is ReadinessState.SERVING and self.serving_at is not None:
+            periods.append((self.serving_at, None))
+        spans: list[tuple[datetime, datetime]] = []
+        start: datetime | None = ready_at
+        for began, ended in periods:
+            if start is not None and began > start:
+                spans.append((start, min(began, end)))
+            start = ended
+        if start is not None and end > start:
+            spans.append((start, end))
+        return [(a, b) for a, b in spans if b > a]
 
     @property
     def rule(self) -> ReadinessRule:
         return ReadinessRule(pattern=self.pattern, all_ranks=self.all_ranks,
                              limit_minutes=self.limit_minutes)
+
+
+# The provider's log timestamps have whole-second precision and `since` is strictly after: a
+# cursor one second before the restart reads every line of the restart's second on.
+RESTART_SLACK = timedelta(seconds=1)
+_ENDED = (ClusterState.TERMINATING, ClusterState.TERMINATED, ClusterState.FAILED)
+
+
+def after_observation(watch: ReadinessWatch, *, before: Observation | None, after: Observation,
+                      nodes: int, now: datetime) -> dict[str, Any] | None:
+    """How a new observation of the cluster moves its readiness check (None: it doesn't).
+
+    Serving ends when a node is lost (degraded, or a new episode seen between two polls): the
+    period is stored with its end, the provider's `episodeStartedAt`. Once every node runs
+    again, the check watches once more — only the log after the restart (the last node's
+    `lastRecoveredAt`), never the old lines — and Serving returns only when the line appears
+    again. A cluster that ends while stopped ends its check."""
+    lost = after.status is ClusterState.DEGRADED or \
+        after.episode > (before.episode if before is not None else 0)
+    state, changes = watch.state, dict[str, Any]()
+    if state is ReadinessState.SERVING and lost and after.status not in _ENDED:
+        stopped = after.episode_started_at or now
+        began = watch.serving_at or stopped
+        changes.update(state=ReadinessState.STOPPED,
+                       served=(*watch.served, ServedSpan(began=began, ended=max(began, stopped))))
+        state = ReadinessState.STOPPED
+    if state is ReadinessState.STOPPED and after.status in _ENDED:
+        changes["state"] = ReadinessState.ENDED
+    elif state is ReadinessState.STOPPED and after.status is ClusterState.RUNNING:
+        back = recovered_at(after, fallback=now)
+        changes.update(state=ReadinessState.WATCHING, rearmed_at=back, matched_ranks=(),
+                       cursors={str(r): back - RESTART_SLACK for r in watch.rule.ranks(nodes)},
+                       deadline_at=back + watch.rule.limit)
+    return changes or None
+
+
+def outage_charges(c: ClusterRecord, *, began: datetime, until: datetime | None = None) -> int:
+    """The hourly charges AI Reserve made while not serving after a node was lost: the charged
+    hour marks in [began, until) — so far when `until` is None — as the spend module counts
+    them (a mark passed with every node down was not charged)."""
+    if c.ready_at is None:
+        return 0
+    return sum(1 for at in charge_instants(c, uncharged_marks(c))
+               if began <= at and (until is None or at < until))
 
 
 def deadline(*, ready_at: datetime, limit_minutes: int, prompts: int) -> datetime:

@@ -65,6 +65,10 @@ class NoticeFacts(Frozen):
     waiting_charges: int | None = None
     log_lines: tuple[str, ...] = ()
     prompt: int | None = None  # NOT_SERVING: which time the owner is asked (Keep waiting's ref)
+    # SERVING / NOT_SERVING after a lost node: when it stopped serving and when every node ran
+    # again (waited_seconds then counts from the restart, waiting_* is what the outage billed).
+    stopped_at: datetime | None = None
+    restarted_at: datetime | None = None
 
 
 class Notice(Frozen):

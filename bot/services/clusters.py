@@ -59,15 +59,16 @@ class ClusterQueries:
             not_serving=await self.not_serving(record))
 
     async def not_serving(self, record: ClusterRecord) -> list[hours.Span]:
-        """The span a cluster billed while its workload was not serving yet: from ready to the
-        moment its readiness rule matched (bot/services/readiness.py), or to its end when it
-        never did. None without a readiness rule, or before the cluster was ready."""
+        """The spans a cluster billed while its workload was not serving: from ready to the
+        moment its readiness rule matched (bot/services/readiness.py), and from each lost node
+        until the line appeared again — to its end when it never did. None without a readiness
+        rule, or before the cluster was ready."""
         async with self._db.transaction() as repos:
             watch = await repos.readiness.get(record.id)
         if watch is None or record.ready_at is None:
             return []
-        end = watch.serving_at or record.terminated_at or self._clock.now()
-        return [(record.ready_at, end)] if end > record.ready_at else []
+        end = record.terminated_at or self._clock.now()
+        return watch.not_serving(ready_at=record.ready_at, end=end)
 
     async def live(self) -> list[ClusterRecord]:
         async with self._db.transaction() as repos:

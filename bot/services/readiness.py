@@ -7,7 +7,9 @@ the stored cursor (`since`, the provider's `nextSince`), and once the line is th
 transaction that settles the check, so a restart or a second replica never says it twice. When
 the owner's limit passes first, the owner is asked (once per limit) with the last lines, what
 the wait billed, and Terminate / Keep waiting. Only checks still watching are read: the sweep
-stays bounded by the clusters that are not serving yet.
+stays bounded by the clusters that are not serving yet. Serving is a state: a lost node ends it
+and the restart makes the check watch again (the watcher moves it, bot/services/watching.py);
+the line after the restart brings Serving back, with what the outage billed.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from bot.domain.readiness import (
     ReadinessWatch,
     charges_until,
     deadline,
+    outage_charges,
 )
 from bot.domain.watch import Notice, NoticeFacts, NoticeKind
 from bot.reserve import errors as api
@@ -124,12 +127,23 @@ class ReadinessService:
         ready = record.ready_at
         assert ready is not None
         at = max(at, ready)
-        charges = charges_until(ready, at)
-        notice = Notice(
-            cluster_id=record.id, key="serving", kind=NoticeKind.SERVING, created_at=now,
-            facts=NoticeFacts(waited_seconds=int((at - ready).total_seconds()),
-                              waiting_charges=charges,
-                              waiting_cents=charges * record.hourly_cents))
+        stopped = watch.stopped_at
+        if stopped is None:
+            charges = charges_until(ready, at)
+            key, facts = "serving", NoticeFacts(waited_seconds=int((at - ready).total_seconds()),
+                                                waiting_charges=charges,
+                                                waiting_cents=charges * record.hourly_cents)
+        else:  # serving again after a lost node: once per serving period
+            back = watch.rearmed_at or stopped
+            at = max(at, back)
+            charges = outage_charges(record, began=stopped, until=at)
+            key = f"serving:{len(watch.served) + 1}"
+            facts = NoticeFacts(waited_seconds=int((at - back).total_seconds()),
+                                waiting_charges=charges,
+                                waiting_cents=charges * record.hourly_cents,
+                                stopped_at=stopped, restarted_at=back)
+        notice = Notice(cluster_id=record.id, key=key, kind=NoticeKind.SERVING, created_at=now,
+                        facts=facts)
         async with self._db.transaction() as repos:
             if not await repos.readiness.settle(record.id, to=ReadinessState.SERVING, now=now,
                                                 serving_at=at):
@@ -144,15 +158,25 @@ class ReadinessService:
         if not tails:  # nothing new since the cursor: show the last lines anyway
             logs = await self._provider.cluster_logs(record.id, node=0, tail=PROMPT_LINES)
             tails = [line.line for line in logs.lines]
-        charges = charges_until(ready, now)
         prompt = watch.prompts + 1
+        stopped = watch.stopped_at
+        if stopped is None:
+            charges = charges_until(ready, now)
+            facts = NoticeFacts(waited_seconds=int((now - ready).total_seconds()),
+                                waiting_charges=charges,
+                                waiting_cents=charges * record.hourly_cents,
+                                log_lines=tuple(tails), prompt=prompt)
+        else:  # not serving again since a node was lost: counted from the restart
+            back = watch.rearmed_at or stopped
+            charges = outage_charges(record, began=stopped)
+            facts = NoticeFacts(waited_seconds=int((now - back).total_seconds()),
+                                waiting_charges=charges,
+                                waiting_cents=charges * record.hourly_cents,
+                                log_lines=tuple(tails), prompt=prompt, stopped_at=stopped,
+                                restarted_at=back)
         notice = Notice(
             cluster_id=record.id, key=f"not_serving:{prompt}", kind=NoticeKind.NOT_SERVING,
-            created_at=now,
-            facts=NoticeFacts(waited_seconds=int((now - ready).total_seconds()),
-                              waiting_charges=charges,
-                              waiting_cents=charges * record.hourly_cents,
-                              log_lines=tuple(tails), prompt=prompt))
+            created_at=now, facts=facts)
         async with self._db.transaction() as repos:
             if await repos.readiness.ask(record.id, shown=watch.prompts, now=now):
                 await repos.notices.add_new([notice])

@@ -22,6 +22,7 @@ from bot.clock import Clock
 from bot.domain.models import ClusterRecord, ClusterState, Observation
 from bot.domain.payment import payment_notices
 from bot.domain.ports import Notifier
+from bot.domain.readiness import after_observation
 from bot.domain.watch import (
     Notice,
     NoticeFacts,
@@ -37,6 +38,7 @@ from bot.services.audit import ended_elsewhere
 from bot.services.observing import connection_details, observe, observed_fields, state_of
 from bot.services.readiness import ReadinessService
 from storage.db import Database
+from storage.repositories import Repos
 
 log = logging.getLogger(__name__)
 
@@ -164,7 +166,8 @@ class WatchService:
             # A quiet poll (nothing changed at the provider) writes nothing.
             after = await repos.clusters.update(cluster_id, now=now, **changes) if changes \
                 else before
-        if any(getattr(before, k) != getattr(after, k) for k in _VISIBLE):
+            serving_moved = await _serving_follows(repos, before, after_obs, now=now)
+        if serving_moved or any(getattr(before, k) != getattr(after, k) for k in _VISIBLE):
             await self._notifier.refresh_cluster(cluster_id)
         if after.status is ClusterState.RUNNING and after.connection_sent_at is None:
             after = await self._send_connection(after, wire)
@@ -236,3 +239,21 @@ class WatchService:
                                                   at=now))
         await self._notifier.refresh_cluster(cluster_id)
         return after
+
+
+async def _serving_follows(repos: Repos, before: ClusterRecord, after: Observation, *,
+                           now: datetime) -> bool:
+    """Serving is a state: a lost node ends it and a restart makes the readiness check watch
+    again (bot/domain/readiness.py), in the transaction that stores the observation. Read only
+    when the status or the episode moved; True if the check moved."""
+    prior = before.observed
+    if prior is not None and prior.status is after.status and prior.episode == after.episode:
+        return False
+    watch = await repos.readiness.get(before.id)
+    if watch is None:
+        return False
+    changes = after_observation(watch, before=prior, after=after, nodes=before.shape.nodes,
+                                now=now)
+    if changes is None:
+        return False
+    return await repos.readiness.move(before.id, expected=watch.state, now=now, **changes)

@@ -41,6 +41,7 @@ from bot.slack.blocks import cluster as cluster_blocks
 from bot.slack.blocks import common
 from bot.slack.blocks import launch_modal as modal_blocks
 from bot.slack.blocks import quote as quote_blocks
+from bot.slack.blocks import recovery as recovery_blocks
 from bot.slack.blocks import story as story_blocks
 from bot.slack.blocks import volumes as volume_blocks
 from bot.slack.blocks.message import Message
@@ -88,6 +89,9 @@ class Button(Generic[R, T]):
     once: Once[R, T] | None = None
     card: Callable[[Services, T], Message] | None = None
     picture: Callable[[T], uploads.Picture] | None = None  # uploaded after the act
+    # Asked before the claim: a refusal here answers every press, first or repeated, with
+    # what is true now (e.g. recovery exhausted) instead of a claim's remembered answer.
+    check: Callable[[Services, R, Actor], Awaitable[None]] | None = None
 
 
 Quoted = tuple[QuoteInfo, QuoteOutlook]
@@ -141,15 +145,16 @@ BUTTONS: dict[str, Button[Any, Any]] = {
         Once("recover", lambda r: (r.cluster_id, f"{r.episode}.{r.attempts_used}"),
              lambda r, c, by: f"Already asked by {by}: recovery attempt {r.attempts_used + 1} "
                               f"on `{c.id}` started then; its progress is in the cluster's "
-                              f"thread. To try once more: `/cluster recover {c.id}`.")),
+                              f"thread. To try once more: `/cluster recover {c.id}`."),
+        check=lambda s, r, a: s.recovery.check(cluster_id=r.cluster_id, actor=a)),
     Action.AUTORECOVER_ON: Button[RecoveryRef, ClusterRecord](
         RecoveryRef,
         lambda s, r, a: s.recovery.set_auto(cluster_id=r.cluster_id, actor=a, on=True),
-        lambda r, c: f"Automatic recovery is on for `{c.id}`: AI Reserve tries on its next "
-                     "health pass.",
+        lambda r, c: recovery_blocks.auto_recovery_said(c, on=True),
         Once("autorecover", lambda r: (r.cluster_id, f"{r.episode}.{r.attempts_used}"),
              lambda r, c, by: f"Already turned on by {by}: automatic recovery is on for "
-                              f"`{c.id}`.")),
+                              f"`{c.id}`."),
+        check=lambda s, r, a: s.recovery.check(cluster_id=r.cluster_id, actor=a, auto=True)),
     Action.KEEP_RUNNING: Button[ReminderRef, ClusterRecord](
         ReminderRef,
         lambda s, r, a: s.stewardship.keep_running(cluster_id=r.cluster_id, actor=a),
@@ -256,6 +261,8 @@ def _ref(kind: type[R], action: dict[str, Any]) -> R:
 
 async def press(row: Button[R, T], services: Services, ref: R, actor: Actor) -> T:
     """Call the row's service, through a claim of (action, subject, version) if it has one."""
+    if row.check is not None:
+        await row.check(services, ref, actor)
     if row.once is None:
         return await row.act(services, ref, actor)
     return await press_once(row.once, services, ref, actor,

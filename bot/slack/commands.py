@@ -38,6 +38,7 @@ from bot.slack.blocks import cluster as cluster_blocks
 from bot.slack.blocks import common, listing
 from bot.slack.blocks import notices as notice_blocks
 from bot.slack.blocks import quote as quote_blocks
+from bot.slack.blocks import recovery as recovery_blocks
 from bot.slack.blocks import spend as spend_blocks
 from bot.slack.blocks import volumes as volume_blocks
 from bot.slack.blocks.format import money
@@ -94,9 +95,9 @@ def register(app: AsyncApp, services: Services,
                                   "is posted in the cluster's thread.")
         elif isinstance(cmd, AutoRecoverCommand):
             await ack()
-            await services.recovery.set_auto(cluster_id=cmd.cluster_id, actor=actor, on=cmd.on)
-            reply = common.notice(f"Automatic recovery is {'on' if cmd.on else 'off'} for "
-                                  f"`{cmd.cluster_id}`.")
+            record = await services.recovery.set_auto(cluster_id=cmd.cluster_id, actor=actor,
+                                                      on=cmd.on)
+            reply = common.notice(recovery_blocks.auto_recovery_said(record, on=cmd.on))
         elif isinstance(cmd, NotifyCommand):
             await ack()
             channel_id = cmd.channel_id or await _channel_named(client, cmd.channel_name or "")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from bot.domain.readiness import ReadinessState, ReadinessWatch
+from bot.domain.readiness import ReadinessState, ReadinessWatch, ServedSpan
 from tests.storage.conftest import T0, make_cluster, seed
 
 
@@ -56,3 +56,28 @@ async def test_asked_once_per_limit_and_keep_waiting_once_per_prompt(db):
         assert not await repos.readiness.keep_waiting("c-1", prompt=1, until=later, now=T0)
         watch = await repos.readiness.get("c-1")
     assert watch is not None and (watch.prompts, watch.deadline_at) == (1, later)
+
+
+async def test_serving_stops_and_watches_again_once_and_the_history_round_trips(db):
+    """A lost node ends the serving period (compare-and-set on the state it was decided on),
+    and the restart arms the check again; both stored once, whoever moves first."""
+    await _watching(db)
+    began, lost = T0 + timedelta(minutes=2), T0 + timedelta(minutes=40)
+    back = lost + timedelta(minutes=5)
+    async with db.transaction() as repos:
+        assert await repos.readiness.settle("c-1", to=ReadinessState.SERVING, now=T0,
+                                            serving_at=began)
+        span = (ServedSpan(began=began, ended=lost),)
+        assert await repos.readiness.move("c-1", expected=ReadinessState.SERVING, now=lost,
+                                          state=ReadinessState.STOPPED, served=span)
+        assert not await repos.readiness.move("c-1", expected=ReadinessState.SERVING, now=lost,
+                                              state=ReadinessState.STOPPED, served=span * 2)
+        assert await repos.readiness.watching() == []  # stopped: not followed
+        assert await repos.readiness.move("c-1", expected=ReadinessState.STOPPED, now=back,
+                                          state=ReadinessState.WATCHING, rearmed_at=back,
+                                          cursors={"0": back}, matched_ranks=(),
+                                          deadline_at=back + timedelta(minutes=45))
+        [watch] = await repos.readiness.watching()
+    assert watch.served == span and watch.stopped_at == lost
+    assert watch.served[0].ended.tzinfo is not None and watch.rearmed_at == back
+    assert watch.cursors == {"0": back} and watch.serving_at == began

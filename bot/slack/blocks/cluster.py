@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 from slack_sdk.models.blocks import Block, ButtonElement
 
+from bot.domain import recovery
 from bot.domain.models import (
     Approval,
     ClusterRecord,
@@ -27,6 +28,7 @@ from bot.domain.models import (
 from bot.domain.readiness import role_word
 from bot.domain.reasons import error_words, why_terminated
 from bot.domain.spend import HOUR, accruals_before
+from bot.slack.blocks import recovery as recovery_blocks
 from bot.slack.blocks.approval import SpendThresholds, approvers, auto_approved, deciders
 from bot.slack.blocks.format import (
     ERROR_MAX,
@@ -154,13 +156,17 @@ def cluster_status(
             f"*Accrued so far*\n{money(c.accrued_cents)} over {hours} (AI Reserve's figures)",
             f"*Owner*\n{owner_mention(c.owner_id)}",
             f"*Volume*\n{_volume(c)}",
-            f"*Auto-recovery*\n{'on' if c.auto_recovery else 'off'}",
+            f"*Auto-recovery*\n{'on' if c.auto_recovery else 'off'}"
+            f"{' (no attempts left)' if recovery.exhausted(c) else ''}",
             *([f"*Also notified*\n{', '.join(channel(ch) for ch in c.notify_channels)}"]
               if c.notify_channels else []),
         ]),
     ]
     if nodes:
         blocks.append(section("*Nodes*\n" + "\n".join(_node_lines(nodes))))
+    episode = recovery_blocks.episode_text(c)
+    if episode is not None:
+        blocks.append(section(episode))
     blocks.extend(context(note) for note in _cluster_notes(c, auto_recovery=c.auto_recovery))
     if c.owner_id is None:
         found = f" {ADOPTED}" if c.adopted else ""
@@ -250,6 +256,9 @@ def cluster_state_line(c: ClusterRecord, *, now: datetime) -> str:
     if c.status is ClusterState.RUNNING:
         since = when(c.ready_at or c.updated_at)
         return f":large_green_circle: *Running since {since} at {rate} (locked)*"
+    if c.status is ClusterState.DEGRADED and recovery.exhausted(c):
+        return (f":red_circle: *Degraded, and recovery is exhausted.* It keeps billing the full "
+                f"{rate} until someone terminates it: terminate is the way out.")
     if c.status is ClusterState.DEGRADED:
         return (f":large_orange_circle: *Degraded: a node is down.* The cluster keeps billing "
                 f"the full {rate} until someone acts.")
@@ -301,14 +310,10 @@ def _cluster_notes(c: ClusterRecord, *, auto_recovery: bool | None) -> list[str]
             sent = "were sent" if c.connection_sent_at else "will be sent"
             notes.append(f"Connection details {sent} to {user(c.owner_id)} by DM.")
     elif c.status is ClusterState.DEGRADED:
-        if c.last_error:
+        if c.last_error and not recovery.exhausted(c):  # its own note says it
             notes.append(f"Last error: {_error(c.last_error)}")
         if auto_recovery is not None:
-            ref = escape(truncate(c.id, ID_MAX))
-            notes.append("Automatic recovery is on: lost nodes are restarted on the same "
-                         "hardware." if auto_recovery else
-                         f"Automatic recovery is off: `/cluster recover {ref}` makes one "
-                         "attempt now, or terminate it.")
+            notes.append(recovery_blocks.degraded_note(c, auto_recovery=auto_recovery))
     elif c.status is ClusterState.TERMINATED:
         notes.append(f"Why: {why_ended(c)}")
         if c.volume_created_with_cluster and c.volume_id:

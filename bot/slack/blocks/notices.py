@@ -15,10 +15,11 @@ from datetime import UTC, datetime
 
 from slack_sdk.models.blocks import Block, ButtonElement
 
-from bot.domain.claims import recovery_version
+from bot.domain import recovery
 from bot.domain.models import ClusterRecord, ClusterState
 from bot.domain.reasons import error_words, why_terminated
 from bot.domain.watch import Notice, NoticeKind
+from bot.slack.blocks import recovery as recovery_blocks
 from bot.slack.blocks.cluster import (
     ADOPTED,
     TERMINABLE,
@@ -54,7 +55,7 @@ from bot.slack.blocks.message import (
     section,
 )
 from bot.slack.blocks.readiness import serving_notice
-from bot.slack.ids import Action, ClusterRef, RecoveryRef, ReminderRef
+from bot.slack.ids import Action, ClusterRef, ReminderRef
 
 RANKS_SHOWN = 16  # a self-serve cluster has at most 8 nodes; more is a provider oddity
 LOG_LINE_MAX = 400  # one very long line must not push every other line out
@@ -104,7 +105,9 @@ def reminder_dm(n: Notice, c: ClusterRecord, *, now: datetime) -> Message:
             f"*{money(f.accrued_cents)}* so far (AI Reserve's figure) at *{hourly(rate)}* — "
             f"about {money(rate * 24)} per day. It bills until someone terminates it.")
     blocks: list[Block] = [section(body)]
-    if c.status is ClusterState.DEGRADED:
+    if recovery.exhausted(c):
+        blocks.append(context(recovery_blocks.exhausted_note(c)))
+    elif c.status is ClusterState.DEGRADED:
         blocks.append(context(":large_orange_circle: It is degraded (a node is down) and still "
                               "bills the full rate."))
     if c.owner_id is None:
@@ -192,6 +195,14 @@ def _degraded(n: Notice, c: ClusterRecord) -> _Parts:
     body = (f":large_orange_circle: {cluster_ref(c)} *is degraded: {down} down.* The whole "
             f"cluster keeps billing at its locked *{rate}* ({money(c.hourly_cents * 24)} per "
             "day) until someone acts.")
+    if recovery.exhausted(c):
+        # Seen only now (the bot was away for the whole episode): recovery is already over.
+        parts = _Parts(f"{escaped(c.id, ID_MAX)} is degraded ({down} down); recovery is "
+                       f"exhausted and it keeps billing {rate} — terminate is the way out",
+                       body, [recovery_blocks.exhausted_note(c)])
+        if c.status in TERMINABLE:
+            parts.buttons.append(terminate_button(c))
+        return parts
     if f.auto_recovery:
         upto = f" (up to {attempts} attempts)" if attempts else ""
         note = ("Automatic recovery is on: AI Reserve restarts the down nodes on the same "
@@ -202,9 +213,9 @@ def _degraded(n: Notice, c: ClusterRecord) -> _Parts:
     parts = _Parts(f"{escaped(c.id, ID_MAX)} is degraded ({down} down) and keeps billing {rate} "
                    "until someone acts", body, [note])
     if c.status in TERMINABLE:
-        parts.buttons.append(_recover_button(c, attempts))
+        parts.buttons.append(recovery_blocks.recover_button(c, attempts))
         if not f.auto_recovery:
-            parts.buttons.append(_autorecover_button(c, attempts))
+            parts.buttons.append(recovery_blocks.autorecover_button(c, attempts))
         parts.buttons.append(terminate_button(c))
     return parts
 
@@ -310,40 +321,6 @@ _RENDERERS: dict[NoticeKind, Callable[[Notice, ClusterRecord], _Parts]] = {
 
 
 # --- buttons and small pieces --------------------------------------------------------------------
-
-
-def _recover_button(c: ClusterRecord, attempts: int | None) -> ButtonElement:
-    budget = f"one of this episode's {attempts} attempts" if attempts else "one attempt"
-    return button(
-        "Recover now (one attempt)", action_id=Action.RECOVER,
-        value=_recovery_ref(c), style="primary",
-        confirm=confirm(
-            "Make one recovery attempt now?",
-            f"AI Reserve restarts the down nodes of {truncate(c.id, ID_MAX)} on the same "
-            f"hardware; healthy nodes are untouched. It uses {budget}. The cluster bills "
-            f"{money(c.hourly_cents)} per hour meanwhile.",
-            ok="Recover now",
-        ),
-    )
-
-
-def _autorecover_button(c: ClusterRecord, attempts: int | None) -> ButtonElement:
-    upto = f", up to {attempts} attempts per episode" if attempts else ""
-    return button(
-        "Turn on auto-recovery", action_id=Action.AUTORECOVER_ON,
-        value=_recovery_ref(c),
-        confirm=confirm(
-            "Turn on automatic recovery?",
-            f"AI Reserve restarts lost nodes of {truncate(c.id, ID_MAX)} at each health pass"
-            f"{upto}. The cluster bills {money(c.hourly_cents)} per hour throughout.",
-            ok="Turn it on",
-        ),
-    )
-
-
-def _recovery_ref(c: ClusterRecord) -> str:
-    episode, used = recovery_version(c.observed)
-    return RecoveryRef(cluster_id=c.id, episode=episode, attempts_used=used).pack()
 
 
 def _claim_button(c: ClusterRecord) -> ButtonElement:

@@ -13,7 +13,9 @@ from bot.domain.models import (
     ConnectionDetails,
     Decision,
     NodeConnection,
+    NodeState,
     NodeSummary,
+    Observation,
     RequestStatus,
 )
 from bot.slack.blocks.cluster import (
@@ -120,13 +122,37 @@ def test_progress_running_states_the_locked_rate_and_the_readiness_caveat():
 
 
 def test_progress_degraded_keeps_billing():
-    cluster = make_cluster(status=ClusterState.DEGRADED, last_error="recovery_exhausted")
+    cluster = make_cluster(status=ClusterState.DEGRADED, last_error="node_unhealthy",
+                           observed=_observed(used=1))
     msg = _progress(RequestStatus.LAUNCHED, cluster)
     text = all_text(msg)
     assert "keeps billing the full $62.53/h until someone acts" in text
-    assert "every recovery attempt of this episode is spent" in text
-    assert "recovery_exhausted" not in text and "Automatic recovery is off" in text
+    assert "node_unhealthy" not in text and "Automatic recovery is off" in text
+    assert "`/cluster recover clu_9xQe1` makes one attempt now (2 of 3 attempts left" in text
     button(msg, Action.TERMINATE)
+
+
+def test_progress_exhausted_offers_terminate_only_and_says_why():
+    """The provider's contract: once every attempt is spent the cluster stays degraded and
+    terminate is the way out — the message must not also offer `/cluster recover`."""
+    cluster = make_cluster(status=ClusterState.DEGRADED, last_error="recovery_exhausted",
+                           observed=_observed(used=3, state="exhausted"))
+    msg = _progress(RequestStatus.LAUNCHED, cluster)
+    text = all_text(msg)
+    assert "recovery is exhausted" in text and "Every recovery attempt of this episode is " \
+        "spent (3 of 3)" in text
+    assert "Terminate is the way out: `/cluster terminate clu_9xQe1`" in text
+    assert "/cluster recover" not in text and "makes one attempt" not in text
+    assert "recovery_exhausted" not in text
+    assert [b["action_id"] for b in buttons(msg)] == [Action.TERMINATE]
+
+
+def _observed(*, used: int, state: str = "idle", auto: bool = False) -> Observation:
+    return Observation(status=ClusterState.DEGRADED, episode=1, episode_started_at=NOW,
+                       attempts_used=used, attempts_max=3, recovery_state=state,
+                       auto_recovery=auto, skipped=(1,) if used else (),
+                       nodes=(NodeState(rank=0, status="running"),
+                              NodeState(rank=1, status="unhealthy")))
 
 
 @pytest.mark.parametrize("state", [ClusterState.TERMINATING, ClusterState.TERMINATED,
@@ -384,3 +410,37 @@ def test_terminate_prompt_says_the_hour_is_paid_and_what_terminating_saves():
     assert "terminating now saves $62.53 for every further hour" in confirm_text
     provisioning = make_cluster(status=ClusterState.PROVISIONING, ready_at=None)
     assert "terminating costs nothing more" in all_text(terminate_prompt(provisioning, now=NOW))
+
+
+def test_status_shows_the_recovery_episode_attempts_and_each_node():
+    nodes = [NodeSummary(rank=0, role="primary", status="running", gpus=8),
+             NodeSummary(rank=1, role="worker", status="unhealthy", gpus=8,
+                         last_error="provider_unrecoverable")]
+    cluster = make_cluster(status=ClusterState.DEGRADED, observed=_observed(used=2))
+    msg = cluster_status(cluster, now=NOW, nodes=nodes)
+    check_message(msg)
+    text = all_text(msg)
+    assert "*Recovery*\nEpisode 1 since <!date^" in text
+    assert "*2 of 3 attempts used*" in text and "1 attempt left" in text
+    assert "rank 0 · primary · *running*" in text and "rank 1 · worker · *unhealthy*" in text
+    assert "could not bring back rank 1" in text
+    assert "makes one attempt now (1 of 3 attempts left" in text
+
+
+def test_status_once_exhausted_offers_terminate_only():
+    cluster = make_cluster(status=ClusterState.DEGRADED, last_error="recovery_exhausted",
+                           auto_recovery=True,
+                           observed=_observed(used=3, state="exhausted", auto=True))
+    msg = cluster_status(cluster, now=NOW)
+    check_message(msg)
+    text = all_text(msg)
+    assert "*3 of 3 attempts used*" in text and "*Exhausted*" in text
+    assert "recovery is exhausted" in text and "terminate is the way out" in text.lower()
+    assert "*Auto-recovery*\non (no attempts left)" in text
+    # Neither a recover command nor "lost nodes are restarted" once AI Reserve makes no more.
+    assert "/cluster recover" not in text and "are restarted" not in text
+    assert [b["action_id"] for b in buttons(msg)] == [Action.TERMINATE]
+
+
+def test_status_without_any_episode_has_no_recovery_section():
+    assert "*Recovery*" not in all_text(cluster_status(make_cluster(), now=NOW))

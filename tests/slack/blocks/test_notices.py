@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from bot.domain.models import ClusterRecord, ClusterState, Observation
+from bot.domain.models import ClusterRecord, ClusterState, NodeState, Observation
 from bot.domain.watch import Notice, NoticeFacts, NoticeKind
 from bot.slack.blocks.message import Message
 from bot.slack.blocks.notices import logs_message, reminder_dm, thread_notice, untracked_cluster
@@ -180,6 +180,35 @@ def test_exhausted_still_bills_and_offers_terminate():
     assert "*All 3 recovery attempts are spent.* Node rank 1 is still down." in text
     assert "still bills the full *$62.53/h*" in text and "Terminate is the way out" in text
     assert [b["action_id"] for b in buttons(msg)] == [Action.TERMINATE]
+
+
+def _exhausted_cluster(**changes: Any) -> ClusterRecord:
+    observed = Observation(status=ClusterState.DEGRADED, episode=1, attempts_used=3,
+                           attempts_max=3, recovery_state="exhausted", skipped=(1,),
+                           nodes=(NodeState(rank=0, status="running"),
+                                  NodeState(rank=1, status="unhealthy")))
+    return _cluster_for(NoticeKind.DEGRADED, observed=observed,
+                        last_error="recovery_exhausted", **changes)
+
+
+def test_degraded_seen_only_once_exhausted_offers_terminate_only():
+    """A bot that was away for the whole episode sees degraded and exhausted at once: the
+    degraded notice must not offer Recover or auto-recovery that AI Reserve would refuse."""
+    msg = _notice(NoticeKind.DEGRADED, _exhausted_cluster(), down_ranks=(1,),
+                  auto_recovery=False)
+    text = all_text(msg)
+    assert "Every recovery attempt of this episode is spent (3 of 3)" in text
+    assert "Terminate is the way out" in text
+    assert "Automatic recovery is off" not in text and "/cluster recover" not in text
+    assert [b["action_id"] for b in buttons(msg)] == [Action.TERMINATE]
+
+
+def test_reminder_of_an_exhausted_cluster_says_terminate_is_the_way_out():
+    msg = reminder_dm(make_notice(NoticeKind.REMINDER, hour=4, accrued_cents=4 * 6253),
+                      _exhausted_cluster(), now=NOW)
+    text = all_text(msg)
+    assert "Every recovery attempt of this episode is spent (3 of 3)" in text
+    assert "Terminate is the way out" in text
 
 
 def test_failed_was_never_billed():
