@@ -171,6 +171,7 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         quoting.judge = approvals.judge
         quoting.auto_approve_below_cents = policy.auto_approve_below_cents
         quoting.max_lifetime_hours = policy.max_lifetime_hours
+        quoting.enforce_lifetime = policy.enforce_lifetime
         termination = TerminationService(watching=watching, provider=provider, people=people,
                                          notifier=notifier, audit=audit, db=db, clock=clock)
         services = Services(

@@ -204,3 +204,13 @@ async def test_the_owner_pressing_extend_is_never_told_owners_cannot(tmp_path):
         assert "Owners can't" not in words(h.slack.ephemerals(ALICE)[-1])
         [card] = extension_cards(h)
         assert "*8 h ≈ $499.44*" in words(card)
+
+
+async def test_the_quote_and_the_approval_card_say_how_the_envelope_ends(tmp_path):
+    async with bot(tmp_path, policy=policy()) as h:
+        quote = words(await h.quote("quote h100x8 nodes=2"))
+        assert "Envelope 8 h ≈ $499.44, not a cap" in quote, quote
+        card = words(await h.request(quote_text="quote h100x8 nodes=2"))
+        assert "Envelope 8 h ≈ $499.44, not a cap" in card and "up to" not in card
+        planned_quote = words(await h.quote("quote h100x8 nodes=2 hours=4"))
+        assert "Envelope 4 h ≈ $249.72, enforced" in planned_quote
