@@ -242,6 +242,16 @@ class ExtensionService:
                    f"(≈ {rules.money(record.hourly_cents * record.lifetime_hours)} in all); "
                    f"{how}" + (f" (`{subject}`)" if subject else ""))
         await self._notifier.envelope_extended(record, by=actor.user_id, hours=hours)
+        # Cards asking to extend the envelope it was can no longer apply: say so on them now.
+        async with self._db.transaction() as repos:
+            stale = [await repos.extensions.decide(
+                e.id, now=self._clock.now(), status=ExtensionStatus.STALE,
+                note=extended_already(record, shown_hours=e.from_hours))
+                for e in await repos.extensions.pending(cluster_id=record.id)
+                if e.from_hours != record.lifetime_hours]
+        for e in stale:
+            if e is not None:
+                await self._notifier.refresh_extension(e.id)
 
 
 async def _extendable(repos: Repos, cluster_id: str, actor: Actor, *,

@@ -214,3 +214,20 @@ async def test_the_quote_and_the_approval_card_say_how_the_envelope_ends(tmp_pat
         assert "Envelope 8 h ≈ $499.44, not a cap" in card and "up to" not in card
         planned_quote = words(await h.quote("quote h100x8 nodes=2 hours=4"))
         assert "Envelope 4 h ≈ $249.72, enforced" in planned_quote
+
+
+async def test_a_card_for_an_envelope_that_moved_says_so_and_cannot_apply(tmp_path):
+    async with bot(tmp_path, policy=policy()) as h:
+        cluster_id = await planned(h)
+        for hours in (2, 3):
+            await h.click(await ask(h, cluster_id, hours), Action.EXTEND, user=ALICE)
+        first, second = (copy.deepcopy(m) for m in extension_cards(h))
+        await h.click(first, Action.EXTENSION_APPROVE, user=BOB)
+        assert (await h.record(cluster_id)).lifetime_hours == 6
+        shown = words(extension_cards(h)[1])
+        assert "Not extended: Already extended by" in shown, shown
+        assert "extension_approve" not in shown
+        await h.click(second, Action.EXTENSION_APPROVE, user=CAROL)  # an old copy
+        assert (await h.record(cluster_id)).lifetime_hours == 6
+        assert [e.status for e in await extensions(h)] == [ExtensionStatus.APPLIED,
+                                                           ExtensionStatus.STALE]

@@ -35,7 +35,8 @@ HEAD = "0010_spend"
 SAGA = {"request_quotes", "launch_intents"}  # 0004
 CLAIMS = {"action_claims"}  # 0006
 TERMINATIONS = {"terminations"}  # 0007
-LATER = SAGA | NEW_IN_0005 | CLAIMS | TERMINATIONS | {"readiness", "extensions"}  # everything after 0003
+# everything after 0003
+LATER = SAGA | NEW_IN_0005 | CLAIMS | TERMINATIONS | {"readiness", "extensions"}
 
 
 def _sqlite_tables(path) -> set[str]:
