@@ -131,9 +131,9 @@ def extend_button(c: ClusterRecord, hours: int) -> ButtonElement:
         confirm=confirm(
             f"Extend by {_hours(hours)}?",
             f"+{_hours(hours)} ≈ {added} at {money(c.hourly_cents)} per hour: the envelope of "
-            f"{truncate(c.id, ID_MAX)} becomes {now_hours + hours} h ≈ {total}. Under the "
-            "auto-approve tier and within the policy's lifetime it applies at once; otherwise "
-            "it goes to the approvals channel (never the owner approves).",
+            f"{truncate(c.id, ID_MAX)} becomes {now_hours + hours} h ≈ {total}. It applies at "
+            "once if the spend policy auto-approves it, or you are an approver (not the owner) "
+            "and one approval suffices; else approvers decide on a card.",
             ok=f"Extend +{added}",
         ),
     )
