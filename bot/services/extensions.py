@@ -142,6 +142,13 @@ class ExtensionService:
             else:
                 decided, refusal = await self._apply(repos, ext, approved_by, actor)
             assert decided is not None  # the row is locked and was pending
+        if decided.status in (ExtensionStatus.PENDING, ExtensionStatus.APPLIED):
+            # (refused or stale: the refusal below is this press's row)
+            await self._audit.write(
+                actor=actor, action="approve_extension", subject_id=extension_id, outcome="ok",
+                amount_cents=decided.added_cents,
+                detail=f"{len(decided.approved_by)} of {decided.approvals_needed} approvals for "
+                       f"{_amounts(decided)} on `{decided.cluster_id}`")
         if decided.status is ExtensionStatus.APPLIED:
             async with self._db.transaction() as repos:
                 record = await repos.clusters.get(decided.cluster_id)
@@ -163,7 +170,7 @@ class ExtensionService:
             raise Conflict(f"Not extended: {decided.note}")
         return decided
 
-    @audited("reject_extension", subject="extension_id")
+    @audited("reject_extension", subject="extension_id", refusals_only=True)
     async def reject(self, *, extension_id: str, hours: int, from_hours: int,
                      actor: Actor) -> Extension:
         """An approver says no (or the one who asked withdraws it): nothing is extended."""
@@ -177,6 +184,9 @@ class ExtensionService:
                 extension_id, now=self._clock.now(), status=ExtensionStatus.REJECTED,
                 decided_by=actor.user_id)
             assert decided is not None
+        await self._audit.write(actor=actor, action="reject_extension", subject_id=extension_id,
+                                outcome="ok", amount_cents=decided.added_cents,
+                                detail=f"rejected {_amounts(decided)} on `{decided.cluster_id}`")
         await self._notifier.refresh_extension(extension_id)
         if actor.user_id != decided.owner_id:
             await self._notifier.tell(decided.owner_id, f"<@{actor.user_id}> rejected extending "

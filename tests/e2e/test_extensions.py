@@ -133,6 +133,24 @@ async def test_an_approver_asking_counts_once_and_two_approvers_are_needed_above
         [row] = await audit_of(h, "extend")
         assert row.amount_cents == 874_02 and "4 h → 18 h" in row.detail
         assert f"<@{BOB}> and <@{CAROL}>" in row.detail
+        [carols] = await audit_of(h, "approve_extension")
+        assert carols.actor_id == CAROL and carols.amount_cents == 874_02
+        assert "2 of 2 approvals for +14 h ≈ $874.02, envelope 4 h → 18 h" in carols.detail
+
+
+async def test_a_rejected_extension_changes_nothing_and_its_row_carries_the_money(tmp_path):
+    async with bot(tmp_path, policy=policy()) as h:
+        cluster_id = await planned(h)
+        await h.click(await ask(h, cluster_id, 3), Action.EXTEND, user=ALICE)
+        [card] = extension_cards(h)
+        await h.click(card, Action.EXTENSION_REJECT, user=MALLORY)
+        assert "Only an approver" in words(h.slack.ephemerals(MALLORY)[-1])
+        await h.click(card, Action.EXTENSION_REJECT, user=BOB)
+        assert (await h.record(cluster_id)).lifetime_hours == 4
+        [row] = await audit_of(h, "reject_extension")
+        assert row.amount_cents == 187_29 and "+3 h ≈ $187.29, envelope 4 h → 7 h" in row.detail
+        assert "Rejected by" in words(extension_cards(h)[-1])
+        assert any("rejected extending" in words(m) for m in h.slack.dms(ALICE))
 
 
 async def test_a_budget_refuses_an_extension_by_name_when_asked_and_when_approved(tmp_path):
