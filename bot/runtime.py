@@ -45,6 +45,7 @@ from bot.services.claims import ButtonClaims
 from bot.services.clusters import ClusterQueries
 from bot.services.container import Services
 from bot.services.envelopes import EnvelopeService
+from bot.services.extensions import ExtensionService
 from bot.services.home import HomeService
 from bot.services.launching import LaunchService
 from bot.services.people import People
@@ -171,6 +172,7 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         quoting.judge = approvals.judge
         quoting.auto_approve_below_cents = policy.auto_approve_below_cents
         quoting.max_lifetime_hours = policy.max_lifetime_hours
+        quoting.enforce_lifetime = policy.enforce_lifetime
         termination = TerminationService(watching=watching, provider=provider, people=people,
                                          notifier=notifier, audit=audit, db=db, clock=clock)
         services = Services(
@@ -193,6 +195,8 @@ async def start(settings: Settings, *, clock: Clock | None = None,
                                       clock=clock, poll_interval=timedelta(
                                           seconds=settings.poll_interval_seconds)),
             claims=ButtonClaims(audit=audit, db=db, clock=clock),
+            extensions=ExtensionService(notifier=notifier, people=people, audit=audit, db=db,
+                                        clock=clock),
             readiness=watching.readiness,
         )
         secret = (settings.slack_signing_secret.get_secret_value()

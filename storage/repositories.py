@@ -32,6 +32,7 @@ from storage.audit import AuditRepo
 from storage.budgets import BudgetLocks
 from storage.claims import ClaimRepo
 from storage.clusters import ClusterRepo
+from storage.extensions import ExtensionRepo
 from storage.launches import LaunchIntentRepo, RequestQuoteRepo
 from storage.leases import LeaseRepo
 from storage.outbox import DmChannelRepo, OutboxRepo
@@ -255,3 +256,4 @@ class Repos:
         self.dm_channels = DmChannelRepo(session)
         self.terminations = TerminationRepo(session)
         self.readiness = ReadinessRepo(session)
+        self.extensions = ExtensionRepo(session)

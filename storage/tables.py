@@ -380,6 +380,30 @@ class ReadinessRow(Base, table=True):
     rearmed_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
 
 
+class ExtensionRow(Base, table=True):
+    """An extension of a cluster's envelope waiting for approvers (`Extension`, added by
+    0011); applied, rejected, refused or stale once decided (a compare-and-set on
+    `status`)."""
+
+    __tablename__ = "extensions"
+
+    id: str = Field(primary_key=True, sa_type=sa.String)
+    cluster_id: str = Field(index=True, foreign_key="clusters.id", sa_type=sa.String)
+    owner_id: str = Field(sa_type=sa.String)
+    requested_by: str = Field(sa_type=sa.String)
+    hours: int = Field(sa_type=sa.Integer)
+    from_hours: int = Field(sa_type=sa.Integer)
+    hourly_cents: int = Field(sa_type=sa.BigInteger)
+    approvals_needed: int = Field(sa_type=sa.Integer)
+    override_rule: str | None = Field(default=None, sa_type=sa.Text)
+    approved_by: list[str] = Field(sa_type=sa.JSON)
+    status: str = Field(index=True, sa_type=sa.String)
+    decided_by: str | None = Field(default=None, sa_type=sa.String)
+    note: str | None = Field(default=None, sa_type=sa.Text)
+    created_at: datetime = Field(sa_type=UtcDateTime)
+    updated_at: datetime = Field(sa_type=UtcDateTime)
+
+
 metadata = Base.metadata
 QUOTES = metadata.tables["quotes"]
 REQUESTS = metadata.tables["requests"]
@@ -397,6 +421,7 @@ LEASES = metadata.tables["leases"]
 DM_CHANNELS = metadata.tables["dm_channels"]
 TERMINATIONS = metadata.tables["terminations"]
 READINESS = metadata.tables["readiness"]
+EXTENSIONS = metadata.tables["extensions"]
 
 
 # -- rows <-> domain models ------------------------------------------------------------------

@@ -23,6 +23,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from bot.domain.models import ClusterRecord, ClusterState
+from bot.domain.policy import money
 
 WARN_AT = 0.8
 FINAL_WARNING = timedelta(hours=1)
@@ -31,6 +32,27 @@ FINAL_WARNING = timedelta(hours=1)
 PROVIDER_ALLOWANCE = timedelta(minutes=3)
 
 _RANK = {"none": 0, "extended": 0, "warned": 1, "final": 2, "due": 3, "enforced": 4}
+
+
+def envelope_terms(hours: int, hourly_cents: int, *, terminates: bool | None,
+                   brief: bool = False) -> str:
+    """One line for the approval card and the quote: what the envelope covers and how it ends.
+    `terminates` None: not known here (the policy decides); never worded as a cap unless it is
+    one. `brief`: for a confirm dialog (300 characters in all)."""
+    covers = f"Envelope {hours} h ≈ {money(hourly_cents * hours)}"
+    if brief:
+        return covers + (": it ends in termination." if terminates else
+                         ", not a cap: only a prompt at its end." if terminates is False else
+                         ": a prompt at its end (terminated only if the policy enforces it).")
+    if terminates:
+        return (f"{covers}, enforced: the cluster is terminated before hour {hours + 1} is "
+                f"charged, so it bills at most {money(hourly_cents * hours)}.")
+    if terminates is None:
+        return (f"{covers}: at its end the owner and approvers are asked to extend or "
+                "terminate (terminated then only if the spend policy enforces envelopes).")
+    return (f"{covers}, not a cap: at its end the owner and approvers are only asked to extend "
+            f"or terminate; until someone terminates it, it bills on at "
+            f"{money(hourly_cents)}/h.")
 
 
 def margin_for(poll_interval: timedelta) -> timedelta:

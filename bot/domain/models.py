@@ -108,6 +108,8 @@ class QuoteOutlook(Frozen):
     stock_elsewhere: tuple[tuple[str, str], ...] = ()  # (location, availability) with stock
     gpu_hourly_cents: int | None = None  # the catalog's cluster GPU rate × this shape's GPUs
     alternatives: tuple[Alternative, ...] = ()  # other accelerators that hold the same memory
+    lifetime_hours: int | None = None  # the envelope a request would be approved for
+    envelope_terminates: bool = False  # it ends in termination (enforced, or a planned run)
 
     @property
     def can_request(self) -> bool:

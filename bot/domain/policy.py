@@ -9,7 +9,7 @@ user-group members and `now`. The file format lives in bot/policy_file.py.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
 from pydantic import Field
@@ -97,10 +97,18 @@ def _either(names: Iterable[str]) -> str:
 
 def approvals_for_rate(policy: Policy, hourly_cents: int) -> int:
     """0 below the auto-approve threshold, 2 above the one-approver ceiling, else 1."""
+    return approvals_for_spend(policy, added_cents=hourly_cents, tier_hours=1)
+
+
+def approvals_for_spend(policy: Policy, *, added_cents: int, tier_hours: int) -> int:
+    """The approval tiers applied to an amount: the tiers are $/h of a cluster, so over
+    `tier_hours` hours a tier lets `tier × tier_hours` through. A launch is judged on its rate
+    (one hour of it); an extension on the dollars it adds, against the tiers over the policy's
+    lifetime (bot/domain/extension.py: what a launch at those tiers is approved to spend)."""
     auto, one = policy.auto_approve_below_cents, policy.one_approver_up_to_cents
-    if auto is not None and hourly_cents < auto:
+    if auto is not None and added_cents < auto * tier_hours:
         return 0
-    if one is not None and hourly_cents > one:
+    if one is not None and added_cents > one * tier_hours:
         return 2
     return 1
 
@@ -115,8 +123,7 @@ def request_month_cents(policy: Policy, *, hourly_cents: int, now: datetime) -> 
     return hourly_cents * hours
 
 
-def _broken_rules(policy: Policy, *, requester: str, accelerator_id: str, nodes: int,
-                  hourly_cents: int, month_spend: MonthSpend, now: datetime) -> list[str]:
+def _shape_rules(policy: Policy, *, accelerator_id: str, nodes: int) -> list[str]:
     broken = []
     if not accelerator_allowed(policy.allowed_accelerators, accelerator_id):
         assert policy.allowed_accelerators is not None
@@ -125,14 +132,12 @@ def _broken_rules(policy: Policy, *, requester: str, accelerator_id: str, nodes:
     if policy.max_nodes is not None and nodes > policy.max_nodes:
         broken.append(f"The spend policy allows at most {policy.max_nodes} nodes per cluster; "
                       f"this asks for {nodes}.")
-    return broken + _budget_rules(policy, requester=requester, hourly_cents=hourly_cents,
-                                  month_spend=month_spend, now=now)
+    return broken
 
 
-def _budget_rules(policy: Policy, *, requester: str, hourly_cents: int, month_spend: MonthSpend,
-                  now: datetime) -> list[str]:
+def _budget_rules(policy: Policy, *, requester: str, adds: int,
+                  month_spend: MonthSpend) -> list[str]:
     broken = []
-    adds = request_month_cents(policy, hourly_cents=hourly_cents, now=now)
     budget = policy.budget_of(requester)
     if budget is not None and month_spend.user_cents + adds > budget:
         broken.append(f"This would bring your month to {money(month_spend.user_cents + adds)} "
@@ -163,6 +168,27 @@ def _breakdown(month_spend: MonthSpend, total: int, adds: int, people: Iterable[
     return f" ({'; '.join(parts)})"
 
 
+def judge_spend(policy: Policy, *, spender: str, adds_cents: int, approvals_needed: int,
+                month_spend: MonthSpend, broken: Sequence[str] = (),
+                lifetime_hours: int | None = None) -> Verdict:
+    """The one decision for every dollar about to be committed — a launch, a re-priced or
+    retried launch, an extension of an envelope: `adds_cents` (what it adds to this month) on
+    top of `month_spend` (everything `spender`'s budgets already hold) against the spender's and
+    each of their teams' budgets, after the rules the caller already found `broken`; the tier
+    (`approvals_needed`, from `approvals_for_spend`) decides 0, 1 or 2 approvers.
+
+    Every broken rule is named (in that order) so the requester can fix them all at once. With
+    overrides by admins a broken rule becomes an override: at least one approval, by an admin.
+    A refusal also keeps approvals_needed ≥ 1, so no caller can mistake it for an auto-approval.
+    """
+    rules = [*broken, *_budget_rules(policy, requester=spender, adds=adds_cents,
+                                     month_spend=month_spend)]
+    if not rules:
+        return Verdict(approvals_needed=approvals_needed, lifetime_hours=lifetime_hours)
+    return Verdict(approvals_needed=max(1, approvals_needed), refused=" ".join(rules),
+                   override=policy.overrides_by_admins, lifetime_hours=lifetime_hours)
+
+
 def budget_refusal(policy: Policy, *, requester: str, hourly_cents: int,
                    lifetime_hours: int | None, month_spend: MonthSpend,
                    now: datetime) -> str | None:
@@ -172,29 +198,21 @@ def budget_refusal(policy: Policy, *, requester: str, hourly_cents: int,
     `month_spend` must count every other approved or launching request (spend.committed_spend).
     """
     limited = policy.model_copy(update={"max_lifetime_hours": lifetime_hours})
-    broken = _budget_rules(limited, requester=requester, hourly_cents=hourly_cents,
-                           month_spend=month_spend, now=now)
-    return " ".join(broken) or None
+    adds = request_month_cents(limited, hourly_cents=hourly_cents, now=now)
+    return judge_spend(policy, spender=requester, adds_cents=adds, approvals_needed=1,
+                       month_spend=month_spend).refused
 
 
 def evaluate(policy: Policy, *, requester: str, accelerator_id: str, nodes: int,
              hourly_cents: int, month_spend: MonthSpend, now: datetime) -> Verdict:
-    """Check, in order: the accelerator, the node count, the requester's budget and each of their
-    teams' budgets (this month's spend + this cluster until the month's end, capped at the
-    lifetime); then the rate thresholds decide 0, 1 or 2 approvers.
-
-    Every broken rule is named (in that order) so the requester can fix them all at once. With
-    overrides by admins a broken rule becomes an override: at least one approval, by an admin.
-    A refusal also keeps approvals_needed ≥ 1, so no caller can mistake it for an auto-approval.
-    """
-    needed = approvals_for_rate(policy, hourly_cents)
-    broken = _broken_rules(policy, requester=requester, accelerator_id=accelerator_id,
-                           nodes=nodes, hourly_cents=hourly_cents, month_spend=month_spend,
-                           now=now)
-    if not broken:
-        return Verdict(approvals_needed=needed, lifetime_hours=policy.max_lifetime_hours)
-    return Verdict(approvals_needed=max(1, needed), refused=" ".join(broken),
-                   override=policy.overrides_by_admins, lifetime_hours=policy.max_lifetime_hours)
+    """A launch request: the accelerator and the node count, then `judge_spend` with this
+    cluster until the month's end (capped at the lifetime) and the tier of its hourly rate."""
+    return judge_spend(
+        policy, spender=requester,
+        adds_cents=request_month_cents(policy, hourly_cents=hourly_cents, now=now),
+        approvals_needed=approvals_for_rate(policy, hourly_cents), month_spend=month_spend,
+        broken=_shape_rules(policy, accelerator_id=accelerator_id, nodes=nodes),
+        lifetime_hours=policy.max_lifetime_hours)
 
 
 def is_approver(policy: Policy, user: str, group_members: frozenset[str]) -> bool:

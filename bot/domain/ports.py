@@ -53,6 +53,11 @@ class Notifier(Protocol):
         """Note the extension in the cluster's thread."""
         ...
 
+    async def refresh_extension(self, extension_id: str) -> None:
+        """Post or edit a pending extension's card in the approvals channel (decided: its
+        outcome, no buttons)."""
+        ...
+
     async def refresh_home(self, user_id: str) -> None:
         """Re-publish one person's App Home tab."""
         ...

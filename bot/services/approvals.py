@@ -26,7 +26,7 @@ from typing import Protocol
 from sqlalchemy.exc import IntegrityError
 
 from bot.clock import Clock
-from bot.domain import policies, spend
+from bot.domain import policies
 from bot.domain import policy as rules
 from bot.domain.claims import launch_attempt
 from bot.domain.errors import Conflict, NotAllowed, UnknownResource
@@ -41,10 +41,11 @@ from bot.domain.models import (
 )
 from bot.domain.policy import Verdict
 from bot.domain.ports import Notifier
+from bot.services import budgets
 from bot.services.audit import AuditLog, audited
+from bot.services.budgets import committed as _committed
 from bot.services.people import People
 from bot.services.quoting import QuotingService
-from storage.budgets import team_budget, user_budget
 from storage.db import Database
 from storage.repositories import Repos
 
@@ -76,7 +77,10 @@ class ApprovalService:
         async with self._db.transaction() as repos:
             month = await _committed(repos, self._people.policy, requester=requester, now=now,
                                      excluding=excluding)
-        return rules.evaluate(self._people.policy, requester=requester,
+        policy = self._people.policy
+        if quote.spec.planned_hours is not None:  # a planned run commits its hours, no more
+            policy = policy.model_copy(update={"max_lifetime_hours": quote.spec.planned_hours})
+        return rules.evaluate(policy, requester=requester,
                               accelerator_id=quote.spec.shape.accelerator,
                               nodes=quote.spec.shape.nodes, hourly_cents=quote.hourly_cents,
                               month_spend=month, now=now)
@@ -300,32 +304,12 @@ class ApprovalService:
                              notifier=self._notifier, clock=self._clock, judge=self.judge)
 
 
-async def _committed(repos: Repos, policy: rules.Policy, *, requester: str, now: datetime,
-                     excluding: str | None = None) -> spend.MonthSpend:
-    """What `requester`'s budgets hold now: this month's clusters (accrued, and what the live
-    ones will still accrue) plus every request approved or launching but `excluding`.
-
-    Only the clusters of the people the budgets cover are read (the requester and their teams'
-    members), however many clusters the month has."""
-    start, end = spend.month_bounds(None, now)
-    teams = policy.teams_of(requester)
-    owners = {requester}.union(*(t.members for t in teams))
-    clusters = [*await repos.clusters.list_in_period(start, end, owners=owners),
-                *await repos.clusters.list_live(owners=owners)]
-    held = await repos.requests.list_by_status(spend.COMMITTED_STATES)
-    return spend.committed_spend(clusters, held, user=requester, teams=teams, now=now,
-                                 excluding=excluding)
-
-
 async def _over_budget(repos: Repos, policy: rules.Policy, request: LaunchRequest, *,
                        now: datetime) -> str | None:
-    """Inside the approving transaction: lock the requester's budgets (storage/budgets.py),
+    """Inside the approving transaction: lock the requester's budgets (bot/services/budgets.py),
     then judge them again with everything they hold. None: it fits."""
-    teams = policy.teams_of(request.requester_id)
-    if policy.budget_of(request.requester_id) is None and not teams:
+    if not await budgets.hold(repos, policy, request.requester_id):
         return None
-    await repos.budgets.hold([user_budget(request.requester_id),
-                              *(team_budget(t.name) for t in teams)])
     month = await _committed(repos, policy, requester=request.requester_id, now=now,
                              excluding=request.id)
     return rules.budget_refusal(policy, requester=request.requester_id,

@@ -10,6 +10,7 @@ from bot.services.audit import AuditLog
 from bot.services.claims import ButtonClaims
 from bot.services.clusters import ClusterQueries
 from bot.services.envelopes import EnvelopeService
+from bot.services.extensions import ExtensionService
 from bot.services.home import HomeService
 from bot.services.launching import LaunchService
 from bot.services.people import People
@@ -41,6 +42,7 @@ class Services:
     volumes: VolumeService
     envelopes: EnvelopeService
     claims: ButtonClaims
+    extensions: ExtensionService
     readiness: ReadinessService | None = None
 
     def readiness_service(self) -> ReadinessService:

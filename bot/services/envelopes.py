@@ -4,7 +4,8 @@ A sweep walks each live cluster with an envelope through its stages (bot/domain/
 the timing) — each at most once, recorded on the cluster before anyone is told:
 - 80 % of the approved hours: the owner and the approvers are warned;
 - not enforced: before AI Reserve charges the first hour beyond the envelope, the owner and the
-  approvers get **Extend** (an approver, never the owner) / Terminate;
+  approvers get **Extend** (judged by the spend policy: bot/domain/extension.py, applied by
+  bot/services/extensions.py) / Terminate;
 - with `enforce_lifetime` in the policy: the same prompt an hour before the last approved hour
   ends, then termination before AI Reserve would charge the hour beyond it — a cluster approved
   for H hours is never billed for more than H hours.
@@ -20,11 +21,11 @@ from datetime import datetime, timedelta
 
 from bot.clock import Clock
 from bot.domain.envelope import deadline, ends_at, margin_for, next_stage
-from bot.domain.errors import Conflict, DomainError, NotAllowed, UnknownResource
-from bot.domain.models import Actor, ClusterRecord, ClusterState
+from bot.domain.errors import DomainError
+from bot.domain.models import ClusterRecord, ClusterState
 from bot.domain.ports import Notifier
 from bot.reserve.port import ClusterProvider
-from bot.services.audit import AuditLog, audited
+from bot.services.audit import AuditLog
 from bot.services.people import People
 from bot.services.termination import TerminationService
 from storage.db import Database
@@ -112,72 +113,3 @@ class EnvelopeService:
         except DomainError as exc:
             log.error("terminating %s for its envelope failed (%s); retrying next sweep",
                       record.id, exc.user_message)
-
-    @audited("extend", subject="cluster_id")
-    async def extend(self, *, cluster_id: str, actor: Actor,
-                     shown_hours: int | None = None) -> ClusterRecord:
-        """An approver (never the owner) grants the envelope once more.
-
-        `shown_hours` is the envelope the button showed: if it has changed since (someone else
-        extended it first), nothing is extended and the refusal says who did, to how much."""
-        approvers = await self._people.approvers()
-        async with self._db.transaction() as repos:
-            record = await repos.clusters.get(cluster_id)
-            if record is None:
-                raise UnknownResource("cluster", cluster_id)
-            if actor.user_id == record.owner_id:
-                raise NotAllowed("Owners can't extend their own cluster's envelope; an approver "
-                                 "has to.")
-            if actor.user_id not in approvers:
-                raise NotAllowed("Only an approver can extend a cluster's envelope.")
-            if record.lifetime_hours is None or not record.status.is_live:
-                raise Conflict(f"`{cluster_id}` has no envelope to extend.")
-            if shown_hours is not None and record.lifetime_hours != shown_hours:
-                raise Conflict(extended_already(record, shown_hours=shown_hours))
-            hours = self._people.policy.max_lifetime_hours or record.lifetime_hours
-            record = await repos.clusters.update(
-                cluster_id, now=self._clock.now(), lifetime_hours=record.lifetime_hours + hours,
-                envelope_stage="extended", extended_by=actor.user_id)
-        await self._notifier.envelope_extended(record, by=actor.user_id, hours=hours)
-        return record
-
-
-    @audited("extend", subject="cluster_id")
-    async def extend_by(self, *, cluster_id: str, actor: Actor, hours: int) -> ClusterRecord:
-        """`/cluster extend <id> <hours>`: move the envelope (and a planned run's terminate
-        time) by `hours`. The owner may, up to the policy's lifetime per cluster; an approver
-        may go beyond it. A compare-and-set on the hours read: two extends at once both count
-        or one is refused, never lost."""
-        if hours < 1:
-            raise Conflict("Extend by at least one hour.")
-        approvers = await self._people.approvers()
-        limit = self._people.policy.max_lifetime_hours
-        async with self._db.transaction() as repos:
-            record = await repos.clusters.get(cluster_id)
-            if record is None:
-                raise UnknownResource("cluster", cluster_id)
-            approver = actor.user_id in approvers
-            if actor.user_id != record.owner_id and not approver:
-                raise NotAllowed(f"Only the owner (<@{record.owner_id}>) or an approver can "
-                                 f"extend `{cluster_id}`.")
-            if record.lifetime_hours is None or not record.status.is_live:
-                raise Conflict(f"`{cluster_id}` has no envelope to extend.")
-            total = record.lifetime_hours + hours
-            if not approver and limit is not None and total > limit:
-                raise NotAllowed(f"That makes {total} h; the spend policy lets an owner plan "
-                                 f"at most {limit} h per cluster (now {record.lifetime_hours} "
-                                 f"h). Ask an approver to extend it beyond.")
-            moved = await repos.clusters.extend_envelope(
-                cluster_id, from_hours=record.lifetime_hours, to_hours=total,
-                by=actor.user_id, now=self._clock.now())
-            if moved is None:
-                raise Conflict("Someone extended it at the same moment; look again and retry.")
-        await self._notifier.envelope_extended(moved, by=actor.user_id, hours=hours)
-        return moved
-
-
-def extended_already(record: ClusterRecord, *, shown_hours: int) -> str:
-    """Why a stale Extend changes nothing: who extended the envelope, to how many hours."""
-    by = f" by <@{record.extended_by}>" if record.extended_by else ""
-    return (f"Already extended{by} to {record.lifetime_hours} h (this button showed "
-            f"{shown_hours} h); nothing more was extended.")

@@ -36,6 +36,7 @@ class QuotingService:
         self.judge: Judge | None = None  # the spend policy's verdict (set by the runtime)
         self.auto_approve_below_cents: int | None = None
         self.max_lifetime_hours: int | None = None  # the policy's; `hours=` may not exceed it
+        self.enforce_lifetime = False  # the policy's: an envelope ends in termination
         self._catalog: list[Accelerator] = []
         self._catalog_at: datetime | None = None
 
@@ -116,7 +117,9 @@ class QuotingService:
             approvals_needed=verdict.approvals_needed if verdict else 1,
             auto_approve_below_cents=self.auto_approve_below_cents,
             single_machine_per_gpu_cents=single.per_gpu_hourly_cents if single else None,
-            stock_elsewhere=elsewhere, gpu_hourly_cents=gpu_rate, alternatives=alternatives)
+            stock_elsewhere=elsewhere, gpu_hourly_cents=gpu_rate, alternatives=alternatives,
+            lifetime_hours=quote.spec.planned_hours or self.max_lifetime_hours,
+            envelope_terminates=quote.spec.planned_hours is not None or self.enforce_lifetime)
 
     async def quote_instead(self, *, source_quote_id: str, accelerator: str,
                             gpus_per_node: int, nodes: int, location: str,

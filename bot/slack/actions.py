@@ -24,6 +24,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.domain.claims import ClaimKey
 from bot.domain.errors import Conflict
+from bot.domain.extension import Extension, ExtensionStatus
 from bot.domain.hours import HourState
 from bot.domain.models import (
     Actor,
@@ -36,9 +37,11 @@ from bot.domain.models import (
 )
 from bot.domain.workload import default_workload
 from bot.services.container import Services
+from bot.services.extensions import ExtendOutcome
 from bot.slack import home, uploads
 from bot.slack.blocks import cluster as cluster_blocks
 from bot.slack.blocks import common
+from bot.slack.blocks import extension as extension_blocks
 from bot.slack.blocks import launch_modal as modal_blocks
 from bot.slack.blocks import quote as quote_blocks
 from bot.slack.blocks import recovery as recovery_blocks
@@ -52,6 +55,7 @@ from bot.slack.ids import (
     ApprovalRef,
     ClusterRef,
     EnvelopeRef,
+    ExtensionRef,
     GrowRef,
     HoursRef,
     QuoteRef,
@@ -103,6 +107,23 @@ async def _relaunch(s: Services, r: RelaunchRef, a: Actor) -> Quoted:
     cmd, channel_id = await s.volumes.relaunch(cluster_id=r.cluster_id)
     quote = await s.quoting.quote(cmd, actor=a, channel_id=channel_id)
     return quote, await s.quoting.outlook(quote)
+
+
+async def _extend(s: Services, r: EnvelopeRef, a: Actor) -> ExtendOutcome:
+    """Extend, as confirmed: the hours the button carries (an older button: the policy's
+    lifetime, else the envelope once more), on the envelope it showed."""
+    hours = r.add or s.people.policy.max_lifetime_hours or r.hours
+    return await s.extensions.ask(cluster_id=r.cluster_id, actor=a, hours=max(1, hours),
+                                  shown_hours=r.hours)
+
+
+def _extended_by(r: EnvelopeRef, o: ExtendOutcome, by: str) -> str:
+    if o.extension is None:
+        return (f"Already extended by {by} to {o.cluster.lifetime_hours} h (this button "
+                f"showed {r.hours} h); nothing more was extended.")
+    return (f"Already asked by {by}: extending `{o.cluster.id}` to "
+            f"{o.judgement.to_hours} h waits for approvers (`{o.extension.id}` in the "
+            "approvals channel); nothing more was asked.")
 
 
 def _decided(verb: str) -> Callable[[ApprovalRef, LaunchRequest], str]:
@@ -181,14 +202,23 @@ BUTTONS: dict[str, Button[Any, Any]] = {
         lambda r, v: f"Keeping `{v.id}`; I'll remind you again in a week.",
         Once("keep_volume", lambda r: (r.volume_id, str(r.reminder)),
              lambda r, v, by: f"Already kept by {by}: `{v.id}` is reminded again in a week.")),
-    Action.EXTEND: Button[EnvelopeRef, ClusterRecord](
-        EnvelopeRef,
-        lambda s, r, a: s.envelopes.extend(cluster_id=r.cluster_id, actor=a,
-                                           shown_hours=r.hours),
-        lambda r, c: f"Extended `{c.id}`: it may now run {c.lifetime_hours} hours in all.",
-        Once("extend", lambda r: (r.cluster_id, str(r.hours)),
-             lambda r, c, by: f"Already extended by {by} to {c.lifetime_hours} h (this button "
-                              f"showed {r.hours} h); nothing more was extended.")),
+    Action.EXTEND: Button[EnvelopeRef, ExtendOutcome](
+        EnvelopeRef, _extend,
+        lambda r, o: extension_blocks.asked(o.cluster, o.judgement, o.extension),
+        Once("extend", lambda r: (r.cluster_id, f"{r.hours}+{r.add}" if r.add else str(r.hours)),
+             lambda r, o, by: _extended_by(r, o, by))),
+    Action.EXTENSION_APPROVE: Button[ExtensionRef, Extension](
+        ExtensionRef,
+        lambda s, r, a: s.extensions.approve(extension_id=r.extension_id, hours=r.hours,
+                                             from_hours=r.from_hours, actor=a),
+        lambda r, x: (f"Approved; it needs {x.approvals_needed - len(x.approved_by)} more."
+                      if x.status is ExtensionStatus.PENDING else
+                      f"Approved: `{x.cluster_id}` may now run {x.to_hours} hours in all.")),
+    Action.EXTENSION_REJECT: Button[ExtensionRef, Extension](
+        ExtensionRef,
+        lambda s, r, a: s.extensions.reject(extension_id=r.extension_id, hours=r.hours,
+                                            from_hours=r.from_hours, actor=a),
+        lambda r, x: f"Rejected: `{x.cluster_id}` keeps its {x.from_hours} h envelope."),
     Action.RELAUNCH_ON_VOLUME: Button[RelaunchRef, Quoted](
         RelaunchRef, _relaunch,
         lambda r, q: f"Quoted `{r.cluster_id}`'s shape on volume `{r.volume_id}`.",

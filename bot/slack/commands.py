@@ -36,6 +36,7 @@ from bot.slack import parsing, uploads
 from bot.slack.blocks import audit as audit_blocks
 from bot.slack.blocks import cluster as cluster_blocks
 from bot.slack.blocks import common, listing
+from bot.slack.blocks import extension as extension_blocks
 from bot.slack.blocks import notices as notice_blocks
 from bot.slack.blocks import quote as quote_blocks
 from bot.slack.blocks import recovery as recovery_blocks
@@ -120,10 +121,10 @@ def register(app: AsyncApp, services: Services,
                                   "your DM as a CSV file.")
         elif isinstance(cmd, ExtendCommand):
             await ack()
-            record = await services.envelopes.extend_by(cluster_id=cmd.cluster_id, actor=actor,
-                                                        hours=cmd.hours)
-            reply = common.notice(f"Extended `{record.id}` by {cmd.hours} h: it may now run "
-                                  f"{record.lifetime_hours} hours in all.")
+            # Judged, not done: the answer states the dollars and who decides, with a Confirm.
+            record, judged = await services.extensions.preview(cluster_id=cmd.cluster_id,
+                                                               actor=actor, hours=cmd.hours)
+            reply = extension_blocks.extend_preview(record, judged)
         elif isinstance(cmd, ConnectCommand):
             await ack(text=f"Reading `{cmd.cluster_id}`'s connection details…", **EPHEMERAL)
             record = await services.stewardship.connect(cluster_id=cmd.cluster_id, actor=actor)

@@ -39,11 +39,13 @@ class Action:
     GROW_VOLUME = "volume_grow"
     RELAUNCH_ON_VOLUME = "volume_relaunch"
     HOURS_CHART = "cluster_hours_chart"
+    EXTENSION_APPROVE = "extension_approve"
+    EXTENSION_REJECT = "extension_reject"
     ALL: ClassVar[tuple[str, ...]] = (
         QUOTE_REQUEST_LAUNCH, QUOTE_DISCARD, APPROVE, REJECT, RETRY_LAUNCH, TERMINATE,
         RECOVER, AUTORECOVER_ON, KEEP_RUNNING, CLAIM, DELETE_VOLUME, KEEP_VOLUME, EXTEND,
         GROW_VOLUME, RELAUNCH_ON_VOLUME, HOURS_CHART, KEEP_WAITING, QUOTE_THIS, CLUSTER_STATUS,
-        REJECT_WITH_REASON,
+        REJECT_WITH_REASON, EXTENSION_APPROVE, EXTENSION_REJECT,
     )
 
 
@@ -109,11 +111,22 @@ class ClusterRef(Ref):
 
 
 class EnvelopeRef(Ref):
-    """Extend: bound to the envelope's hours as shown."""
+    """Extend: bound to the envelope's hours as shown, and the hours it adds (`add`; 0 on a
+    button from before it was carried: the policy's lifetime, else the envelope once more)."""
 
     tag = "e"
     cluster_id: str
     hours: int
+    add: int = 0
+
+
+class ExtensionRef(Ref):
+    """Approve/Reject an extension: bound to the hours it adds on the envelope it extends."""
+
+    tag = "x"
+    extension_id: str
+    hours: int
+    from_hours: int
 
 
 class RecoveryRef(Ref):

@@ -39,6 +39,7 @@ from bot.slack.blocks import audit as audit_blocks
 from bot.slack.blocks import cluster as cluster_blocks
 from bot.slack.blocks import common as common_blocks
 from bot.slack.blocks import envelope as envelope_blocks
+from bot.slack.blocks import extension as extension_blocks
 from bot.slack.blocks import home as home_blocks
 from bot.slack.blocks import notices as notice_blocks
 from bot.slack.blocks import payment as payment_blocks
@@ -57,6 +58,7 @@ Post = tuple[str, str, Callable[[], Awaitable[object]]]
 
 APPROVAL = "approval"
 PROGRESS = "progress"
+EXTENSION = "extension"
 
 
 class SlackNotifier:
@@ -307,16 +309,19 @@ class SlackNotifier:
                               terminate_at: datetime | None,
                               recipients: Sequence[str]) -> None:
         now = self._clock.now()
+        # Extend offers the policy's lifetime once more (else the envelope once more).
+        more = self._people.policy.max_lifetime_hours
         if stage == "warned":
             message = envelope_blocks.envelope_warning(cluster, now=now, ends_at=ends_at)
         elif stage == "due":
             message = envelope_blocks.envelope_due(cluster, now=now, ends_at=ends_at,
                                                    enforced=terminate_at is not None,
-                                                   terminate_at=terminate_at)
+                                                   terminate_at=terminate_at, extend_hours=more)
         else:
             assert terminate_at is not None
             message = envelope_blocks.envelope_final_warning(cluster, now=now,
-                                                             terminate_at=terminate_at)
+                                                             terminate_at=terminate_at,
+                                                             extend_hours=more)
         for person in recipients:
             await self.outbox.dm_once(
                 f"envelope/{cluster.id}/{stage}/{ends_at.isoformat()}/{person}", person, message)
@@ -329,6 +334,14 @@ class SlackNotifier:
             await self.outbox.post_once(f"extended/{cluster.id}/{cluster.lifetime_hours}",
                                         top.channel_id, message, thread_ts=top.ts)
         await self.refresh_cluster(cluster.id)
+
+    async def refresh_extension(self, extension_id: str) -> None:
+        async with self._db.transaction() as repos:
+            ext = await repos.extensions.get(extension_id)
+        if ext is None:
+            return
+        await self.outbox.upsert(EXTENSION, ext.id, self._approvals_channel,
+                                 extension_blocks.extension_card(ext))
 
     async def refresh_home(self, user_id: str) -> None:
         facts = await self._home.facts(user_id)

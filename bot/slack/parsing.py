@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from bot.domain import policies
+from bot.domain import extension, policies
 from bot.domain.commands import (
     SHORT_ACCELERATORS,
     USAGE,
@@ -78,7 +78,7 @@ def parse(text: str) -> Command:
         if len(args) != 2:
             raise _fail("Say how many hours to add after the cluster id, e.g. "
                         "`/cluster extend clu_9xQe1 12`.", " ".join(args[2:])[:40], verb)
-        return ExtendCommand(cluster_id, _hours(args[1], "hours", verb))
+        return ExtendCommand(cluster_id, extension.check_hours(args[1]))
     if verb == "autorecover":
         cluster_id = _one_id(args[:1], verb)
         switch = " ".join(args[1:]).lower()

@@ -113,23 +113,27 @@ async def test_hours_bad_input_is_refused_by_name_and_nothing_is_quoted(tmp_path
         assert not [e for e in entries if e.action == "quote" and e.outcome == "ok"]
 
 
-async def test_extend_owner_within_policy_approver_beyond_strangers_never(tmp_path):
+async def test_extend_is_judged_by_the_policy_and_strangers_never(tmp_path):
+    # This policy has no auto-approve tier: like a launch, every extension needs an approver.
     async with bot(tmp_path, policy=policy(max_hours=8)) as h:
         cluster_id = await planned_cluster(h, "quote h100x8 nodes=2 hours=4")
-        await h.slash(f"extend {cluster_id} 3")  # the owner: 7 ≤ 8
-        assert "may now run 7 hours" in h.text_of(h.slack.ephemerals(ALICE)[-1])
-        await h.slash(f"extend {cluster_id} 2")  # 9 > 8: an approver's call
-        refused = h.text_of(h.slack.ephemerals(ALICE)[-1])
-        assert "at most 8 h" in refused and "approver" in refused
+        await h.slash(f"extend {cluster_id} 3")
+        preview = h.slack.ephemerals(ALICE)[-1]
+        assert "needs an approver" in h.text_of(preview)
+        await h.click(preview, Action.EXTEND, user=ALICE)
+        assert (await h.record(cluster_id)).lifetime_hours == 4  # a card, not an extension
+        await h.click(h.cards()[-1], Action.EXTENSION_APPROVE, user=BOB)
+        assert (await h.record(cluster_id)).lifetime_hours == 7
         await h.slash(f"extend {cluster_id} 5", user=DAVE)
         assert "Only the owner" in h.text_of(h.slack.ephemerals(DAVE)[-1])
-        for bad, named in (("0", "hours"), ("abc", "abc"), ("", "hours to add")):
+        for bad, named in (("0", "adds nothing"), ("abc", "abc"), ("", "hours to add")):
             await h.slash(f"extend {cluster_id} {bad}".strip())
             assert named in h.text_of(h.slack.ephemerals(ALICE)[-1])
         await h.slash("extend clu_nope 2")
         assert "clu_nope" in h.text_of(h.slack.ephemerals(ALICE)[-1])
         assert (await h.record(cluster_id)).lifetime_hours == 7  # nothing changed since
-        await h.slash(f"extend {cluster_id} 10", user=BOB)  # an approver, beyond the policy
+        await h.slash(f"extend {cluster_id} 10", user=BOB)  # an approver asking counts as one
+        await h.click(h.slack.ephemerals(BOB)[-1], Action.EXTEND, user=BOB)
         record = await h.record(cluster_id)
         assert record.lifetime_hours == 17 and record.extended_by == BOB
         assert len(await h.notices(cluster_id, "17 hours")) == 1  # said in the thread, once

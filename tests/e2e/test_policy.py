@@ -131,7 +131,7 @@ async def test_with_overrides_a_broken_rule_goes_to_an_admin(tmp_path):
         assert (await request_of(h)).status is RequestStatus.LAUNCHED
 
 
-async def test_envelope_warned_due_extended_by_an_approver_never_by_the_owner(tmp_path):
+async def test_envelope_warned_due_extended_as_the_one_rule_says(tmp_path):
     limits = {"accelerators": ["h100"], "max_nodes": 4, "max_lifetime_hours": 10}
     async with bot(tmp_path, policy=policy(limits=limits)) as h:
         cluster_id = await h.running_cluster()
@@ -152,9 +152,14 @@ async def test_envelope_warned_due_extended_by_an_approver_never_by_the_owner(tm
         await at(10)
         [due] = [m for m in h.slack.dms(BOB) if Action.EXTEND in h.text_of(m)]
         assert any(Action.EXTEND in h.text_of(m) for m in h.slack.dms(ALICE))
-        await h.click(due, Action.EXTEND, user=ALICE)  # the owner
-        assert said(h, ALICE, "Owners can't extend")
-        await h.click(due, Action.EXTEND, user=BOB)
+        # The owner asks: +10 h ≈ $624.30 is above the auto tier ($10/h × 10 h): a card.
+        await h.click(due, Action.EXTEND, user=ALICE)
+        assert not said(h, ALICE, "Owners can't extend")
+        assert said(h, ALICE, "needs 1 approver")
+        assert (await h.record(cluster_id)).lifetime_hours == 10
+        await h.click(due, Action.EXTEND, user=BOB)  # the same offer: already asked
+        assert said(h, BOB, f"Already asked by <@{ALICE}>")
+        await h.click(h.cards()[-1], Action.EXTENSION_APPROVE, user=BOB)
         assert (await h.record(cluster_id)).lifetime_hours == 20
         await at(11)
         assert h.sim.engine.get_cluster(cluster_id).status.value == "running"  # not enforced

@@ -28,3 +28,15 @@ async def test_a_sound_file_applies_at_once_and_a_bad_one_changes_nothing(tmp_pa
         assert len(told) == 1 and "not used" in told[0]
         assert await reload_policy(h.rt) == problems  # the same bad file: said once
         assert len(h.slack.dms(DAVE)) == 1
+
+
+async def test_a_reload_changes_what_the_quote_says_about_the_envelope(tmp_path):
+    # Issue 16: the quote states how the envelope ends; after a reload it must say the new rule.
+    async with bot(tmp_path, policy=policy()) as h:
+        quoting = h.rt.services.quoting
+        assert (quoting.max_lifetime_hours, quoting.enforce_lifetime) == (None, False)
+        path = h.rt.settings.policy_file
+        assert path is not None
+        path.write_text(policy(limits={"max_lifetime_hours": 12, "enforce_lifetime": True}))
+        assert await reload_policy(h.rt) == []
+        assert (quoting.max_lifetime_hours, quoting.enforce_lifetime) == (12, True)

@@ -16,6 +16,7 @@ from typing import Protocol
 from slack_sdk.models.blocks import Block, ButtonElement
 
 from bot.domain.claims import launch_attempt
+from bot.domain.envelope import envelope_terms
 from bot.domain.models import Approval, Decision, LaunchRequest, QuoteInfo, RequestStatus
 from bot.slack.blocks.format import (
     ERROR_MAX,
@@ -71,16 +72,17 @@ def approval_card(
 
     `approvals` (those already given) show how far a two-approver request has come.
     """
-    blocks: list[Block] = list(request_facts(req, q, now=now))
+    blocks: list[Block] = list(request_facts(req, q, now=now, policy=policy))
     lines = [*override_lines(req, decided=False), *_two_approver_lines(req, approvals, policy)]
     if lines:
         blocks.append(section("\n".join(lines)))
-    blocks.append(actions(*approval_buttons(req, q, approvals=approvals)))
+    blocks.append(actions(*approval_buttons(req, q, approvals=approvals, policy=policy)))
     return compose(f"{_fallback(req, q)} — waiting for approval", blocks, key="approval")
 
 
 def approval_buttons(
-    req: LaunchRequest, q: QuoteInfo, *, approvals: Sequence[Approval] = ()
+    req: LaunchRequest, q: QuoteInfo, *, approvals: Sequence[Approval] = (),
+    policy: SpendThresholds | None = None,
 ) -> tuple[ButtonElement, ...]:
     """Approve, Reject and Reject with a reason, all bound (`ApprovalRef`) to this quote at
     the card's rate.
@@ -94,8 +96,8 @@ def approval_buttons(
     said = [f"The whole cluster bills {rate} per hour ({per_day} per day) from the moment it is "
             "ready until someone terminates it."]
     if req.lifetime_hours:
-        said.append(f"You approve up to {_hours(req.lifetime_hours)} "
-                    f"(≈ {money(req.hourly_cents * req.lifetime_hours)}).")
+        said.append(envelope_terms(req.lifetime_hours, req.hourly_cents,
+                                   terminates=_terminates(q, policy), brief=True))
     if req.approvals_needed >= 2:
         given = len(approvers(req, approvals))
         said.append(f"It needs {req.approvals_needed} approvers: {given} so far.")
@@ -136,7 +138,7 @@ def approval_outcome(
     `note` is bot-written mrkdwn; our own mentions/dates survive, anything else is escaped.
     """
     outcome = outcome_line(req, approvals, policy=policy)
-    blocks: list[Block] = [*request_facts(req, q, now=now)]
+    blocks: list[Block] = [*request_facts(req, q, now=now, policy=policy)]
     blocks.extend(context(line) for line in override_lines(req, decided=True))
     blocks.append(context(outcome))
     if note:
@@ -158,8 +160,21 @@ def approval_outcome(
                    key=f"approval-{req.status.value}")
 
 
-def request_facts(req: LaunchRequest, q: QuoteInfo, *, now: datetime) -> list[Block]:
-    """Who asks for what, at which rate, with which workload (no env values, no ssh keys)."""
+def _terminates(q: QuoteInfo, policy: SpendThresholds | None) -> bool | None:
+    """Whether the envelope ends in termination: a planned run's does; otherwise the policy
+    says (`enforce_lifetime`), and without it here we don't know (None)."""
+    if q.spec.planned_hours is not None:
+        return True
+    if policy is None:
+        return None
+    return bool(getattr(policy, "enforce_lifetime", False))
+
+
+def request_facts(req: LaunchRequest, q: QuoteInfo, *, now: datetime,
+                  policy: SpendThresholds | None = None) -> list[Block]:
+    """Who asks for what, at which rate, with which workload (no env values, no ssh keys), and
+    how its envelope ends (termination, or only a prompt: never worded as a cap unless so)."""
+    ends = _terminates(q, policy)
     label = escaped(shape_label(q.spec.shape, q.accelerator_name))
     asks = (f"{user(req.requester_id)} asks to launch *{label}* in "
             f"*{escaped(q.location, ID_MAX)}*")
@@ -168,8 +183,8 @@ def request_facts(req: LaunchRequest, q: QuoteInfo, *, now: datetime) -> list[Bl
              f"{hourly(q.per_gpu_hourly_cents)} per GPU ({q.spec.shape.total_gpus} GPUs)\n"
              f"Storage: {storage_summary(q)}")
     if req.lifetime_hours:
-        rates += (f"\n:hourglass: Approves up to *{_hours(req.lifetime_hours)}* "
-                  f"(≈ {money(req.hourly_cents * req.lifetime_hours)})")
+        rates += (f"\n:hourglass: "
+                  f"{envelope_terms(req.lifetime_hours, req.hourly_cents, terminates=ends)}")
     blocks: list[Block] = [section(asks), section(rates)]
     change = price_change_line(req)
     if change:

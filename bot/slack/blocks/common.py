@@ -6,6 +6,7 @@ from functools import cache
 
 from slack_sdk.models.blocks import Block
 
+from bot.domain.extension import EXTEND_RULE
 from bot.slack.blocks.format import escape, mrkdwn, truncate
 from bot.slack.blocks.message import Message, compose, context, header, section
 
@@ -22,8 +23,8 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
      "two approvers, or a refusal with the numbers) and, when the place has no stock, where "
      "the same shape has some. `hours=` plans the run: its total for H started hours and "
      "per day (e.g. `hours=36`); a request from it is approved for H hours and the cluster is "
-     "terminated "
-     "when they run out unless its owner extends it. The card lists where else the shape "
+     "terminated when they run out unless its envelope is extended (`/cluster extend`). "
+     "The card lists where else the shape "
      "has stock and the nearest other accelerators with the same GPU memory (*Quote this*).",
      "/cluster quote h100x8 nodes=4 storage=1000 location=us-tx disk=200"),
     ("/cluster list", "Live clusters with their rate, age and owner; \"together\" adds up only "
@@ -60,8 +61,8 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
      "(AI Reserve volumes only grow; later hours bill at the new size).",
      "/cluster volume grow vol_7kP2 2000"),
     ("/cluster extend <cluster-id> <hours>", "Add hours to a cluster's approved envelope "
-     "(and move a planned run's automatic terminate): its owner up to the spend policy's "
-     "lifetime per cluster, an approver beyond it.", "/cluster extend clu_9xQe1 12"),
+     "(and move a planned run's automatic terminate). " + EXTEND_RULE + " The answer states "
+     "the dollars added and the new total, with a Confirm.", "/cluster extend clu_9xQe1 12"),
     ("/cluster connect <cluster-id>", "DM the cluster's owner its SSH commands, interconnect "
      "addresses and volume mount path again, read fresh from AI Reserve (the owner or an "
      "approver asks; never posted in a channel).", "/cluster connect clu_9xQe1"),

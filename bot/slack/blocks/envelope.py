@@ -3,8 +3,9 @@
 The spend policy approves a cluster for `lifetime_hours` (bot/domain/policy.py). The envelope
 sweep decides when to speak — 80 %, 100 %, an hour before an enforced termination — and these
 builders only render what it decided. Money is AI Reserve's figure (`accrued_cents`) or the
-locked rate times hours, never an estimate of our own. The owner cannot extend their own
-envelope: the Extend button goes only on messages approvers see, and the service checks again.
+locked rate times hours, never an estimate of our own. Who may extend, and when it needs
+approvers, is the one rule of bot/domain/extension.py: every text here says it through
+`extend_hint` and the Extend confirm states the dollars added and the new total.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from datetime import datetime
 
 from slack_sdk.models.blocks import Block, ButtonElement
 
+from bot.domain.extension import extend_hint
 from bot.domain.models import ClusterRecord
 from bot.slack.blocks.cluster import TERMINABLE, cluster_ref, owner_mention, terminate_button
 from bot.slack.blocks.format import (
@@ -28,9 +30,6 @@ from bot.slack.blocks.format import (
 from bot.slack.blocks.message import Message, actions, button, compose, confirm, context, section
 from bot.slack.ids import Action, EnvelopeRef
 
-NO_SELF_EXTEND = ("Only an approver can extend the envelope — an owner cannot extend their own "
-                  "cluster. Ask in the approvals channel.")
-
 
 def envelope_warning(c: ClusterRecord, *, now: datetime, ends_at: datetime) -> Message:
     """The owner's DM at 80 %: how much of the envelope is used, when it ends, what it cost."""
@@ -40,7 +39,7 @@ def envelope_warning(c: ClusterRecord, *, now: datetime, ends_at: datetime) -> M
             f"{_hours(hours)}; it reaches the end of its envelope at *{when(ends_at)}*, in "
             f"{duration((ends_at - now).total_seconds())} (≈ {money(c.accrued_cents)} so far / "
             f"{money(c.hourly_cents * hours)} envelope at {hourly(c.hourly_cents)}).")
-    blocks: list[Block] = [section(body), context(NO_SELF_EXTEND)]
+    blocks: list[Block] = [section(body), context(extend_hint(c, hours=None))]
     if c.status in TERMINABLE:
         blocks.append(context("Done with it? Terminating stops the billing now."))
         blocks.append(actions(terminate_button(c)))
@@ -70,14 +69,15 @@ def envelope_due(
             f"nobody acts, it keeps billing *{rate}* ({money(c.hourly_cents * 24)} per day).")
     blocks: list[Block] = [section(body), context(f"Owner: {owner_mention(c.owner_id)}")]
     if enforced and terminate_at is not None:
-        blocks.append(section(f":warning: *Unless an approver extends it, it will be terminated "
+        blocks.append(section(f":warning: *Unless its envelope is extended, it will be terminated "
                               f"at {when(terminate_at)}* (in "
                               f"{duration((terminate_at - now).total_seconds())})."))
     else:
         blocks.append(context("It is not terminated automatically: it bills until someone "
-                              "terminates it or an approver extends its envelope."))
+                              "terminates it. Extending its envelope is the way to say it "
+                              "should run on."))
     blocks.extend(_extend_and_terminate(c, extend_hours or hours))
-    tail = "; it will be terminated unless an approver extends it" if (
+    tail = "; it will be terminated unless its envelope is extended" if (
         enforced and terminate_at is not None) else ""
     return compose(f"Cluster {escaped(c.id, ID_MAX)} has used its approved {_hours(hours)}; "
                    f"hour {hours + 1} is charged at {when(ends_at)}{tail}", blocks,
@@ -93,18 +93,15 @@ def envelope_final_warning(
     body = (f":rotating_light: {cluster_ref(c)} *terminates in {left}* (at {when(terminate_at)}), "
             f"before AI Reserve charges hour {hours + 1}: its approved {_hours(hours)} are all "
             f"paid for ({money(c.accrued_cents)} so far, AI Reserve's figure). Nothing more is "
-            "charged unless an approver extends it.")
+            "charged unless its envelope is extended.")
     blocks: list[Block] = [section(body), context(f"Owner: {owner_mention(c.owner_id)}")]
-    if c.auto_terminate:  # a planned run (`hours=`): its owner may move the end too
-        blocks.append(context(f"A planned run: its owner can move the end, e.g. "
-                              f"`/cluster extend {escaped(c.id, ID_MAX)} 4`."))
     blocks.extend(_extend_and_terminate(c, extend_hours or envelope_hours(c)))
-    return compose(f"Cluster {escaped(c.id, ID_MAX)} terminates in {left} unless an approver "
-                   "extends it", blocks, key="envelope.final")
+    return compose(f"Cluster {escaped(c.id, ID_MAX)} terminates in {left} unless its envelope "
+                   "is extended", blocks, key="envelope.final")
 
 
 def envelope_extended(c: ClusterRecord, *, by: str, hours: int) -> Message:
-    """The thread note once an approver extended the envelope (`c` is the record after it)."""
+    """The thread note once the envelope was extended (`c` is the record after it)."""
     total = f" It may now run {_hours(c.lifetime_hours)} in all." if c.lifetime_hours else ""
     body = (f":heavy_plus_sign: {user(by)} extended the envelope of {cluster_ref(c)} by "
             f"*{_hours(hours)}* (≈ {money(c.hourly_cents * hours)} at "
@@ -124,16 +121,20 @@ def envelope_hours(c: ClusterRecord, *, ends_at: datetime | None = None) -> int:
 
 
 def extend_button(c: ClusterRecord, hours: int) -> ButtonElement:
-    """Extend (approvers only), behind a confirm stating the hours added and what they cost."""
-    rate, cost = money(c.hourly_cents), money(c.hourly_cents * hours)
+    """Extend, behind a confirm stating the hours and dollars added and the new total; the
+    spend policy decides on the press whether it applies at once or goes to approvers."""
+    now_hours = c.lifetime_hours or 0
+    added, total = money(c.hourly_cents * hours), money(c.hourly_cents * (now_hours + hours))
     return button(
-        f"Extend +{hours} h (approver)", action_id=Action.EXTEND,
-        value=EnvelopeRef(cluster_id=c.id, hours=c.lifetime_hours or 0).pack(), style="primary",
+        f"Extend +{hours} h", action_id=Action.EXTEND,
+        value=EnvelopeRef(cluster_id=c.id, hours=now_hours, add=hours).pack(), style="primary",
         confirm=confirm(
             f"Extend by {_hours(hours)}?",
-            f"+{_hours(hours)} ≈ {cost}: cluster {truncate(c.id, ID_MAX)} keeps billing {rate} "
-            "per hour. Only an approver can extend it — not its owner.",
-            ok=f"Extend +{hours} h",
+            f"+{_hours(hours)} ≈ {added} at {money(c.hourly_cents)} per hour: the envelope of "
+            f"{truncate(c.id, ID_MAX)} becomes {now_hours + hours} h ≈ {total}. It applies at "
+            "once if the spend policy auto-approves it, or you are an approver (not the owner) "
+            "and one approval suffices; else approvers decide on a card.",
+            ok=f"Extend +{added}",
         ),
     )
 
@@ -141,8 +142,7 @@ def extend_button(c: ClusterRecord, hours: int) -> ButtonElement:
 def _extend_and_terminate(c: ClusterRecord, hours: int) -> list[Block]:
     if c.status not in TERMINABLE:
         return [context(f"It is {c.status.value} now.")]
-    return [context(f"*Extend* needs an approver (not the owner): +{_hours(hours)} ≈ "
-                    f"{money(c.hourly_cents * hours)}."),
+    return [context(extend_hint(c, hours=hours)),
             actions(extend_button(c, hours), terminate_button(c))]
 
 

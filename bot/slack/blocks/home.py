@@ -17,6 +17,7 @@ from datetime import datetime
 from slack_sdk.models.blocks import Block
 from slack_sdk.models.views import View
 
+from bot.domain.envelope import envelope_terms
 from bot.domain.models import ClusterRecord, LaunchRequest, QuoteInfo
 from bot.slack.blocks.approval import approval_buttons, override_lines
 from bot.slack.blocks.cluster import (
@@ -125,8 +126,10 @@ def _request_text(req: LaunchRequest, q: QuoteInfo, *, now: datetime) -> str:
              f"*{hourly(req.hourly_cents)}* ({money(req.hourly_cents * 24)} per day) · request "
              f"{code(escaped(req.id, ID_MAX))}"]
     if req.lifetime_hours:
-        lines.append(f":hourglass: Approves up to {req.lifetime_hours} hours "
-                     f"(≈ {money(req.hourly_cents * req.lifetime_hours)})")
+        # The home has no policy at hand: a planned run's end is known, else the policy says.
+        ends = True if q.spec.planned_hours is not None else None
+        lines.append(":hourglass: " + envelope_terms(req.lifetime_hours, req.hourly_cents,
+                                                    terminates=ends))
     if req.approvals_needed >= 2:
         lines.append(f":busts_in_silhouette: Needs {req.approvals_needed} approvers")
     lines.extend(override_lines(req, decided=False))

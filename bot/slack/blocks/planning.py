@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from slack_sdk.models.blocks import Block
 
+from bot.domain.extension import EXTEND_WHO
 from bot.domain.models import Alternative, QuoteInfo, QuoteOutlook
 from bot.slack.blocks.format import ID_MAX, escape, escaped, hourly, money
 from bot.slack.blocks.message import button, context, section
@@ -36,8 +37,8 @@ def plan_blocks(q: QuoteInfo) -> list[Block]:
         f"({hours} started hours × {hourly(q.hourly_cents)}; the first is charged when every "
         f"node is ready) · {money(q.daily_cents)} per day\n"
         f"A request from this quote is approved for {hours} h, and the cluster is terminated "
-        f"automatically before hour {hours + 1} is charged unless its owner moves that: "
-        f"`/cluster extend {escape('<cluster-id> <hours>')}`.")]
+        f"automatically before hour {hours + 1} is charged unless its envelope is extended "
+        f"(`/cluster extend {escape('<cluster-id> <hours>')}`; {EXTEND_WHO}).")]
 
 
 def advice_blocks(q: QuoteInfo) -> list[Block]:

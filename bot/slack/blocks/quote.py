@@ -6,6 +6,7 @@ from datetime import datetime
 
 from slack_sdk.models.blocks import Block
 
+from bot.domain.envelope import envelope_terms
 from bot.domain.models import PriceLine, QuoteInfo, QuoteOutlook
 from bot.domain.readiness import topology
 from bot.slack.blocks.format import (
@@ -73,6 +74,9 @@ def _outlook_blocks(q: QuoteInfo, o: QuoteOutlook) -> list[Block]:
     else:
         who = "two different approvers" if o.approvals_needed >= 2 else "one approver"
         out.append(context(f"A request needs {who} (the spend policy)."))
+    if o.lifetime_hours:
+        out.append(context(":hourglass: " + envelope_terms(
+            o.lifetime_hours, q.hourly_cents, terminates=o.envelope_terminates)))
     if q.availability == "none":
         where = ", ".join(f"{escaped(loc, ID_MAX)} ({escaped(level, 20)})"
                           for loc, level in o.stock_elsewhere)

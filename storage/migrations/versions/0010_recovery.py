@@ -1,6 +1,6 @@
 """recovery: Serving is a state — the serving periods a lost node ended, and the restart
 
-Revision ID: 0010_recovery
+Revision ID: 0010
 Revises: 0009
 Create Date: 2026-12-01 20:00:00
 
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0010_recovery"
+revision: str = "0010"
 down_revision: str | Sequence[str] | None = "0009"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None

@@ -80,16 +80,29 @@ def test_override_warning_and_confirm():
     assert (ref.request_id, ref.hourly_cents) == ("req_1", 6253)
 
 
-def test_lifetime_envelope_on_card_and_confirm():
+NOT_A_CAP = "Envelope 72 h ≈ $4,502.16, not a cap: at its end the owner and approvers are only"
+ENFORCED = ("Envelope 72 h ≈ $4,502.16, enforced: the cluster is terminated before hour 73 is "
+            "charged")
+
+
+@pytest.mark.parametrize(("enforce", "planned", "said"), [
+    (False, False, NOT_A_CAP), (True, False, ENFORCED), (False, True, ENFORCED)])
+def test_lifetime_envelope_on_card_and_confirm_says_how_it_ends(enforce, planned, said):
+    # Issue 16: with enforcement off the card read "Approves up to 72 hours" and billed 73.
     req = make_request(lifetime_hours=72)
-    msg = approval_card(req, make_quote(), now=NOW)
-    assert "Approves up to *72 hours* (≈ $4,502.16)" in all_text(msg)
+    q = make_quote()
+    if planned:
+        q = q.model_copy(update={"spec": q.spec.model_copy(update={"planned_hours": 72})})
+    policy = Policy(enforce_lifetime=enforce)
+    msg = approval_card(req, q, now=NOW, policy=policy)
+    text = all_text(msg)
+    assert said in text and "up to" not in text
     confirm = button(msg, Action.APPROVE)["confirm"]["text"]["text"]
     assert confirm.startswith("The whole cluster bills $62.53 per hour ($1,500.72 per day)")
-    assert "You approve up to 72 hours (≈ $4,502.16)." in confirm
+    assert ("it ends in termination" if said == ENFORCED else "not a cap") in confirm
     outcome = approval_outcome(req.model_copy(update={"status": RequestStatus.APPROVED}),
-                               make_quote(), [make_approval()], now=NOW)
-    assert "Approves up to *72 hours*" in all_text(outcome)
+                               q, [make_approval()], now=NOW, policy=policy)
+    assert said in all_text(outcome)
 
 
 def test_everything_at_once_keeps_the_rate_in_the_confirm():
@@ -99,7 +112,7 @@ def test_everything_at_once_keeps_the_rate_in_the_confirm():
     assert_escaped(msg)
     assert_confirms_state(msg, "$62.53")
     text = button(msg, Action.APPROVE)["confirm"]["text"]["text"]
-    assert "$62.53 per hour" in text and "(≈ $625,300.00)" in text
+    assert "$62.53 per hour" in text and "≈ $625,300.00" in text
 
 
 @pytest.mark.parametrize("status", [RequestStatus.APPROVED, RequestStatus.LAUNCHING,

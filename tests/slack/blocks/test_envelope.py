@@ -53,7 +53,7 @@ def test_warning_at_80_percent():
     assert "in 14 h 24 min" in text
     assert "(≈ $3,626.74 so far / $4,502.16 envelope at $62.53/h)" in text
     assert [b["action_id"] for b in buttons(msg)] == [Action.TERMINATE]  # no Extend for owners
-    assert "Only an approver can extend" in text
+    assert EXTEND_ASKERS in text
     assert_confirms_state(msg, "$62.53 per hour")
     assert msg.text.startswith("Cluster clu_9xQe1 has used 80 % of its approved 72 hours")
 
@@ -84,15 +84,17 @@ def test_due_offers_extend_and_terminate(enforced):
     assert "Owner: <@U0ALICE>" in text
     extend = button(msg, Action.EXTEND)
     assert EnvelopeRef.unpack(extend["value"]) == EnvelopeRef(cluster_id="clu_9xQe1",
-                                                              hours=72)
-    assert "approver" in extend["text"]["text"]
+                                                              hours=72, add=72)
+    assert extend["text"]["text"] == "Extend +72 h"
     assert extend["confirm"]["title"]["text"] == "Extend by 72 hours?"
-    assert extend["confirm"]["text"]["text"].startswith("+72 hours ≈ $4,502.16")
+    said = extend["confirm"]["text"]["text"]
+    assert said.startswith("+72 hours ≈ $4,502.16")
+    assert "becomes 144 h ≈ $9,004.32" in said  # the dollars added and the new total
     assert ClusterRef.unpack(button(msg, Action.TERMINATE)["value"]).cluster_id == "clu_9xQe1"
     assert_confirms_state(msg, "$62.53 per hour")
-    assert "Extend* needs an approver" in text
+    assert EXTEND_ASKERS in text
     if enforced:
-        assert "Unless an approver extends it, it will be terminated at <!date^" in text
+        assert "Unless its envelope is extended, it will be terminated at <!date^" in text
         assert "(in 1 h 56 min)" in text
     else:
         assert "not terminated automatically" in text and "Unless" not in text
@@ -126,7 +128,26 @@ def test_final_warning_one_hour_before():
     assert "before AI Reserve charges hour 73: its approved 72 hours are all paid for" in text
     assert {b["action_id"] for b in buttons(msg)} == {Action.EXTEND, Action.TERMINATE}
     assert_confirms_state(msg, "$62.53 per hour")
-    assert msg.text == "Cluster clu_9xQe1 terminates in 1 h unless an approver extends it"
+    assert msg.text == "Cluster clu_9xQe1 terminates in 1 h unless its envelope is extended"
+
+
+# What the envelope's messages said before there was one rule: each contradicted another.
+CONTRADICTIONS = ("Only an approver can extend", "an owner cannot extend", "its owner can move",
+                  "needs an approver (not the owner)", "Only an approver can extend it")
+EXTEND_ASKERS = "its owner or an approver"
+
+
+@pytest.mark.parametrize("planned", [True, False])
+def test_every_envelope_message_states_the_one_extend_rule(planned):
+    c = _cluster(auto_terminate=planned)
+    messages = [envelope_warning(c, now=NOW, ends_at=ENDS),
+                envelope_due(c, now=ENDS, ends_at=ENDS, enforced=planned,
+                             terminate_at=ENDS if planned else None),
+                envelope_final_warning(c, now=ENDS, terminate_at=ENDS + timedelta(hours=1))]
+    for msg in messages:
+        text = all_text(msg)
+        assert EXTEND_ASKERS in text, text
+        assert not [bad for bad in CONTRADICTIONS if bad in text], text
 
 
 def test_extended_thread_note():

@@ -122,7 +122,7 @@ def test_policy_notes_on_pending_requests_and_override_confirm():
                        override_rule="Team research: $151,000.00 of $150,000.00.")
     view = _home([], [(req, make_quote(expires_at=NOW - timedelta(seconds=1)))])
     text = _text(view)
-    assert "Approves up to 72 hours (≈ $4,502.16)" in text
+    assert "Envelope 72 h ≈ $4,502.16: at its end the owner and approvers are asked" in text
     assert "Needs 2 approvers" in text
     assert "Breaks the spend policy: Team research: $151,000.00 of $150,000.00.*" in text
     assert "Quote expired <!date^" in text

@@ -104,3 +104,18 @@ def test_hostile_and_huge_provider_strings_are_escaped_and_clipped():
         check_message(msg)
         assert_escaped(msg)
         assert "&lt;!channel&gt;" in all_text(msg)
+
+
+def test_the_quote_says_how_its_envelope_ends_and_what_it_covers():
+    # Issue 16: the envelope read as a cap while the policy did not enforce it.
+    from bot.domain.models import QuoteOutlook
+
+    off = all_text(quote_card(make_quote(), now=NOW,
+                              outlook=QuoteOutlook(lifetime_hours=72)))
+    assert "Envelope 72 h ≈ $4,502.16, not a cap" in off and "terminated before" not in off
+    on = all_text(quote_card(make_quote(), now=NOW,
+                             outlook=QuoteOutlook(lifetime_hours=72, envelope_terminates=True)))
+    assert ("Envelope 72 h ≈ $4,502.16, enforced: the cluster is terminated before hour 73 is "
+            "charged, so it bills at most $4,502.16.") in on
+    assert "Envelope" not in all_text(quote_card(make_quote(), now=NOW,
+                                                 outlook=QuoteOutlook()))
