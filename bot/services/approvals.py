@@ -44,6 +44,7 @@ from bot.domain.ports import Notifier
 from bot.services.audit import AuditLog, audited
 from bot.services.people import People
 from bot.services.quoting import QuotingService
+from bot.services.volume_charges import volume_spans
 from storage.budgets import team_budget, user_budget
 from storage.db import Database
 from storage.repositories import Repos
@@ -303,7 +304,8 @@ class ApprovalService:
 async def _committed(repos: Repos, policy: rules.Policy, *, requester: str, now: datetime,
                      excluding: str | None = None) -> spend.MonthSpend:
     """What `requester`'s budgets hold now: this month's clusters (accrued, and what the live
-    ones will still accrue) plus every request approved or launching but `excluding`.
+    ones will still accrue), their volumes' own hours (so far, and while kept) plus every
+    request approved or launching but `excluding`.
 
     Only the clusters of the people the budgets cover are read (the requester and their teams'
     members), however many clusters the month has."""
@@ -313,8 +315,9 @@ async def _committed(repos: Repos, policy: rules.Policy, *, requester: str, now:
     clusters = [*await repos.clusters.list_in_period(start, end, owners=owners),
                 *await repos.clusters.list_live(owners=owners)]
     held = await repos.requests.list_by_status(spend.COMMITTED_STATES)
+    volumes = await volume_spans(repos, now=now, owners=owners)
     return spend.committed_spend(clusters, held, user=requester, teams=teams, now=now,
-                                 excluding=excluding)
+                                 excluding=excluding, volumes=volumes)
 
 
 async def _over_budget(repos: Repos, policy: rules.Policy, request: LaunchRequest, *,

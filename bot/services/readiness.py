@@ -17,13 +17,13 @@ import logging
 from datetime import datetime
 
 from bot.clock import Clock
+from bot.domain.charges import charges_by
 from bot.domain.errors import DomainError
 from bot.domain.models import Actor, ClusterRecord, ClusterState
 from bot.domain.ports import Notifier
 from bot.domain.readiness import (
     ReadinessState,
     ReadinessWatch,
-    charges_until,
     deadline,
 )
 from bot.domain.watch import Notice, NoticeFacts, NoticeKind
@@ -124,7 +124,7 @@ class ReadinessService:
         ready = record.ready_at
         assert ready is not None
         at = max(at, ready)
-        charges = charges_until(ready, at)
+        charges = charges_by(record, at)  # marks with every node down were not charged
         notice = Notice(
             cluster_id=record.id, key="serving", kind=NoticeKind.SERVING, created_at=now,
             facts=NoticeFacts(waited_seconds=int((at - ready).total_seconds()),
@@ -144,7 +144,7 @@ class ReadinessService:
         if not tails:  # nothing new since the cursor: show the last lines anyway
             logs = await self._provider.cluster_logs(record.id, node=0, tail=PROMPT_LINES)
             tails = [line.line for line in logs.lines]
-        charges = charges_until(ready, now)
+        charges = charges_by(record, now)
         prompt = watch.prompts + 1
         notice = Notice(
             cluster_id=record.id, key=f"not_serving:{prompt}", kind=NoticeKind.NOT_SERVING,

@@ -30,7 +30,7 @@ TABLES = {
     "quotes", "requests", "approvals", "clusters", "messages", "notices", "volumes", "audit",
     "action_claims", "request_quotes", "launch_intents", "terminations", "readiness",
 } | NEW_IN_0005
-HEAD = "0009"
+HEAD = "0010_charges"
 SAGA = {"request_quotes", "launch_intents"}  # 0004
 CLAIMS = {"action_claims"}  # 0006
 TERMINATIONS = {"terminations"}  # 0007

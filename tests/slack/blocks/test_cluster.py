@@ -384,3 +384,19 @@ def test_terminate_prompt_says_the_hour_is_paid_and_what_terminating_saves():
     assert "terminating now saves $62.53 for every further hour" in confirm_text
     provisioning = make_cluster(status=ClusterState.PROVISIONING, ready_at=None)
     assert "terminating costs nothing more" in all_text(terminate_prompt(provisioning, now=NOW))
+
+
+def test_terminate_prompt_does_not_call_an_uncharged_hour_paid():
+    """Every node was down at the last mark: AI Reserve did not charge it, so the prompt must
+    not say the hour in progress is already paid ($62.53)."""
+    from bot.domain.models import Observation
+    ready = NOW - timedelta(hours=2, minutes=10)
+    down = make_cluster(status=ClusterState.DEGRADED, accrued_hours=2, accrued_cents=2 * 6253,
+                        observed=Observation(status=ClusterState.DEGRADED,
+                                             skipped_marks=(ready + timedelta(hours=2),)))
+    msg = terminate_prompt(down, now=NOW)
+    text = msg.blocks[0].to_dict()["text"]["text"]  # the prompt (its confirm is static)
+    assert "already paid" not in text
+    assert "was *not charged*: every node was down" in text
+    paid = all_text(terminate_prompt(make_cluster(), now=NOW))
+    assert "The hour in progress is already paid ($62.53" in paid
