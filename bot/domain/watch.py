@@ -65,6 +65,10 @@ class NoticeFacts(Frozen):
     waiting_charges: int | None = None
     log_lines: tuple[str, ...] = ()
     prompt: int | None = None  # NOT_SERVING: which time the owner is asked (Keep waiting's ref)
+    # DEGRADED, RECOVERED: the provider's episode (its start, the last node back), not the
+    # moments the bot polled — what the billed-hours chart colours.
+    episode_started_at: datetime | None = None
+    episode_ended_at: datetime | None = None
 
 
 class Notice(Frozen):
@@ -163,7 +167,7 @@ def notices_between(before: Observation | None, after: Observation, *, cluster_i
         add("failed", NoticeKind.FAILED)
     if after.episode > prior.episode:
         add(f"degraded:{after.episode}", NoticeKind.DEGRADED, down_ranks=after.down_ranks
-            or prior.down_ranks)
+            or prior.down_ranks, episode_started_at=after.episode_started_at)
     if after.episode:
         first = prior.attempts_started + 1 if same_episode else 1
         for attempt in range(first, after.attempts_started + 1):
@@ -191,7 +195,7 @@ def notices_between(before: Observation | None, after: Observation, *, cluster_i
             charges -= sum(1 for mark in after.skipped_marks if started <= mark < back_at)
         add(f"recovered:{after.episode}", NoticeKind.RECOVERED,
             degraded_seconds=int((back_at - started).total_seconds()) if started else None,
-            degraded_charges=charges,
+            degraded_charges=charges, episode_started_at=started, episode_ended_at=back_at,
             degraded_cost_cents=(charges * hourly_cents
                                  if charges is not None and hourly_cents is not None else None))
     if after.recovery_state == "exhausted" and (prior.recovery_state != "exhausted"
