@@ -1,0 +1,49 @@
+"""A shared volume's own hours count wherever spend is counted — App Home's month, the budget
+check — at what AI Reserve's ledger charged, and its monthly price is the provider's."""
+
+import json
+import re
+
+from bot.services.approvals import _committed
+from bot.slack.ids import Action
+from tests.e2e.harness import ALICE, bot
+
+
+def ledger_cents(h, start, end):
+    return sum(e.cents for e in h.sim.engine.ledger()
+               if e.kind in ("cluster_hour", "volume_hour") and start <= e.at < end)
+
+
+async def test_home_and_the_budget_count_a_kept_volume_and_the_month_price_is_the_providers(
+        tmp_path):
+    async with bot(tmp_path) as h:
+        start = h.clock.now().replace(day=1, hour=0, minute=0)
+        cluster_id = await h.running_cluster("quote h100x8 nodes=2 storage=2670")
+        volume_id = h.sim.engine.get_cluster(cluster_id).volume.id
+        await h.click(await h.top(cluster_id), Action.TERMINATE, user=ALICE)
+        for _ in range(5 * 6):  # five hours kept: it bills on its own
+            await h.advance(600)
+        await h.rt.services.volumes.sync()
+        own = [e for e in h.sim.engine.ledger() if e.resource_id == volume_id]
+        assert len(own) >= 4 and all(e.cents == 26 for e in own)
+
+        await h.requests.app_home_opened(ALICE)
+        await h.rt.settle()
+        home = json.dumps(h.slack.home(ALICE))
+        spent = re.findall(r"\*\$([\d,]+\.\d\d)\* spent in", home)
+        now = h.clock.now()
+        truth = ledger_cents(h, start, now.replace(microsecond=1))
+        assert spent and int(spent[0].replace(",", "").replace(".", "")) == truth, home
+
+        async with h.rt.db.transaction() as repos:
+            held = await _committed(repos, h.rt.services.people.policy, requester=ALICE,
+                                    now=now)
+        # What the month holds: charged so far, and the kept volume's hours to the month end.
+        end = start.replace(month=start.month % 12 + 1) if start.month < 12 else \
+            start.replace(year=start.year + 1, month=1)
+        h.clock.advance((end - now).total_seconds() - 1)
+        assert held.user_cents == ledger_cents(h, start, end)
+
+        await h.slash("volumes")
+        listed = h.text_of(h.last_ephemeral(ALICE, containing="Shared volumes"))
+        assert "$186.90/month" in listed and "$189.80" not in listed  # 2,670 GB × 7 ¢
