@@ -81,15 +81,18 @@ class VolumeService:
             async with self._db.transaction() as repos:
                 vanished = [v.id for v in await repos.volumes.list_all()
                             if v.status not in _GONE and v.id not in {w.id for w in wires}]
-            gone = []
+            gone, purged = [], []
             for volume_id in vanished:
                 try:
                     gone.append(await self._provider.get_volume(volume_id))
                 except api.NotFound:
-                    continue
+                    purged.append(volume_id)  # long deleted: it bills no more
         except api.ApiError as exc:
             raise explain(exc) from exc
         async with self._db.transaction() as repos:
+            for volume_id in purged:
+                await repos.volumes.update(volume_id, now=now, status="deleted",
+                                           next_reminder_at=None, deleted_at=now)
             for wire in [*wires, *gone]:
                 stored = await repos.volumes.get(wire.id)
                 owner = stored.owner_id if stored else await self._owner_of(repos, wire)

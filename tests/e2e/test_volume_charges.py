@@ -47,3 +47,22 @@ async def test_home_and_the_budget_count_a_kept_volume_and_the_month_price_is_th
         await h.slash("volumes")
         listed = h.text_of(h.last_ephemeral(ALICE, containing="Shared volumes"))
         assert "$186.90/month" in listed and "$189.80" not in listed  # 2,670 GB × 7 ¢
+
+
+async def test_a_stored_volume_ai_reserve_no_longer_knows_stops_counting(tmp_path):
+    """Deleted long ago and purged (AI Reserve answers 404 by id): it bills no more, so no
+    report or budget goes on charging it."""
+    from bot.domain.models import VolumeRecord
+    async with bot(tmp_path) as h:
+        now = h.clock.now()
+        async with h.rt.db.transaction() as repos:
+            await repos.volumes.upsert(VolumeRecord(
+                id="vol_gone", owner_id=ALICE, cluster_id=None, size_gb=1000,
+                location="us-tx", hourly_cents=10, status="available", updated_at=now,
+                created_at=now))
+        h.clock.advance(3600)
+        await h.rt.services.volumes.sync()
+        async with h.rt.db.transaction() as repos:
+            stored = await repos.volumes.get("vol_gone")
+        assert stored is not None and stored.status == "deleted"
+        assert stored.deleted_at == h.clock.now()
