@@ -66,3 +66,34 @@ async def test_a_stored_volume_ai_reserve_no_longer_knows_stops_counting(tmp_pat
             stored = await repos.volumes.get("vol_gone")
         assert stored is not None and stored.status == "deleted"
         assert stored.deleted_at == h.clock.now()
+
+
+async def test_one_poll_across_a_whole_outage_says_what_ai_reserve_charged(tmp_path):
+    """The bot sees the cluster before an outage and after it (a long poll gap: restarted,
+    or the clock jumped): every node was down across two marks, which AI Reserve did not
+    charge, and a later mark was charged. The recovered notice says the outage cost nothing
+    (it said "$62.53: 1 hourly charge"), and the billed-hours chart has its uncharged cells
+    where the outage was, not an hour late."""
+    from bot.domain.hours import HourState
+
+    async with bot(tmp_path) as h:
+        cluster_id = await h.running_cluster()
+        ready = h.sim.engine.get_cluster(cluster_id).ready_at
+        h.clock.advance(20 * 60)
+        for rank in (0, 1):  # at AI Reserve only: the bot does not poll meanwhile
+            await h.fail_node(cluster_id, rank=rank)
+        h.clock.advance(2 * 3600)  # the marks at +1 h and +2 h pass with every node down
+        h.sim.engine.recover(cluster_id)
+        h.clock.advance(3600)  # back, and charged at +3 h
+        await h.advance(0)  # one poll across all of it
+        ledger = [e.at for e in h.sim.engine.ledger()
+                  if e.resource_id == cluster_id and e.kind == "cluster_hour"]
+        assert [round((at - ready).total_seconds() / 3600) for at in ledger] == [0, 3]
+        recovered = (await h.notices(cluster_id, "No hourly charge") or await h.notices(
+            cluster_id, "hourly charge"))[-1]
+        text = h.text_of(recovered)
+        assert "No hourly charge fell inside it" in text and "1 hourly charge" not in text, text
+        _, marks = await h.rt.services.clusters.billed_hours(cluster_id=cluster_id)
+        # The first hour overlaps the outage's start (degraded); the last one is after it.
+        assert [s for _, s in marks] == [HourState.DEGRADED, HourState.NOT_BILLED,
+                                         HourState.NOT_BILLED, HourState.BILLED]
