@@ -175,12 +175,14 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         quoting.enforce_lifetime = policy.enforce_lifetime
         termination = TerminationService(watching=watching, provider=provider, people=people,
                                          notifier=notifier, audit=audit, db=db, clock=clock)
+        volumes = VolumeService(notifier=notifier, provider=provider, people=people, audit=audit,
+                                db=db, clock=clock)
         services = Services(
             clock=clock, people=people, audit=audit, home=home, quoting=quoting,
             launching=launching, watching=watching, approvals=approvals,
             termination=termination,
             clusters=ClusterQueries(provider=provider, watching=watching, people=people,
-                                    audit=audit, db=db, clock=clock),
+                                    audit=audit, db=db, clock=clock, volumes=volumes),
             recovery=RecoveryService(watching=watching, provider=provider, people=people,
                                      audit=audit, db=db, clock=clock),
             stewardship=StewardshipService(notifier=notifier, provider=provider, people=people,
@@ -188,8 +190,7 @@ async def start(settings: Settings, *, clock: Clock | None = None,
             reconciling=ReconcileService(provider=provider, quoting=quoting, watching=watching,
                                          notifier=notifier, audit=audit, db=db, clock=clock,
                                          approvals_channel=approvals_channel),
-            volumes=VolumeService(notifier=notifier, provider=provider, people=people,
-                                  audit=audit, db=db, clock=clock),
+            volumes=volumes,
             envelopes=EnvelopeService(notifier=notifier, termination=termination,
                                       provider=provider, people=people, audit=audit, db=db,
                                       clock=clock, poll_interval=timedelta(

@@ -170,6 +170,15 @@ class ClusterRepo:
         )
         return await self._list(_owned(stmt, owners).order_by(CLUSTERS.c.ready_at, CLUSTERS.c.id))
 
+    async def with_volumes(self, volume_ids: Collection[str]) -> list[ClusterRecord]:
+        """Every cluster that mounted one of `volume_ids`, oldest first (a volume's mounts)."""
+        wanted = sorted(set(volume_ids))
+        found: list[ClusterRecord] = []
+        for start in range(0, len(wanted), _IN_CHUNK):
+            chunk = wanted[start:start + _IN_CHUNK]
+            found += await self._list(sa.select(CLUSTERS).where(CLUSTERS.c.volume_id.in_(chunk)))
+        return sorted(found, key=lambda c: (c.created_at, c.id))
+
     async def by_request(self, request_id: str) -> ClusterRecord | None:
         """The cluster launched for `request_id` (the newest, should there ever be several)."""
         found = await self._list(

@@ -280,6 +280,12 @@ class VolumeRow(Base, table=True):
     orphaned_since: datetime | None = Field(default=None, sa_type=UtcDateTime)
     next_reminder_at: datetime | None = Field(default=None, index=True, sa_type=UtcDateTime)
     updated_at: datetime = Field(sa_type=UtcDateTime)
+    # What its charges are replayed from (added by 0012; bot/domain/charges.py).
+    created_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    created_with_cluster_id: str | None = Field(default=None, sa_type=sa.String)
+    cents_per_gb_month: int | None = Field(default=None, sa_type=sa.Integer)
+    prices: list[dict[str, Any]] = Field(sa_type=sa.JSON, sa_column_kwargs=_default(_EMPTY_LIST))
+    deleted_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
 
 
 class AuditRow(Base, table=True):

@@ -6,7 +6,7 @@ given, never commit, and take and return domain models.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -152,6 +152,11 @@ class VolumeRepo:
     async def list_all(self) -> list[VolumeRecord]:
         """Every volume, by id."""
         return await self._list(sa.select(VOLUMES).order_by(VOLUMES.c.id))
+
+    async def list_owned(self, owners: Collection[str]) -> list[VolumeRecord]:
+        """The volumes `owners` own, by id."""
+        return await self._list(sa.select(VOLUMES).where(VOLUMES.c.owner_id.in_(sorted(owners)))
+                                .order_by(VOLUMES.c.id))
 
     async def _list(self, stmt: sa.Select[Any]) -> list[VolumeRecord]:
         rows = (await self._session.execute(stmt)).mappings()

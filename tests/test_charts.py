@@ -68,3 +68,36 @@ def test_hours_chart_marks_each_state():
     for state in HourState:
         hex_colour = charts.HOUR_COLOURS[state]
         assert tuple(int(hex_colour[i:i + 2], 16) for i in (1, 3, 5)) in rgb, state
+
+
+def test_spend_chart_states_the_total_to_the_cent_names_its_axis_and_labels_each_owner():
+    """The title said "$1,235" for $1,234.56, the day axis had no title, and a small
+    unclaimed volume's bar was invisible beside thousands of dollars."""
+    day = datetime(2026, 11, 3, tzinfo=UTC).date()
+    fig = charts.spend_figure(month="2026-11", days=[(day, 123_456)],
+                              owners=[("alice", 123_400), ("unclaimed", 56)],
+                              total_cents=123_456)
+    assert fig.get_suptitle() == "AI Reserve spend 2026-11: $1,234.56"
+    by_day, by_owner = fig.axes
+    assert by_day.get_ylabel() == "charged that day (USD)"
+    labels = [t.get_text() for t in by_owner.texts]
+    assert labels == ["$0.56", "$1,234.00"]  # drawn bottom-up: the unclaimed one is read
+    assert [t.get_text() for t in by_owner.get_yticklabels()] == ["unclaimed", "alice"]
+
+
+async def test_owners_are_shown_by_their_slack_names_else_their_id():
+    from slack_sdk.errors import SlackApiError
+
+    from bot.slack.uploads import display_names
+
+    class Client:
+        async def users_info(self, *, user: str):
+            if user == "U0GONE":
+                raise SlackApiError("user_not_found", {"ok": False, "error": "user_not_found"})
+            names = {"U0ALICE": "alice", "U0ALEX": "alice", "U0BOB": ""}
+            return {"user": {"real_name": "Bob Baker", "profile": {
+                "display_name": names[user], "real_name": "Bob Baker" if user == "U0BOB"
+                else "Alice"}}}
+
+    names = await display_names(Client(), ["U0ALICE", "U0BOB", "U0ALEX", "U0GONE"])  # type: ignore[arg-type]
+    assert names == {"U0ALICE": "alice", "U0BOB": "Bob Baker", "U0ALEX": "alice (U0ALEX)"}

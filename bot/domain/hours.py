@@ -28,14 +28,17 @@ class HourState(enum.StrEnum):
 
 
 def degraded_spans(notices: Sequence[Notice], *, end: datetime) -> list[Span]:
-    """The degraded episodes the watcher announced, from its notices (in stored order)."""
+    """The degraded episodes the watcher announced, from its notices (in stored order): from
+    the provider's episode start to its last node back, as the notices carry them (the poll
+    that saw it for notices stored before they did)."""
     spans: list[Span] = []
     opened: datetime | None = None
     for notice in notices:
         if notice.kind is NoticeKind.DEGRADED and opened is None:
-            opened = notice.created_at
+            opened = notice.facts.episode_started_at or notice.created_at
         elif notice.kind in _ENDS_DEGRADED and opened is not None:
-            spans.append((opened, notice.created_at))
+            spans.append((notice.facts.episode_started_at or opened,
+                          notice.facts.episode_ended_at or notice.created_at))
             opened = None
     if opened is not None:
         spans.append((opened, end))

@@ -320,6 +320,13 @@ class AuditEntry(Frozen):
     idempotency_key: str | None = None
 
 
+class PriceStep(Frozen):
+    """A volume's hourly price from `at` on (it changes when the volume grows)."""
+
+    at: datetime
+    hourly_cents: int
+
+
 class VolumeRecord(Frozen):
     """A persistent volume the bot knows of: it bills on its own once no cluster holds it."""
 
@@ -334,9 +341,21 @@ class VolumeRecord(Frozen):
     orphaned_since: datetime | None = None
     next_reminder_at: datetime | None = None
     updated_at: datetime
+    # What its charges are replayed from (bot/domain/charges.py): when AI Reserve made it and
+    # whether a launch did, the provider's monthly price per GB, each hourly price it had, and
+    # when it stopped billing (deleting began).
+    created_at: datetime | None = None
+    created_with_cluster_id: str | None = None
+    cents_per_gb_month: int | None = None
+    prices: tuple[PriceStep, ...] = ()
+    deleted_at: datetime | None = None
 
     @property
     def monthly_cents(self) -> int:
+        """The provider's monthly figure (size × its price per GB-month), not the rounded
+        hourly price × 730."""
+        if self.cents_per_gb_month is not None:
+            return self.size_gb * self.cents_per_gb_month
         return self.hourly_cents * 730
 
 

@@ -20,12 +20,18 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
+# Re-exported: callers have long asked this module for them (one source: bot/domain/charges.py).
+from bot.domain.charges import HOUR as HOUR
+from bot.domain.charges import VolumeSpan as VolumeSpan
+from bot.domain.charges import accruals_before as accruals_before
+from bot.domain.charges import charge_instants as charge_instants
+from bot.domain.charges import uncharged_marks as uncharged_marks
+from bot.domain.charges import volume_charges as volume_charges
 from bot.domain.models import ClusterRecord, ClusterState, Frozen, LaunchRequest, RequestStatus
 
 if TYPE_CHECKING:
     from bot.domain.policy import Team
 
-HOUR = timedelta(hours=1)
 _INSTANT = timedelta(microseconds=1)
 _MONTH = re.compile(r"^(\d{4})-(\d{2})$")
 # States in which a cluster will still accrue: provisioning becomes ready (and billable) in
@@ -50,14 +56,6 @@ def month_bounds(month: str | None, now: datetime) -> tuple[datetime, datetime]:
     return start, end
 
 
-def accruals_before(anchor: datetime, when: datetime) -> int:
-    """How many hourly accruals anchored at `anchor` (at anchor + k h) happen before `when`."""
-    if when <= anchor:
-        return 0
-    whole, rest = divmod(when - anchor, HOUR)
-    return int(whole) + (1 if rest else 0)
-
-
 def accrued_in(c: ClusterRecord, start: datetime, end: datetime) -> int:
     """Cents the cluster has accrued (per its last billing figures) with an instant in [start, end).
 
@@ -69,11 +67,10 @@ def accrued_in(c: ClusterRecord, start: datetime, end: datetime) -> int:
     if c.accrued_hours <= 0:
         # Cents without an hour count (a per-second provider): all of it at ready_at.
         return c.accrued_cents if start <= c.ready_at < end else 0
-    skipped = uncharged_marks(c)
-    if skipped:
+    if uncharged_marks(c):
         # Marks passed while every node was down were not charged: the k-th charge is the k-th
         # charged mark, not ready_at + k h.
-        charged = charge_instants(c, skipped)
+        charged = charge_instants(c)
         first = sum(1 for at in charged if at < start)
         stop = sum(1 for at in charged if at < end)
         return _cumulative(c, stop) - _cumulative(c, first) if stop > first else 0
@@ -82,26 +79,6 @@ def accrued_in(c: ClusterRecord, start: datetime, end: datetime) -> int:
     if stop <= first:
         return 0
     return _cumulative(c, stop) - _cumulative(c, first)
-
-
-def uncharged_marks(c: ClusterRecord) -> tuple[datetime, ...]:
-    """The hour marks the provider passed without charging (no node running), as watched."""
-    return c.observed.skipped_marks if c.observed is not None else ()
-
-
-def charge_instants(c: ClusterRecord, skipped: Sequence[datetime]) -> list[datetime]:
-    """When each of the cluster's `accrued_hours` charges was made: the marks from ready_at on,
-    less the uncharged ones."""
-    assert c.ready_at is not None
-    out: list[datetime] = []
-    k = 0
-    gone = set(skipped)
-    while len(out) < c.accrued_hours:
-        at = c.ready_at + HOUR * k
-        if at not in gone:
-            out.append(at)
-        k += 1
-    return out
 
 
 def _cumulative(c: ClusterRecord, hours: int) -> int:
@@ -155,24 +132,25 @@ def _month_cents(c: ClusterRecord, *, start: datetime, end: datetime, now: datet
 
 
 def month_spend(clusters: Iterable[ClusterRecord], *, user: str, teams: Sequence[Team],
-                now: datetime) -> MonthSpend:
-    """Spent + projected this month, for `user` and for each team in `teams` (by name).
+                now: datetime, volumes: Iterable[VolumeSpan] = ()) -> MonthSpend:
+    """Spent + projected this month, for `user` and for each team in `teams` (by name): their
+    clusters, and the hours their volumes bill on their own (so far, and until the month ends
+    while kept).
 
-    Clusters nobody owns yet (adopted, unclaimed) count against no budget.
+    Clusters and volumes nobody owns yet (adopted, unclaimed) count against no budget.
     """
     start, end = month_bounds(None, now)
     user_cents = 0
     team_cents = {team.name: 0 for team in teams}
-    for c in clusters:
-        if c.owner_id is None:
+    owed = [(c.owner_id, _month_cents(c, start=start, end=end, now=now)) for c in clusters]
+    owed += [(v.owner_id, volume_charges(v, start, end)) for v in volumes]
+    for owner, cents in owed:
+        if owner is None or not cents:
             continue
-        cents = _month_cents(c, start=start, end=end, now=now)
-        if not cents:
-            continue
-        if c.owner_id == user:
+        if owner == user:
             user_cents += cents
         for team in teams:
-            if c.owner_id in team.members:
+            if owner in team.members:
                 team_cents[team.name] += cents
     return MonthSpend(user_cents=user_cents, team_cents=team_cents)
 
@@ -197,15 +175,17 @@ def request_cents(request: LaunchRequest, *, now: datetime) -> int:
 
 def committed_spend(clusters: Iterable[ClusterRecord], requests: Iterable[LaunchRequest], *,
                     user: str, teams: Sequence[Team], now: datetime,
-                    excluding: str | None = None) -> MonthSpend:
+                    excluding: str | None = None,
+                    volumes: Iterable[VolumeSpan] = ()) -> MonthSpend:
     """`month_spend` plus every request approved, launching or kept for a retry (but
     `excluding`, the one being decided) of `user` or of a member of one of `teams`: everything
     the budgets already hold.
 
     `clusters` may repeat a record (e.g. this month's and the live ones): each id counts once.
+    `volumes`: the shared volumes of the same people (what they bill on their own).
     """
     unique = {c.id: c for c in clusters}
-    base = month_spend(unique.values(), user=user, teams=teams, now=now)
+    base = month_spend(unique.values(), user=user, teams=teams, now=now, volumes=volumes)
     user_cents, team_cents = base.user_cents, dict(base.team_cents)
     held: list[Commitment] = []
     for r in requests:
@@ -222,48 +202,6 @@ def committed_spend(clusters: Iterable[ClusterRecord], requests: Iterable[Launch
         for name in in_teams:
             team_cents[name] += cents
     return MonthSpend(user_cents=user_cents, team_cents=team_cents, requests=tuple(held))
-
-
-class VolumeSpan(Frozen):
-    """When a shared volume bills on its own (contract §5.4), from the provider's fields.
-
-    It is charged one hour at `own_from + k·1 h` (k = 0, 1, …) before `until` (its deletion;
-    None: not deleted). `own_from` is where the covering cluster's last paid hour ended
-    (`ready_at + accrued_hours·1 h`), the moment a never-ready cluster ended, or the volume's
-    creation for one the bot did not create; None while a cluster still pays for it.
-    """
-
-    id: str
-    owner_id: str | None
-    hourly_cents: int
-    own_from: datetime | None
-    until: datetime | None = None
-    # Hours it paid alone while its cluster still ran: the marks the cluster was not charged
-    # for (every node down), so it did not cover the volume either (contract §5.4).
-    uncovered: tuple[datetime, ...] = ()
-
-
-def volume_own_from(c: ClusterRecord) -> datetime | None:
-    """Where a cluster's volume starts billing on its own, once the cluster stopped paying:
-    where the last hour mark it passed (charged or not) ends."""
-    if c.status in _WILL_ACCRUE:
-        return None
-    marks = c.accrued_hours + len(uncharged_marks(c))
-    if c.ready_at is not None and marks > 0:
-        return c.ready_at + HOUR * marks
-    return c.terminated_at or c.updated_at
-
-
-def volume_charges(v: VolumeSpan, start: datetime, end: datetime) -> int:
-    """Cents the volume is charged on its own with an instant in [start, end) (and before its
-    deletion)."""
-    stop = min(end, v.until) if v.until is not None else end
-    if stop <= start:
-        return 0
-    hours = sum(1 for at in v.uncovered if start <= at < stop)
-    if v.own_from is not None:
-        hours += max(0, accruals_before(v.own_from, stop) - accruals_before(v.own_from, start))
-    return hours * v.hourly_cents
 
 
 class SpendReport(Frozen):

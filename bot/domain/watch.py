@@ -69,6 +69,10 @@ class NoticeFacts(Frozen):
     # again (waited_seconds then counts from the restart, waiting_* is what the outage billed).
     stopped_at: datetime | None = None
     restarted_at: datetime | None = None
+    # DEGRADED, RECOVERED: the provider's episode (its start, the last node back), not the
+    # moments the bot polled — what the billed-hours chart colours.
+    episode_started_at: datetime | None = None
+    episode_ended_at: datetime | None = None
 
 
 class Notice(Frozen):
@@ -102,9 +106,11 @@ def carry(before: Observation | None, after: Observation) -> Observation:
     """`after` with the uncharged hour marks carried from the previous poll, plus those the
     provider passed since (its count of uncharged marks grew by as many).
 
-    The new ones are the latest marks before `nextAccrualAt`: exact whenever polls are less
-    than an hour apart (one mark at most between two polls); a poll spanning several marks of
-    which only some went uncharged is taken to have missed the latest ones."""
+    The new ones are marks since the previous poll at which every node can have been down:
+    inside the current degraded episode (from its start) and before the first node that runs
+    now came back — exact whenever polls are less than an hour apart, and whenever one episode
+    spans the poll's marks (a poll spanning a whole outage, e.g. after a restart). Otherwise
+    the latest marks before `nextAccrualAt` are taken."""
     known = before.skipped_marks if before is not None else ()
     if after.skipped_charges is None or after.next_accrual_at is None:
         return after.model_copy(update={"skipped_marks": known})
@@ -112,8 +118,23 @@ def carry(before: Observation | None, after: Observation) -> Observation:
     if new <= 0:
         return after.model_copy(update={"skipped_marks": known})
     nxt = after.next_accrual_at
-    marks = sorted(nxt - HOUR * j for j in range(1, new + 1))
-    return after.model_copy(update={"skipped_marks": (*known, *marks)})
+    # Every mark from readyAt (charged or not) to nextAccrualAt, less those seen before.
+    since = before.next_accrual_at if before is not None else None
+    total = after.accrued_hours + after.skipped_charges
+    passed = [m for m in (nxt - HOUR * j for j in range(1, total + 1))
+              if (since is None or m >= since) and m not in known]
+    if len(passed) < new:  # the polls disagree with themselves: the latest marks, as before
+        passed = [nxt - HOUR * j for j in range(1, new + 1)]
+    start = after.episode_started_at
+    up = [n.last_recovered_at for n in after.nodes if n.status == "running"]
+    back = min((at for at in up if at is not None and (start is None or at >= start)),
+               default=None) if up else None
+    down = [m for m in passed if (start is None or m >= start) and (back is None or m < back)]
+    if up and back is None:
+        down = []  # a node ran through the whole episode: no mark in it was all-down
+    chosen = sorted(down, reverse=True)[:new]
+    chosen += [m for m in passed if m not in chosen][:new - len(chosen)]
+    return after.model_copy(update={"skipped_marks": (*known, *sorted(chosen))})
 
 
 def recovered_at(after: Observation, *, fallback: datetime) -> datetime:
@@ -150,7 +171,7 @@ def notices_between(before: Observation | None, after: Observation, *, cluster_i
         add("failed", NoticeKind.FAILED)
     if after.episode > prior.episode:
         add(f"degraded:{after.episode}", NoticeKind.DEGRADED, down_ranks=after.down_ranks
-            or prior.down_ranks)
+            or prior.down_ranks, episode_started_at=after.episode_started_at)
     if after.episode:
         first = prior.attempts_started + 1 if same_episode else 1
         for attempt in range(first, after.attempts_started + 1):
@@ -178,7 +199,7 @@ def notices_between(before: Observation | None, after: Observation, *, cluster_i
             charges -= sum(1 for mark in after.skipped_marks if started <= mark < back_at)
         add(f"recovered:{after.episode}", NoticeKind.RECOVERED,
             degraded_seconds=int((back_at - started).total_seconds()) if started else None,
-            degraded_charges=charges,
+            degraded_charges=charges, episode_started_at=started, episode_ended_at=back_at,
             degraded_cost_cents=(charges * hourly_cents
                                  if charges is not None and hourly_cents is not None else None))
     if after.recovery_state == "exhausted" and (prior.recovery_state != "exhausted"

@@ -12,6 +12,7 @@ from datetime import datetime
 
 from bot.domain import policy as rules
 from bot.domain import spend
+from bot.services.volume_charges import volume_spans
 from storage.budgets import team_budget, user_budget
 from storage.repositories import Repos
 
@@ -19,8 +20,8 @@ from storage.repositories import Repos
 async def committed(repos: Repos, policy: rules.Policy, *, requester: str, now: datetime,
                     excluding: str | None = None) -> spend.MonthSpend:
     """What `requester`'s budgets hold now: this month's clusters (accrued, and what the live
-    ones will still accrue within their envelopes) plus every request approved or launching but
-    `excluding`.
+    ones will still accrue within their envelopes), their volumes' own hours (so far, and while
+    kept) plus every request approved or launching but `excluding`.
 
     Only the clusters of the people the budgets cover are read (the requester and their teams'
     members), however many clusters the month has."""
@@ -30,8 +31,9 @@ async def committed(repos: Repos, policy: rules.Policy, *, requester: str, now: 
     clusters = [*await repos.clusters.list_in_period(start, end, owners=owners),
                 *await repos.clusters.list_live(owners=owners)]
     held = await repos.requests.list_by_status(spend.COMMITTED_STATES)
+    volumes = await volume_spans(repos, now=now, owners=owners)
     return spend.committed_spend(clusters, held, user=requester, teams=teams, now=now,
-                                 excluding=excluding)
+                                 excluding=excluding, volumes=volumes)
 
 
 async def hold(repos: Repos, policy: rules.Policy, spender: str) -> bool:

@@ -10,14 +10,14 @@ from bot.clock import Clock
 from bot.domain import hours, spend
 from bot.domain.errors import InvalidCommand, NotAllowed, UnknownResource
 from bot.domain.models import Actor, AuditEntry, ClusterRecord, ClusterState, NodeSummary
-from bot.domain.spend import VolumeSpan
 from bot.reserve import errors as api
 from bot.reserve.port import ClusterProvider
-from bot.reserve.schemas import Volume, VolumeStatus
 from bot.services.audit import AuditLog
 from bot.services.observing import node_summaries
 from bot.services.people import People
 from bot.services.provider_errors import explain
+from bot.services.volume_charges import volume_spans
+from bot.services.volumes import VolumeService
 from bot.services.watching import WatchService
 from storage.db import Database
 
@@ -36,7 +36,9 @@ class LivePage:
 
 class ClusterQueries:
     def __init__(self, *, db: Database, provider: ClusterProvider, watching: WatchService,
-                 people: People, audit: AuditLog, clock: Clock) -> None:
+                 people: People, audit: AuditLog, clock: Clock,
+                 volumes: VolumeService | None = None) -> None:
+        self._volumes = volumes
         self._db = db
         self._provider = provider
         self._watching = watching
@@ -107,49 +109,15 @@ class ClusterQueries:
         except ValueError as exc:
             raise InvalidCommand(str(exc), bad_part=month, usage="/cluster spend [YYYY-MM]") \
                 from None
+        if self._volumes is not None:
+            await self._volumes.refresh()  # orphaned volumes are charged too: count them fresh
         async with self._db.transaction() as repos:
             clusters = await repos.clusters.list_in_period(start, end)
-        volumes = await self._volume_spans()
+            volumes = await volume_spans(repos, now=now)
         # Pure, and linear in the month's clusters (thousands): computed off the event loop.
         return await asyncio.to_thread(
             spend.spend_report, clusters, month, now, volumes=volumes,
             enforce_lifetime=self._people.policy.enforce_lifetime)
-
-    async def _volume_spans(self) -> list[VolumeSpan]:
-        """Every volume the bot knows of or AI Reserve lists, with when it bills on its own:
-        orphaned volumes are charged too, and `/cluster spend` must count them."""
-        try:
-            wires = {v.id: v async for v in self._provider.iter_volumes()}
-            async with self._db.transaction() as repos:
-                stored = await repos.volumes.list_all()
-            for v in stored:
-                if v.id not in wires:  # deleted volumes are no longer listed: read by id
-                    try:
-                        wires[v.id] = await self._provider.get_volume(v.id)
-                    except api.NotFound:
-                        continue
-        except api.ApiError as exc:
-            raise explain(exc) from exc
-        owners = {v.id: v.owner_id for v in stored}
-        spans: list[VolumeSpan] = []
-        async with self._db.transaction() as repos:
-            for wire in wires.values():
-                origin = (await repos.clusters.get(wire.created_with_cluster_id)
-                          if wire.created_with_cluster_id else None)
-                uncovered: tuple[datetime, ...] = ()
-                if origin is not None:
-                    own_from = spend.volume_own_from(origin)
-                    owner = origin.owner_id
-                    uncovered = spend.uncharged_marks(origin)
-                elif wire.created_with_cluster_id or wire.attached_cluster_id:
-                    continue  # a cluster the bot does not know pays for it: not ours to count
-                else:
-                    own_from, owner = wire.created_at, owners.get(wire.id)
-                spans.append(VolumeSpan(
-                    id=wire.id, owner_id=owner, hourly_cents=wire.billing.hourly_cents,
-                    own_from=own_from, until=_stopped(wire, now=self._clock.now()),
-                    uncovered=uncovered))
-        return spans
 
     async def audit(self, *, subject_id: str | None, actor: Actor) -> list[AuditEntry]:
         """The audit trail (of one request or cluster), newest first: approvers only."""
@@ -175,11 +143,3 @@ class ClusterQueries:
                                  usage="/cluster audit export [YYYY-MM]") from None
         async with self._db.transaction() as repos:
             return f"{start:%Y-%m}", await repos.audit.in_period(start, end)
-
-
-def _stopped(wire: Volume, *, now: datetime) -> datetime | None:
-    """When the volume stopped billing: its deletion (billing stops when deleting begins;
-    `deletedAt` comes once it is gone, so a volume still deleting stopped by now)."""
-    if wire.deleted_at is not None:
-        return wire.deleted_at
-    return now if wire.status in (VolumeStatus.DELETING, VolumeStatus.DELETED) else None

@@ -4,11 +4,13 @@ their spend this month against their budget."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 
 from bot.clock import Clock
 from bot.domain import spend
 from bot.domain.models import ClusterRecord, LaunchRequest, QuoteInfo
 from bot.services.people import People
+from bot.services.volume_charges import volume_spans
 from storage.db import Database
 
 
@@ -35,6 +37,7 @@ class HomeService:
         is_approver = user_id in await self._people.approvers()
         async with self._db.transaction() as repos:
             month_clusters = await repos.clusters.list_in_period(start, end, owners={user_id})
+            volumes = await volume_spans(repos, now=now, owners={user_id})
             mine = await repos.clusters.list_for_owner(user_id, live=True)
             pending: list[tuple[LaunchRequest, QuoteInfo]] = []
             if is_approver:
@@ -42,9 +45,11 @@ class HomeService:
                     quote = await repos.quotes.get(request.quote_id)
                     if quote is not None and request.requester_id != user_id:
                         pending.append((request, quote))
-        # What AI Reserve has billed so far this month (the budget check also counts what the
-        # live clusters will still cost; the home shows what is spent).
-        spent = sum(spend.accrued_in(c, start, end) for c in month_clusters)
+        # What AI Reserve has billed so far this month, clusters and volumes alone (the budget
+        # check also counts what is still to come; the home shows what is spent).
+        charged_by = now + timedelta(microseconds=1)  # a charge at this instant has been made
+        spent = sum(spend.accrued_in(c, start, end) for c in month_clusters) + sum(
+            spend.volume_charges(v, start, min(end, charged_by)) for v in volumes)
         return HomeFacts(user_id=user_id, clusters=mine, pending=pending,
                          is_approver=is_approver, month_spent_cents=spent,
                          budget_cents=self._people.policy.budget_of(user_id),

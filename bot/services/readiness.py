@@ -19,13 +19,13 @@ import logging
 from datetime import datetime
 
 from bot.clock import Clock
+from bot.domain.charges import charges_by
 from bot.domain.errors import DomainError
 from bot.domain.models import Actor, ClusterRecord, ClusterState
 from bot.domain.ports import Notifier
 from bot.domain.readiness import (
     ReadinessState,
     ReadinessWatch,
-    charges_until,
     deadline,
     outage_charges,
 )
@@ -129,7 +129,7 @@ class ReadinessService:
         at = max(at, ready)
         stopped = watch.stopped_at
         if stopped is None:
-            charges = charges_until(ready, at)
+            charges = charges_by(record, at)  # marks with every node down: not charged
             key, facts = "serving", NoticeFacts(waited_seconds=int((at - ready).total_seconds()),
                                                 waiting_charges=charges,
                                                 waiting_cents=charges * record.hourly_cents)
@@ -161,7 +161,7 @@ class ReadinessService:
         prompt = watch.prompts + 1
         stopped = watch.stopped_at
         if stopped is None:
-            charges = charges_until(ready, now)
+            charges = charges_by(record, now)
             facts = NoticeFacts(waited_seconds=int((now - ready).total_seconds()),
                                 waiting_charges=charges,
                                 waiting_cents=charges * record.hourly_cents,

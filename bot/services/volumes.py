@@ -14,11 +14,12 @@ on a terminated cluster's receipt turns it into the quote command for the same s
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from bot.clock import Clock
 from bot.domain.commands import USAGE, QuoteCommand
 from bot.domain.errors import Conflict, InvalidCommand, NotAllowed, UnknownResource
-from bot.domain.models import Actor, ClusterState, Frozen, VolumeRecord
+from bot.domain.models import Actor, ClusterState, Frozen, PriceStep, VolumeRecord
 from bot.domain.ports import Notifier
 from bot.reserve import errors as api
 from bot.reserve.port import ClusterProvider
@@ -67,14 +68,32 @@ class VolumeService:
         return [VolumeListing(volume=stored[w.id], created_at=w.created_at)
                 for w in wires if w.id in stored and w.status.value not in _GONE]
 
+    async def refresh(self) -> None:
+        """Store every volume as AI Reserve has it now (before counting what they cost)."""
+        await self._refresh()
+
     async def _refresh(self) -> list[Volume]:
+        """Store what AI Reserve lists now; a stored volume it no longer lists (deleted) is
+        read by id, so its deletion — when it stopped billing — is stored too."""
         now = self._clock.now()
         try:
             wires = [v async for v in self._provider.iter_volumes()]
+            async with self._db.transaction() as repos:
+                vanished = [v.id for v in await repos.volumes.list_all()
+                            if v.status not in _GONE and v.id not in {w.id for w in wires}]
+            gone, purged = [], []
+            for volume_id in vanished:
+                try:
+                    gone.append(await self._provider.get_volume(volume_id))
+                except api.NotFound:
+                    purged.append(volume_id)  # long deleted: it bills no more
         except api.ApiError as exc:
             raise explain(exc) from exc
         async with self._db.transaction() as repos:
-            for wire in wires:
+            for volume_id in purged:
+                await repos.volumes.update(volume_id, now=now, status="deleted",
+                                           next_reminder_at=None, deleted_at=now)
+            for wire in [*wires, *gone]:
                 stored = await repos.volumes.get(wire.id)
                 owner = stored.owner_id if stored else await self._owner_of(repos, wire)
                 orphaned = wire.status is VolumeStatus.AVAILABLE
@@ -87,7 +106,8 @@ class VolumeService:
                     cluster_id=wire.attached_cluster_id or wire.created_with_cluster_id,
                     name=wire.name, size_gb=wire.size_gb, location=wire.location,
                     hourly_cents=wire.billing.hourly_cents, status=wire.status.value,
-                    orphaned_since=since, next_reminder_at=due, updated_at=now))
+                    orphaned_since=since, next_reminder_at=due, updated_at=now,
+                    **_charging(wire, stored, now=now)))
         return wires
 
     async def _owner_of(self, repos: Repos, wire: Volume) -> str | None:
@@ -137,8 +157,10 @@ class VolumeService:
         except api.ApiError as exc:
             raise explain(exc, ident=volume_id) from exc
         async with self._db.transaction() as repos:
+            # Billing stopped the moment AI Reserve accepted the delete (§3).
             return await repos.volumes.update(volume_id, now=self._clock.now(),
-                                              status=wire.status.value, next_reminder_at=None)
+                                              status=wire.status.value, next_reminder_at=None,
+                                              deleted_at=self._clock.now())
 
     async def growable(self, *, volume_id: str, actor: Actor) -> VolumeRecord:
         """The stored volume if `actor` may grow it and no cluster holds it (a local read:
@@ -175,9 +197,15 @@ class VolumeService:
         except api.ApiError as exc:
             raise explain(exc, ident=volume_id, usage=usage) from exc
         async with self._db.transaction() as repos:
-            return await repos.volumes.update(volume_id, now=self._clock.now(),
-                                              size_gb=wire.size_gb,
-                                              hourly_cents=wire.billing.hourly_cents)
+            # Its hours from now on are charged at the new size; those before stay as they were.
+            stored = await repos.volumes.get(volume_id)
+            prices = stored.prices if stored else ()
+            return await repos.volumes.update(
+                volume_id, now=self._clock.now(), size_gb=wire.size_gb,
+                hourly_cents=wire.billing.hourly_cents,
+                cents_per_gb_month=wire.billing.cents_per_gb_month,
+                prices=(*prices, PriceStep(at=self._clock.now(),
+                                           hourly_cents=wire.billing.hourly_cents)))
 
     async def relaunch(self, *, cluster_id: str) -> tuple[QuoteCommand, str]:
         """The quote for a terminated cluster's shape on the volume it kept (pinned to the
@@ -201,6 +229,25 @@ class VolumeService:
         return QuoteCommand(accelerator=shape.accelerator, gpus_per_node=shape.gpus_per_node,
                             nodes=shape.nodes, volume_id=cluster.volume_id,
                             location=location), cluster.channel_id
+
+
+def _charging(wire: Volume, stored: VolumeRecord | None, *, now: datetime) -> dict[str, Any]:
+    """The fields its charges are replayed from (bot/domain/charges.py): a new hourly price
+    from now (a grow the bot did not make is seen here first), and when it stopped billing
+    (billing stops when deleting begins; `deletedAt` comes a moment later, once it is gone)."""
+    prices = stored.prices if stored else ()
+    if not prices:
+        prices = (PriceStep(at=wire.created_at, hourly_cents=wire.billing.hourly_cents),)
+    elif prices[-1].hourly_cents != wire.billing.hourly_cents:
+        prices = (*prices, PriceStep(at=now, hourly_cents=wire.billing.hourly_cents))
+    deleted = stored.deleted_at if stored else None
+    if wire.status.value in _GONE:
+        seen = [at for at in (deleted, wire.deleted_at) if at is not None]
+        deleted = min(seen) if seen else now
+    return {"created_at": wire.created_at,
+            "created_with_cluster_id": wire.created_with_cluster_id,
+            "cents_per_gb_month": wire.billing.cents_per_gb_month,
+            "prices": prices, "deleted_at": deleted}
 
 
 def _attached(volume_id: str, cluster_id: str | None) -> str:

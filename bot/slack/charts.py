@@ -44,19 +44,30 @@ def _dollars(cents: float, _: Any = None) -> str:
     return f"${cents / 100:,.0f}"
 
 
+def _cents(cents: int) -> str:
+    return f"${cents / 100:,.2f}"
+
+
 def spend_png(*, month: str, days: Sequence[tuple[date, int]],
               owners: Sequence[tuple[str, int]], total_cents: int) -> bytes:
     """The month by day (bars) and by owner (horizontal bars, the largest `OWNERS_SHOWN`,
-    the rest as one bar)."""
+    the rest as one bar). The title states the total to the cent (the report's figure)."""
+    return _png(spend_figure(month=month, days=days, owners=owners, total_cents=total_cents))
+
+
+def spend_figure(*, month: str, days: Sequence[tuple[date, int]],
+                 owners: Sequence[tuple[str, int]], total_cents: int) -> Figure:
+    """`spend_png`'s figure, before it is drawn."""
     from matplotlib.ticker import FuncFormatter
 
     fig = _figure()
-    fig.subplots_adjust(left=0.08, right=0.97, top=0.88, bottom=0.12, wspace=0.3)
+    fig.subplots_adjust(left=0.12, right=0.97, top=0.88, bottom=0.12, wspace=0.45)
     by_day, by_owner = fig.subplots(1, 2, width_ratios=(2.2, 1))
-    fig.suptitle(f"AI Reserve spend {month}: {_dollars(total_cents)}", fontsize=14)
+    fig.suptitle(f"AI Reserve spend {month}: {_cents(total_cents)}", fontsize=14)
     numbers = [d.day for d, _ in days]
     by_day.bar(numbers, [c for _, c in days], color=_PALETTE[0], width=0.8)
     by_day.set_xlabel("day of the month (UTC)")
+    by_day.set_ylabel("charged that day (USD)")
     by_day.set_title("by day")
     by_day.set_xlim(0.4, max(numbers, default=1) + 0.6)
     by_day.yaxis.set_major_formatter(FuncFormatter(_dollars))
@@ -69,12 +80,16 @@ def spend_png(*, month: str, days: Sequence[tuple[date, int]],
     labels = [label for label, _ in shown][::-1]
     values = [cents for _, cents in shown][::-1]
     colours = [_PALETTE[i % len(_PALETTE)] for i in range(len(shown))][::-1]
-    by_owner.barh(labels, values, color=colours)
+    bars = by_owner.barh(labels, values, color=colours)
+    # Each bar says its figure, so a small one (a few cents of an unclaimed volume beside
+    # thousands of dollars) is still seen and read.
+    by_owner.bar_label(bars, labels=[_cents(v) for v in values], padding=3, fontsize=8)
+    by_owner.set_xlim(0, max(values, default=1) * 1.35 or 1)
     by_owner.set_title("by owner")
     by_owner.xaxis.set_major_formatter(FuncFormatter(_dollars))
     by_owner.tick_params(axis="x", labelrotation=30)
     by_owner.grid(axis="x", alpha=0.3)
-    return _png(fig)
+    return fig
 
 
 def hours_png(*, title: str, hours: Sequence[tuple[datetime, HourState]]) -> bytes:

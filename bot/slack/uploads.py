@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.domain.hours import HourState
@@ -39,7 +40,9 @@ async def send_spend_chart(client: AsyncWebClient, report: SpendReport, *, user_
     if report.total_cents <= 0:
         return False
     days = daily_cents(report, now=now)
-    owners = [(owner or "unclaimed", cents) for owner, cents in report.by_owner]
+    names = await display_names(client, [o for o, _ in report.by_owner if o is not None])
+    owners = [(names.get(owner, owner) if owner else "unclaimed", cents)
+              for owner, cents in report.by_owner]
 
     def draw() -> bytes:
         from bot.slack import charts  # matplotlib loads on the first chart, not at start-up
@@ -52,6 +55,22 @@ async def send_spend_chart(client: AsyncWebClient, report: SpendReport, *, user_
                      comment=f"Spend for {report.month} by day and by owner (AI Reserve's "
                              "billed hours).", user_id=user_id)
     return True
+
+
+async def display_names(client: AsyncWebClient, user_ids: Sequence[str]) -> dict[str, str]:
+    """The name Slack shows for each person (a PNG can't hold a mention): their display
+    name, else their real name; the id itself when Slack can't say (never fails the chart)."""
+    names: dict[str, str] = {}
+    for user_id in dict.fromkeys(user_ids):
+        try:
+            found = (await client.users_info(user=user_id)).get("user") or {}
+        except SlackApiError:
+            continue
+        profile = found.get("profile") or {}
+        name = profile.get("display_name") or profile.get("real_name") or found.get("real_name")
+        if name:
+            names[user_id] = f"{name} ({user_id})" if list(names.values()).count(name) else name
+    return names
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
+from bot.domain.charges import mount_of, volume_span
 from bot.domain.models import ClusterState
 from bot.domain.policy import Team
 from bot.domain.spend import (
@@ -16,7 +17,6 @@ from bot.domain.spend import (
     projected_in,
     spend_report,
     volume_charges,
-    volume_own_from,
 )
 from tests.domain import HOUR, NOW, make_cluster
 
@@ -195,13 +195,18 @@ def test_spend_report_of_this_month_largest_first_with_projection():
 def test_spend_report_counts_volumes_billing_on_their_own():
     ready = NOW - 10 * HOUR - HOUR / 2
     ended = make_cluster("gone", status=ClusterState.TERMINATED, ready_at=ready,
-                         accrued_hours=3, accrued_cents=3 * 6253,
+                         accrued_hours=3, accrued_cents=3 * 6253, volume_id="vol_1",
                          terminated_at=ready + 2 * HOUR + HOUR / 2)
-    own_from = volume_own_from(ended)
-    assert own_from == ready + 3 * HOUR  # where the cluster's last paid hour ended
-    kept = VolumeSpan(id="vol_1", owner_id="U0ALICE", hourly_cents=10, own_from=own_from)
-    deleted = VolumeSpan(id="vol_2", owner_id="U0BOB", hourly_cents=7, own_from=own_from,
-                         until=own_from + 2 * HOUR + HOUR / 4)
+    own_from = ready + 3 * HOUR  # where the cluster's last paid hour ended
+    mounts = [mount_of(ended)]
+
+    def span(id, owner, cents, until=None):
+        return volume_span(id=id, owner_id=owner, created_at=ended.created_at,
+                           with_cluster=True, prices=[], hourly_cents=cents, mounts=mounts,
+                           until=until, now=NOW)
+    kept = span("vol_1", "U0ALICE", 10)
+    assert kept.charged[0] == (own_from, 10) and kept.own_from == NOW + HOUR / 2
+    deleted = span("vol_2", "U0BOB", 7, until=own_from + 2 * HOUR + HOUR / 4)
     live = VolumeSpan(id="vol_3", owner_id="U0BOB", hourly_cents=5, own_from=None)
     report = spend_report([ended], None, NOW, volumes=[kept, deleted, live])
     charged = accruals_before(own_from, NOW + timedelta(microseconds=1))
@@ -265,8 +270,10 @@ def test_uncharged_marks_move_charges_and_bill_the_volume_alone():
                      observed=observed)
     nov, dec = month_bounds("2026-11", NOW), month_bounds("2026-12", NOW)
     assert accrued_in(c, *nov) == 6253 and accrued_in(c, *dec) == 2 * 6253
-    assert volume_own_from(c) == ready + 4 * HOUR
-    volume = VolumeSpan(id="v", owner_id="U0ALICE", hourly_cents=10,
-                        own_from=volume_own_from(c), uncovered=(ready + HOUR,))
+    volume = volume_span(id="v", owner_id="U0ALICE", created_at=ready - HOUR,
+                         with_cluster=True, prices=[], hourly_cents=10, mounts=[mount_of(c)],
+                         until=None, now=ready + 6 * HOUR)
+    assert volume.charged == ((ready + HOUR, 10), (ready + 4 * HOUR, 10),
+                              (ready + 5 * HOUR, 10), (ready + 6 * HOUR, 10))
     assert volume_charges(volume, *nov) == 10  # the hour it paid alone at 23:30
     assert volume_charges(volume, dec[0], ready + 6 * HOUR) == 2 * 10  # 02:30, 03:30

@@ -71,3 +71,24 @@ def test_uncharged_marks_are_carried_and_taken_off_the_episode():
     assert facts.degraded_charges == 0 and facts.degraded_cost_cents == 0
     ended = carry(after, Observation(status=ClusterState.TERMINATED))  # no nextAccrualAt now
     assert ended.skipped_marks == (READY + H, READY + 2 * H)
+
+
+def test_a_poll_spanning_a_whole_outage_puts_the_uncharged_marks_inside_it():
+    """The bot sees the cluster before and after an outage (restarted, or a long poll gap):
+    every node down 11:30–13:30, so 12:00 and 13:00 went uncharged, and 14:00 was charged.
+    The uncharged marks are those inside the episode, not the latest ones; the recovered notice
+    then says the outage cost nothing (it said "$62.43: 1 hourly charge")."""
+    from bot.domain.watch import carry
+    started, back = READY + H + H / 2, READY + 3 * H + H / 2
+    before = Observation(status=ClusterState.RUNNING, accrued_hours=2, skipped_charges=0,
+                         next_accrual_at=READY + 2 * H)
+    after = carry(before, _obs(ClusterState.RUNNING, started=started, back=back).model_copy(
+        update={"accrued_hours": 3, "skipped_charges": 2, "next_accrual_at": READY + 5 * H,
+                "nodes": (NodeState(rank=0, status="running", last_recovered_at=back),
+                          NodeState(rank=1, status="running", last_recovered_at=back))}))
+    assert after.skipped_marks == (READY + 2 * H, READY + 3 * H)
+    notices = notices_between(before, after, cluster_id="c", now=READY + 4 * H + H / 2,
+                              terminated_by_bot=False, manual_attempts=frozenset(),
+                              ready_at=READY, hourly_cents=6253)
+    facts = next(n for n in notices if n.kind is NoticeKind.RECOVERED).facts
+    assert facts.degraded_charges == 0 and facts.degraded_cost_cents == 0

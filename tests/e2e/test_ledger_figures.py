@@ -2,8 +2,11 @@
 
 Seeded random lifecycles run a whole bot (FakeSlack ⇄ Bolt ⇄ services ⇄ embedded simulator) on one
 ManualClock: random shapes, with or without a shared volume, node failures and recoveries across
-hour boundaries, terminations at random minutes, volumes deleted or kept, and clocks that start
-at random times of 30 November so that many lifecycles cross into December. After every step
+hour boundaries (every node down at some hour marks, which AI Reserve does not charge),
+terminations at random minutes, volumes deleted or kept, kept volumes grown (`/cluster volume
+grow`) and mounted again by a later cluster (`quote … volume=`), volumes created at AI Reserve
+directly (outside the bot), and clocks that start at random times of 30 November so that many
+lifecycles cross into December. After every step
 each message, DM, ephemeral and Home view that is new or edited is read, and every money figure
 in it is compared with what the simulator's ledger says (`GET /_sim/ledger`'s entries):
 
@@ -31,7 +34,7 @@ from typing import Any
 from bot.clock import ManualClock
 from bot.devslack.models import Message
 from bot.domain.spend import accruals_before
-from bot.reserve.schemas import ClusterStatus
+from bot.reserve.schemas import ClusterStatus, VolumeCreateRequest
 from bot.reserve.simulator.config import SimConfig
 from bot.reserve.simulator.embedded import EmbeddedSimulator
 from bot.slack.ids import Action
@@ -70,6 +73,12 @@ class Check:
     episodes_matched: dict[str, int] = field(default_factory=dict)
     figures: dict[str, int] = field(default_factory=dict)
     uncharged_episodes: int = 0
+    # What the lifecycle did that volumes' charges depend on (the test asserts each happened).
+    did: dict[str, int] = field(default_factory=dict)
+    outside: set[str] = field(default_factory=set)  # volumes created at AI Reserve directly
+
+    def count(self, what: str) -> None:
+        self.did[what] = self.did.get(what, 0) + 1
 
     # --- the ledger ------------------------------------------------------------------------
 
@@ -207,8 +216,10 @@ class Check:
             for resource, shown in found:
                 truth = sum(e.cents for e in entries if e.resource_id == resource)
                 self.expect("spend per cluster/volume", cents(shown), truth, line)
+            # Alice owns every cluster and every volume but those made outside the bot.
+            alice = sum(e.cents for e in entries if e.resource_id not in self.outside)
             for shown in re.findall(r"^• <@U0ALICE> — \*" + MONEY + r"\*", line):
-                self.expect("spend per owner", cents(shown), sum(e.cents for e in entries), line)
+                self.expect("spend per owner", cents(shown), alice, line)
 
     async def projection(self) -> None:
         """`/cluster spend`'s "≈ $P more to the end of the month", checked by letting the
@@ -264,10 +275,12 @@ def month_of(now: datetime) -> tuple[datetime, datetime]:
 # --- driving one lifecycle ---------------------------------------------------------------------
 
 
-async def launch(h: Harness, rnd: random.Random) -> str | None:
+async def launch(h: Harness, rnd: random.Random, *, volume: str | None = None) -> str | None:
     shape = rnd.choice(SHAPES)
     nodes = rnd.randint(2, 8)
     storage = rnd.choice(("", "", f" storage={rnd.randint(10, 4096)}"))
+    if volume is not None:
+        storage = f" volume={volume}"  # mounted again: pinned to the volume's location
     await h.slash(f"quote {shape} nodes={nodes}{storage}")
     cards = [m for m in h.slack.ephemerals(ALICE) if Action.QUOTE_REQUEST_LAUNCH in
              h.text_of(m)]
@@ -307,6 +320,11 @@ async def lifecycle(tmp_path: Any, seed: int) -> Check:
     async with EmbeddedSimulator(SimConfig.fast(), clock, seed=seed) as sim, \
             bot(tmp_path / f"seed{seed}", sim=sim, clock=clock) as h:
         check = Check(h)
+        for _ in range(rnd.choice((0, 0, 1, 2))):  # made outside the bot: nobody owns it
+            made = h.sim.engine.create_volume(VolumeCreateRequest(
+                size_gb=rnd.randint(10, 4096), location="us-tx"))
+            check.outside.add(made.id)
+            check.count("outside volumes")
         clusters = [c for c in [await launch(h, rnd) for _ in range(rnd.randint(1, 3))] if c]
         check.step()
         for _ in range(rnd.randint(8, 30)):
@@ -323,6 +341,8 @@ async def lifecycle(tmp_path: Any, seed: int) -> Check:
                         h.sim.engine.set_recoverable(target, up[-1], False)
                     # Sometimes every node goes down: hour marks then pass uncharged (§5.3).
                     failing = up if rnd.random() < 0.25 else [rnd.choice(up)]
+                    if failing == up:
+                        check.count("every node down")
                     for rank in failing:
                         await h.fail_node(target, rank=rank,
                                           mode=rnd.choice(("stopped", "unhealthy")))
@@ -335,15 +355,31 @@ async def lifecycle(tmp_path: Any, seed: int) -> Check:
                 await h.slash(f"terminate {target}")
                 prompt = h.last_ephemeral(ALICE, containing=Action.TERMINATE)
                 await h.click(prompt, Action.TERMINATE, user=ALICE)
-            elif roll < 0.65:
+            elif roll < 0.63:
                 kept = [v for v in h.sim.engine.list_volumes() if v.status.value == "available"]
                 if kept:
                     h.sim.engine.delete_volume(rnd.choice(kept).id)
-            elif roll < 0.72:
+            elif roll < 0.68:
+                kept = [v for v in h.sim.engine.list_volumes()
+                        if v.status.value == "available" and v.size_gb < 4096]
+                if kept:  # grown while detached: its later hours bill at the new size
+                    target = rnd.choice(kept)
+                    size = min(4096, target.size_gb + rnd.randint(1, 2000))
+                    await h.slash(f"volume grow {target.id} {size}", user=BOB)
+                    if h.sim.engine.get_volume(target.id).size_gb == size:
+                        check.count("grows")
+            elif roll < 0.74:
+                kept = [v for v in h.sim.engine.list_volumes() if v.status.value == "available"]
+                if kept:  # a later cluster mounts a kept volume again
+                    again = await launch(h, rnd, volume=rnd.choice(kept).id)
+                    if again:
+                        clusters.append(again)
+                        check.count("remounts")
+            elif roll < 0.78:
                 await h.slash("list")
-            elif roll < 0.8:
+            elif roll < 0.84:
                 await h.slash(f"status {rnd.choice(clusters)}")
-            elif roll < 0.9:
+            elif roll < 0.92:
                 await h.slash("spend")
             else:
                 await check.home()
@@ -364,6 +400,7 @@ async def lifecycle(tmp_path: Any, seed: int) -> Check:
 async def test_every_dollar_figure_matches_the_ledger(tmp_path):
     tried, mismatches, uncharged = 0, [], 0
     figures: dict[str, int] = {}
+    did: dict[str, int] = {}
     for seed in range(LIFECYCLES):
         check = await lifecycle(tmp_path, seed)
         tried += check.tried
@@ -371,11 +408,17 @@ async def test_every_dollar_figure_matches_the_ledger(tmp_path):
         mismatches += [f"seed {seed}: {m}" for m in check.mismatches]
         for what, n in check.figures.items():
             figures[what] = figures.get(what, 0) + n
-    # The figure (shown with `pytest -s`): lifecycles, figures compared, mismatches, by kind.
-    sys.stdout.write(f"\nledger figures: {LIFECYCLES} lifecycles, {tried} figures compared, "
-                     f"{len(mismatches)} mismatches ({uncharged} episodes with hour marks "
-                     f"uncharged: every node down); by kind {figures}\n")
+        for what, n in check.did.items():
+            did[what] = did.get(what, 0) + n
+    # The figure (shown with `pytest -s`): lifecycles, figures tried and held, mismatches, by
+    # kind, and what the lifecycles did that volumes' and clusters' charges depend on.
+    sys.stdout.write(f"\nledger figures: {LIFECYCLES} lifecycles, {tried} figures tried, "
+                     f"{tried - len(mismatches)} held, {len(mismatches)} mismatches "
+                     f"({uncharged} episodes with hour marks uncharged: every node down); "
+                     f"did {did}; by kind {figures}\n")
     assert figures.get("degraded episode cost", 0) > 0 and figures.get("spend volumes", 0) > 0
+    for what in ("grows", "remounts", "outside volumes", "every node down"):
+        assert did.get(what, 0) > 0, f"no {what} in {LIFECYCLES} lifecycles"
     kinds: dict[str, str] = {}
     for m in mismatches:
         kinds.setdefault(m.split(":")[1], m)

@@ -264,3 +264,27 @@ async def test_the_billed_hours_chart_marks_the_hours_before_serving(tmp_path):
         states = [state for _, state in marks]
         # Marks at 0, 1 and 2 h came before the line (at ~2 h 1 min); 3 and 4 h after it.
         assert states == [HourState.NOT_SERVING] * 3 + [HourState.BILLED] * 2, states
+
+
+async def test_billed_while_waiting_leaves_out_marks_with_every_node_down(tmp_path):
+    """Every node down across two hour marks while waiting: AI Reserve charged neither, so
+    "getting there billed" is the ledger's one charge (it said three: $249.72-style)."""
+    async with bot(tmp_path) as h:
+        cluster_id = await launched(h, readiness("sglang", limit=600))
+        await h.advance(60)
+        await h.advance(600)
+        for rank in (0, 1):
+            await h.fail_node(cluster_id, rank=rank)
+        for _ in range(13):  # 2 h 10 min: the marks at +1 h and +2 h pass uncharged
+            await h.advance(600)
+        await h.slash(f"recover {cluster_id}")
+        await h.advance(60)
+        await say(h, cluster_id, "[2026-12-01] The server is fired up and ready to roll!")
+        await h.advance(60)
+        [serving] = await h.notices(cluster_id, "is serving")
+        charged = [e for e in h.sim.engine.ledger()
+                   if e.resource_id == cluster_id and e.kind == "cluster_hour"]
+        record = await h.record(cluster_id)
+        assert len(charged) == 1 and record.accrued_hours == 1
+        text = h.text_of(serving)
+        assert f"*${record.hourly_cents / 100:,.2f}* (1 hourly charge of" in text, text

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from slack_sdk.models.blocks import Block, ButtonElement
 
 from bot.domain import recovery
+from bot.domain.charges import HOUR, accruals_before, hour_in_progress
 from bot.domain.models import (
     Approval,
     ClusterRecord,
@@ -27,7 +28,6 @@ from bot.domain.models import (
 )
 from bot.domain.readiness import role_word
 from bot.domain.reasons import error_words, why_terminated
-from bot.domain.spend import HOUR, accruals_before
 from bot.slack.blocks import recovery as recovery_blocks
 from bot.slack.blocks.approval import SpendThresholds, approvers, auto_approved, deciders
 from bot.slack.blocks.format import (
@@ -209,6 +209,14 @@ def _paid_hour(c: ClusterRecord, now: datetime) -> str:
     if c.ready_at is None or c.status not in BILLING_NOW:
         return "Nothing is being charged for it now: terminating costs nothing more."
     paid_until = c.ready_at + HOUR * accruals_before(c.ready_at, now)
+    hour = hour_in_progress(c, now)
+    if hour is not None and not hour[1]:
+        # AI Reserve charges a mark only while a node runs: this hour was not charged.
+        return (f":moneybag: The hour in progress was *not charged*: every node was down at "
+                f"{when(hour[0])}, so AI Reserve skipped that hour's charge. Terminating now "
+                f"saves the charge of {money(c.hourly_cents)} at {when(paid_until)} (made if a "
+                f"node runs then) and every one after it ({money(c.hourly_cents * 24)} per "
+                "day).")
     return (f":moneybag: The hour in progress is already paid ({money(c.hourly_cents)}, charged "
             f"in full when it began; it runs until {when(paid_until)}). Terminating now saves "
             f"the next charge of {money(c.hourly_cents)} at {when(paid_until)} and every one "

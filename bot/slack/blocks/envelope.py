@@ -14,6 +14,7 @@ from datetime import datetime
 
 from slack_sdk.models.blocks import Block, ButtonElement
 
+from bot.domain.charges import uncharged_marks
 from bot.domain.extension import extend_hint
 from bot.domain.models import ClusterRecord
 from bot.slack.blocks.cluster import TERMINABLE, cluster_ref, owner_mention, terminate_button
@@ -90,9 +91,14 @@ def envelope_final_warning(
     """Enforced envelopes only: the last call before the bot terminates the cluster."""
     left = duration(max(0.0, (terminate_at - now).total_seconds()))
     hours = envelope_hours(c)
+    # Marks at which every node was down were not charged (bot/domain/charges.py).
+    skipped = len(uncharged_marks(c))
+    paid = ("are all paid for" if not skipped else
+            f"have passed, {max(0, hours - skipped)} of them charged (no charge while every "
+            "node was down)")
     body = (f":rotating_light: {cluster_ref(c)} *terminates in {left}* (at {when(terminate_at)}), "
-            f"before AI Reserve charges hour {hours + 1}: its approved {_hours(hours)} are all "
-            f"paid for ({money(c.accrued_cents)} so far, AI Reserve's figure). Nothing more is "
+            f"before AI Reserve charges hour {hours + 1}: its approved {_hours(hours)} {paid} "
+            f"({money(c.accrued_cents)} so far, AI Reserve's figure). Nothing more is "
             "charged unless its envelope is extended.")
     blocks: list[Block] = [section(body), context(f"Owner: {owner_mention(c.owner_id)}")]
     blocks.extend(_extend_and_terminate(c, extend_hours or envelope_hours(c)))

@@ -444,3 +444,19 @@ def test_status_once_exhausted_offers_terminate_only():
 
 def test_status_without_any_episode_has_no_recovery_section():
     assert "*Recovery*" not in all_text(cluster_status(make_cluster(), now=NOW))
+
+
+def test_terminate_prompt_does_not_call_an_uncharged_hour_paid():
+    """Every node was down at the last mark: AI Reserve did not charge it, so the prompt must
+    not say the hour in progress is already paid ($62.53)."""
+    from bot.domain.models import Observation
+    ready = NOW - timedelta(hours=2, minutes=10)
+    down = make_cluster(status=ClusterState.DEGRADED, accrued_hours=2, accrued_cents=2 * 6253,
+                        observed=Observation(status=ClusterState.DEGRADED,
+                                             skipped_marks=(ready + timedelta(hours=2),)))
+    msg = terminate_prompt(down, now=NOW)
+    text = msg.blocks[0].to_dict()["text"]["text"]  # the prompt (its confirm is static)
+    assert "already paid" not in text
+    assert "was *not charged*: every node was down" in text
+    paid = all_text(terminate_prompt(make_cluster(), now=NOW))
+    assert "The hour in progress is already paid ($62.53" in paid

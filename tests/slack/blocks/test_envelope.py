@@ -175,3 +175,18 @@ def test_extreme_and_hostile_clusters_stay_within_limits():
         assert_confirms_state(msg, "$999,999.99 per hour")
     assert "Owner: unclaimed" in all_text(envelope_due(c, now=NOW, ends_at=ends, enforced=False,
                                                        terminate_at=None))
+
+
+def test_final_warning_does_not_call_uncharged_hours_paid():
+    """Four of the five approved marks passed with every node down: one was charged, so they
+    are not "all paid for"."""
+    from bot.domain.models import Observation
+    ready = NOW - timedelta(hours=4, minutes=30)
+    marks = tuple(ready + timedelta(hours=k) for k in range(1, 5))
+    c = _cluster(lifetime_hours=5, ready_at=ready, accrued_hours=1, accrued_cents=6253,
+                 status=ClusterState.DEGRADED,
+                 observed=Observation(status=ClusterState.DEGRADED, skipped_marks=marks))
+    text = all_text(envelope_final_warning(c, now=NOW,
+                                           terminate_at=ready + timedelta(hours=5)))
+    assert "all paid for" not in text
+    assert "its approved 5 hours have passed, 1 of them charged" in text
