@@ -156,10 +156,49 @@ class ApprovalService:
                                   hourly_cents=hourly_cents, decision=Decision.APPROVE,
                                   actor=actor)
 
-    @audited("reject", subject="request_id")
     async def reject(self, *, request_id: str, quote_id: str, hourly_cents: int,
                      actor: Actor, reason: str | None = None) -> LaunchRequest:
-        """`reason` (optional) is shown on the card and DMed to the requester."""
+        """`reason` (optional) is shown on the card and DMed to the requester.
+
+        The requester pressing Reject on their own request means "take it back": it is
+        withdrawn (and audited as a withdrawal), not refused as a self-approval."""
+        async with self._db.transaction() as repos:
+            request = await repos.requests.get(request_id)
+        if request is not None and request.requester_id == actor.user_id:
+            return await self.withdraw(request_id=request_id, actor=actor, reason=reason)
+        return await self._reject(request_id=request_id, quote_id=quote_id,
+                                  hourly_cents=hourly_cents, actor=actor, reason=reason)
+
+    @audited("withdraw", subject="request_id")
+    async def withdraw(self, *, request_id: str, actor: Actor,
+                       reason: str | None = None) -> LaunchRequest:
+        """The requester takes back a pending request: compare-and-set pending → withdrawn.
+
+        Any card of it (this quote's or an older one) may carry the press: the request, not
+        the quote, is withdrawn. Someone else's request, or one already decided, is refused
+        with who can do what; nothing changes."""
+        reason = " ".join((reason or "").split())[:500] or None
+        now = self._clock.now()
+        async with self._db.transaction() as repos:
+            request = await _request(repos, request_id)
+            if request.requester_id != actor.user_id:
+                raise NotAllowed(
+                    f"Only the requester, <@{request.requester_id}>, can withdraw "
+                    f"`{request.id}`; an approver can reject it on its card in the approvals "
+                    "channel.")
+            withdrawn = await repos.requests.transition(
+                request_id, from_=[RequestStatus.PENDING], to=RequestStatus.WITHDRAWN, now=now,
+                decided_by=actor.user_id, decided_at=now, decision_note=reason,
+                idempotency_key=None)
+            if withdrawn is None:
+                raise Conflict(f"`{request.id}` can no longer be withdrawn: {_already(request)}"
+                               f"{_after_decision(request)}")
+        await self._notifier.refresh_request(request_id)
+        return withdrawn
+
+    @audited("reject", subject="request_id")
+    async def _reject(self, *, request_id: str, quote_id: str, hourly_cents: int,
+                      actor: Actor, reason: str | None = None) -> LaunchRequest:
         reason = " ".join((reason or "").split())[:500] or None
         decided = await self._decide(request_id=request_id, quote_id=quote_id,
                                      hourly_cents=hourly_cents, decision=Decision.REJECT,
@@ -393,4 +432,18 @@ def _already(request: LaunchRequest) -> str:
         RequestStatus.REJECTED: f"Already rejected{who}.",
         RequestStatus.LAUNCH_FAILED: "The launch failed; use *Retry launch* on the card.",
         RequestStatus.PENDING: "This request is waiting for an approver.",
+        RequestStatus.WITHDRAWN: f"Already withdrawn{who}.",
     }.get(request.status, f"This request is {request.status.value}.")
+
+
+def _after_decision(request: LaunchRequest) -> str:
+    """What the requester can still do about a request that is no longer pending."""
+    if request.status is RequestStatus.LAUNCHED and request.cluster_id:
+        return (f" To stop it, terminate the cluster: `/cluster terminate "
+                f"{request.cluster_id}`.")
+    if request.status in (RequestStatus.APPROVED, RequestStatus.LAUNCHING):
+        return (" Once it is launched, its owner or an approver can terminate the cluster "
+                "(`/cluster terminate <cluster-id>`).")
+    if request.status is RequestStatus.LAUNCH_FAILED:
+        return " It is only kept for a retry: it launches nothing unless someone retries it."
+    return ""

@@ -27,6 +27,7 @@ from bot.domain.commands import (
     StatusCommand,
     TerminateCommand,
     VolumesCommand,
+    WithdrawCommand,
 )
 from bot.domain.errors import InvalidCommand
 from bot.domain.models import Actor
@@ -38,6 +39,7 @@ from bot.slack.blocks import common, listing
 from bot.slack.blocks import notices as notice_blocks
 from bot.slack.blocks import quote as quote_blocks
 from bot.slack.blocks import spend as spend_blocks
+from bot.slack.blocks import story as story_blocks
 from bot.slack.blocks import volumes as volume_blocks
 from bot.slack.blocks.format import money
 from bot.slack.blocks.message import Message
@@ -120,6 +122,10 @@ def register(app: AsyncApp, services: Services,
                                                         hours=cmd.hours)
             reply = common.notice(f"Extended `{record.id}` by {cmd.hours} h: it may now run "
                                   f"{record.lifetime_hours} hours in all.")
+        elif isinstance(cmd, WithdrawCommand):
+            await ack()
+            request = await services.approvals.withdraw(request_id=cmd.request_id, actor=actor)
+            reply = common.notice(story_blocks.withdrawn_words(request.id))
         elif isinstance(cmd, ConnectCommand):
             await ack(text=f"Reading `{cmd.cluster_id}`'s connection details…", **EPHEMERAL)
             record = await services.stewardship.connect(cluster_id=cmd.cluster_id, actor=actor)

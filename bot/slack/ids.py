@@ -39,11 +39,12 @@ class Action:
     GROW_VOLUME = "volume_grow"
     RELAUNCH_ON_VOLUME = "volume_relaunch"
     HOURS_CHART = "cluster_hours_chart"
+    WITHDRAW = "request_withdraw"
     ALL: ClassVar[tuple[str, ...]] = (
         QUOTE_REQUEST_LAUNCH, QUOTE_DISCARD, APPROVE, REJECT, RETRY_LAUNCH, TERMINATE,
         RECOVER, AUTORECOVER_ON, KEEP_RUNNING, CLAIM, DELETE_VOLUME, KEEP_VOLUME, EXTEND,
         GROW_VOLUME, RELAUNCH_ON_VOLUME, HOURS_CHART, KEEP_WAITING, QUOTE_THIS, CLUSTER_STATUS,
-        REJECT_WITH_REASON,
+        REJECT_WITH_REASON, WITHDRAW,
     )
 
 
@@ -99,6 +100,13 @@ class RequestRef(Ref):
     tag = "r"
     request_id: str
     attempt: str
+
+
+class WithdrawRef(Ref):
+    """Withdraw: the request (withdrawing happens once, by compare-and-set on `pending`)."""
+
+    tag = "w"
+    request_id: str
 
 
 class ClusterRef(Ref):

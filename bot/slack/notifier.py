@@ -119,7 +119,7 @@ class SlackNotifier:
             await self._tell_story(request, approvals, record)
         # Approvers' homes list what waits for them: only a submission or a decision changes it.
         deciding = card and request.status in (RequestStatus.PENDING, RequestStatus.APPROVED,
-                                               RequestStatus.REJECTED)
+                                               RequestStatus.REJECTED, RequestStatus.WITHDRAWN)
         await self._refresh_homes([request.requester_id,
                                    *(await self._people.approvers() if deciding else ())])
 
@@ -128,9 +128,14 @@ class SlackNotifier:
         """Each step of the request's story once in its thread (bot/slack/blocks/story.py)."""
         async with self._db.transaction() as repos:
             top = await repos.messages.get(PROGRESS, request.id)
-        if top is None:
-            return
-        for step, words in story_blocks.story(request, approvals, record):
+            if top is None:
+                return
+            held = [q for q in reversed(await repos.request_quotes.quotes_of(request.id))
+                    if q != request.quote_id] + [request.quote_id]  # oldest first, current last
+            quotes = [q for q in [await repos.quotes.get(i) for i in held] if q is not None]
+            attempts = await repos.launches.for_request(request.id)
+        for step, words in story_blocks.story(request, approvals, record, quotes=quotes,
+                                              attempts=attempts, now=self._clock.now()):
             await self.outbox.post_once(story_blocks.story_key(request, step), top.channel_id,
                                         story_blocks.story_post(words), thread_ts=top.ts)
 
