@@ -336,7 +336,8 @@ class ApprovalService:
 
     async def requote(self, request: LaunchRequest, *, reason: str) -> LaunchRequest:
         return await reprice(request, reason=reason, db=self._db, quoting=self._quoting,
-                             notifier=self._notifier, clock=self._clock, judge=self.judge)
+                             notifier=self._notifier, clock=self._clock, judge=self.judge,
+                             audit=self._audit)
 
 
 async def _committed(repos: Repos, policy: rules.Policy, *, requester: str, now: datetime,
@@ -373,7 +374,8 @@ async def _over_budget(repos: Repos, policy: rules.Policy, request: LaunchReques
 
 
 async def reprice(request: LaunchRequest, *, reason: str, db: Database, quoting: QuotingService,
-                  notifier: Notifier, clock: Clock, judge: Judge) -> LaunchRequest:
+                  notifier: Notifier, clock: Clock, judge: Judge,
+                  audit: AuditLog | None = None) -> LaunchRequest:
     """Price the same spec again and put the request back in front of the approvers.
 
     The old card's buttons carry the old quote id and rate, so they can no longer approve
@@ -405,6 +407,15 @@ async def reprice(request: LaunchRequest, *, reason: str, db: Database, quoting:
         )
         if updated is None:
             raise Conflict(_already(request))
+    if audit is not None:
+        change = f"{rules.money(request.hourly_cents)}/h → {rules.money(fresh.hourly_cents)}/h"
+        await audit.write(actor=None, action="reprice", subject_id=request.id,
+                          outcome="refused" if verdict.is_refusal else "ok",
+                          amount_cents=fresh.hourly_cents,
+                          detail=f"the quote {reason}; priced again as {fresh.id}: {change}"
+                                 + (f"; the spend policy refuses it: {verdict.refused}"
+                                    if verdict.is_refusal else
+                                    f"; {verdict.approvals_needed} approval(s) needed again"))
     await notifier.refresh_request(request.id, superseded_quote_id=old.id)
     return updated
 
