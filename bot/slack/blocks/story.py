@@ -55,9 +55,9 @@ def story(req: LaunchRequest, approvals: Sequence[Approval], cluster: ClusterRec
     elif req.lifetime_hours:
         envelope = (f", within the spend policy's lifetime of {req.lifetime_hours} h per "
                     "cluster")
+    asked_at = held[0].hourly_cents if held else req.hourly_cents  # before any re-pricing
     steps: list[Step] = [("requested", f":memo: Requested by {user(req.requester_id)} "
-                                       f"{when(req.created_at)} at "
-                                       f"{hourly(held[0].hourly_cents if held else req.hourly_cents)}"
+                                       f"{when(req.created_at)} at {hourly(asked_at)}"
                                        f"{envelope}")]
     quote_ids = [q.id for q in held] or [req.quote_id]
     for index, quote_id in enumerate(quote_ids):
