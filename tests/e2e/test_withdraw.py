@@ -2,6 +2,7 @@
 request's message, by `/cluster withdraw <request>`, or by pressing Reject on their own card.
 Anyone else, or a request already decided, is refused privately with who can do what."""
 
+import asyncio
 import copy
 import json
 
@@ -97,3 +98,29 @@ async def test_an_approved_and_launched_request_cannot_be_withdrawn(tmp_path):
         assert f"/cluster terminate {request.cluster_id}" in said
         assert (await only_request(h)).status is RequestStatus.LAUNCHED
         assert len(h.sim.engine.list_clusters()) == 1
+
+
+async def test_withdraw_and_approve_at_the_same_instant_decide_once(tmp_path, database_url):
+    # Each request gets Bob's Approve and Alice's Withdraw at once, several times over: the
+    # compare-and-set on `pending` lets exactly one of them decide, and a withdrawn request
+    # never launches (on PostgreSQL the presses really run at once).
+    async with bot(tmp_path, database_url=database_url) as h:
+        cards = [copy.deepcopy(await h.request(quote_text="quote h100x8 nodes=2"))
+                 for _ in range(4)]
+        progress = {m.ts: m for m in h.progress(GENERAL)}.values()
+        withdraws = [m for m in progress if has(m, Action.WITHDRAW)]
+        assert len(withdraws) == 4
+        await asyncio.gather(*(
+            [h.requests.click(card, Action.APPROVE, user_id=BOB) for card in cards] * 2
+            + [h.requests.click(m, Action.WITHDRAW, user_id=ALICE) for m in withdraws] * 2))
+        await h.rt.settle()
+        requests = await h.requests_in_db()
+        launched = [r for r in requests if r.status is RequestStatus.LAUNCHED]
+        withdrawn = [r for r in requests if r.status is RequestStatus.WITHDRAWN]
+        assert len(launched) + len(withdrawn) == 4
+        assert len(h.sim.engine.list_clusters()) == len(launched)
+        for r in requests:
+            decided = [e for e in await audit_of(h, r.id)
+                       if e.action in ("approve", "withdraw") and e.outcome == "ok"]
+            assert [e.action for e in decided] == (
+                ["approve"] if r.status is RequestStatus.LAUNCHED else ["withdraw"])
