@@ -20,6 +20,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.clock import Clock
+from bot.domain.claims import ClaimKey
 from bot.domain.models import (
     Approval,
     ClusterRecord,
@@ -133,9 +134,22 @@ class SlackNotifier:
             held = [q for q in reversed(await repos.request_quotes.quotes_of(request.id))
                     if q != request.quote_id] + [request.quote_id]  # oldest first, current last
             quotes = [q for q in [await repos.quotes.get(i) for i in held] if q is not None]
-            attempts = await repos.launches.for_request(request.id)
+            # Oldest first: attempts created at one instant are told apart by the live one
+            # (the request's key) coming last, and the closed ones by when each closed.
+            attempts = sorted(await repos.launches.for_request(request.id),
+                              key=lambda i: (i.idempotency_key == request.idempotency_key,
+                                             i.created_at, i.updated_at))
+            # Who pressed Retry launch on each failed attempt: the press's claim says.
+            retried_by = {}
+            for intent in attempts:
+                attempt = story_blocks.attempt_of(request, intent)
+                claim = await repos.claims.get(ClaimKey(action="retry", subject_id=request.id,
+                                                        version=attempt))
+                if claim is not None:
+                    retried_by[attempt] = claim.actor_id
         for step, words in story_blocks.story(request, approvals, record, quotes=quotes,
-                                              attempts=attempts, now=self._clock.now()):
+                                              attempts=attempts, retried_by=retried_by,
+                                              now=self._clock.now()):
             await self.outbox.post_once(story_blocks.story_key(request, step), top.channel_id,
                                         story_blocks.story_post(words), thread_ts=top.ts)
 

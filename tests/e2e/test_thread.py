@@ -24,7 +24,7 @@ STEPS: dict[tuple[str, str], str | None] = {
     ("reprice", "ok"): "priced again",
     ("reprice", "refused"): "priced again",
     ("launch", "failed"): "Launch failed",
-    ("retry", "ok"): "Retried",
+    ("retry", "ok"): "Retried by <@{actor}>",
     ("launch", "ok"): "Cluster `{subject}` created",
     ("reject", "ok"): "Rejected by <@{actor}>",
     ("withdraw", "ok"): "Withdrawn by <@{actor}>",

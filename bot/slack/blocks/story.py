@@ -12,7 +12,7 @@ ever derived from something stored, so nothing appears that did not happen.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from slack_sdk.models.blocks import InputBlock, PlainTextInputElement
@@ -42,11 +42,13 @@ Step = tuple[str, str]
 
 def story(req: LaunchRequest, approvals: Sequence[Approval], cluster: ClusterRecord | None, *,
           quotes: Sequence[QuoteInfo] = (), attempts: Sequence[LaunchIntent] = (),
+          retried_by: Mapping[str, str] | None = None,
           now: datetime | None = None) -> list[Step]:
     """Each step so far, in order, as (key, mrkdwn).
 
     `quotes`: every quote the request held, oldest first (the current one last); `attempts`:
-    its launch intents, oldest first; `now`: to tell that the current quote has expired."""
+    its launch intents, oldest first; `retried_by`: who retried each failed attempt (by
+    `attempt_of`); `now`: to tell that the current quote has expired."""
     held = list(quotes)
     planned = held[0].spec.planned_hours if held else None
     envelope = ""
@@ -67,7 +69,8 @@ def story(req: LaunchRequest, approvals: Sequence[Approval], cluster: ClusterRec
         if quote_id == req.quote_id:
             steps += _decided_alone(req, approvals)
         steps += _attempts(req, [i for i in attempts if i.quote_id == quote_id],
-                           first=not any(i.quote_id in quote_ids[:index] for i in attempts))
+                           first=not any(i.quote_id in quote_ids[:index] for i in attempts),
+                           retried_by=retried_by or {})
     current = held[-1] if held else None
     if (req.status is RequestStatus.PENDING and current is not None and now is not None
             and current.is_expired(now)):
@@ -145,12 +148,17 @@ def _repriced(old: QuoteInfo, new: QuoteInfo) -> Step:
             f"(was {hourly(old.hourly_cents)}): the approvals start over")
 
 
-def _attempts(req: LaunchRequest, tries: Sequence[LaunchIntent], *, first: bool) -> list[Step]:
+def attempt_of(req: LaunchRequest, intent: LaunchIntent) -> str:
+    """The version a Retry launch button of this attempt carried (`launch_attempt`)."""
+    return launch_attempt(req.model_copy(update={"idempotency_key": intent.idempotency_key}))
+
+
+def _attempts(req: LaunchRequest, tries: Sequence[LaunchIntent], *, first: bool,
+              retried_by: Mapping[str, str]) -> list[Step]:
     """Each launch attempt on one quote, and how a failed one ended."""
     steps: list[Step] = []
     for n, intent in enumerate(tries):
-        attempt = launch_attempt(req.model_copy(update={"idempotency_key":
-                                                        intent.idempotency_key}))
+        attempt = attempt_of(req, intent)
         if first and n == 0:
             steps.append(("launching", ":rocket: Launching at AI Reserve"))
         elif n == 0:
@@ -161,9 +169,11 @@ def _attempts(req: LaunchRequest, tries: Sequence[LaunchIntent], *, first: bool)
                           "request key: AI Reserve kept answering the last one with an error "
                           "and no cluster exists"))
         else:
+            who = retried_by.get(attempt_of(req, tries[n - 1]))
             steps.append((f"launching/{attempt}",
-                          f":repeat: Retried {when(intent.created_at)}: launching again at AI "
-                          f"Reserve (attempt {n + 1})"))
+                          f":repeat: Retried{f' by {user(who)}' if who else ''} "
+                          f"{when(intent.created_at)}: launching again at AI Reserve "
+                          f"(attempt {n + 1})"))
         if (intent.idempotency_key == req.idempotency_key
                 and req.status is RequestStatus.LAUNCH_FAILED):
             steps.append((f"launch_failed/{attempt}",
