@@ -44,6 +44,8 @@ from bot.domain.ports import Notifier
 from bot.services.audit import AuditLog, audited
 from bot.services.people import People
 from bot.services.quoting import QuotingService
+from bot.services.withdrawals import already as _already
+from bot.services.withdrawals import repriced_words, withdraw_pending
 from storage.budgets import team_budget, user_budget
 from storage.db import Database
 from storage.repositories import Repos
@@ -158,10 +160,8 @@ class ApprovalService:
 
     async def reject(self, *, request_id: str, quote_id: str, hourly_cents: int,
                      actor: Actor, reason: str | None = None) -> LaunchRequest:
-        """`reason` (optional) is shown on the card and DMed to the requester.
-
-        The requester pressing Reject on their own request means "take it back": it is
-        withdrawn (and audited as a withdrawal), not refused as a self-approval."""
+        """`reason` (optional) is shown on the card and DMed to the requester. The requester's
+        own Reject means "take it back": withdrawn (and audited so), not a self-approval."""
         async with self._db.transaction() as repos:
             request = await repos.requests.get(request_id)
         if request is not None and request.requester_id == actor.user_id:
@@ -172,27 +172,11 @@ class ApprovalService:
     @audited("withdraw", subject="request_id")
     async def withdraw(self, *, request_id: str, actor: Actor,
                        reason: str | None = None) -> LaunchRequest:
-        """The requester takes back a pending request: compare-and-set pending → withdrawn.
-
-        Any card of it (this quote's or an older one) may carry the press: the request, not
-        the quote, is withdrawn. Someone else's request, or one already decided, is refused
-        with who can do what; nothing changes."""
-        reason = " ".join((reason or "").split())[:500] or None
-        now = self._clock.now()
+        """The requester takes back a pending request (bot/services/withdrawals.py); any card
+        of it may carry the press: the request, not the quote, is withdrawn."""
         async with self._db.transaction() as repos:
-            request = await _request(repos, request_id)
-            if request.requester_id != actor.user_id:
-                raise NotAllowed(
-                    f"Only the requester, <@{request.requester_id}>, can withdraw "
-                    f"`{request.id}`; an approver can reject it on its card in the approvals "
-                    "channel.")
-            withdrawn = await repos.requests.transition(
-                request_id, from_=[RequestStatus.PENDING], to=RequestStatus.WITHDRAWN, now=now,
-                decided_by=actor.user_id, decided_at=now, decision_note=reason,
-                idempotency_key=None)
-            if withdrawn is None:
-                raise Conflict(f"`{request.id}` can no longer be withdrawn: {_already(request)}"
-                               f"{_after_decision(request)}")
+            withdrawn = await withdraw_pending(repos, request_id=request_id, actor=actor,
+                                               now=self._clock.now(), reason=reason)
         await self._notifier.refresh_request(request_id)
         return withdrawn
 
@@ -408,14 +392,10 @@ async def reprice(request: LaunchRequest, *, reason: str, db: Database, quoting:
         if updated is None:
             raise Conflict(_already(request))
     if audit is not None:
-        change = f"{rules.money(request.hourly_cents)}/h → {rules.money(fresh.hourly_cents)}/h"
         await audit.write(actor=None, action="reprice", subject_id=request.id,
                           outcome="refused" if verdict.is_refusal else "ok",
-                          amount_cents=fresh.hourly_cents,
-                          detail=f"the quote {reason}; priced again as {fresh.id}: {change}"
-                                 + (f"; the spend policy refuses it: {verdict.refused}"
-                                    if verdict.is_refusal else
-                                    f"; {verdict.approvals_needed} approval(s) needed again"))
+                          amount_cents=fresh.hourly_cents, detail=repriced_words(
+                              request, fresh, reason=reason, verdict=verdict))
     await notifier.refresh_request(request.id, superseded_quote_id=old.id)
     return updated
 
@@ -432,29 +412,3 @@ async def _quote(repos: Repos, quote_id: str) -> QuoteInfo:
     if quote is None:
         raise UnknownResource("quote", quote_id)
     return quote
-
-
-def _already(request: LaunchRequest) -> str:
-    who = f" by <@{request.decided_by}>" if request.decided_by else ""
-    return {
-        RequestStatus.APPROVED: f"Already approved{who}; the launch is starting.",
-        RequestStatus.LAUNCHING: f"Already approved{who}; the launch is under way.",
-        RequestStatus.LAUNCHED: f"Already approved{who} and launched as `{request.cluster_id}`.",
-        RequestStatus.REJECTED: f"Already rejected{who}.",
-        RequestStatus.LAUNCH_FAILED: "The launch failed; use *Retry launch* on the card.",
-        RequestStatus.PENDING: "This request is waiting for an approver.",
-        RequestStatus.WITHDRAWN: f"Already withdrawn{who}.",
-    }.get(request.status, f"This request is {request.status.value}.")
-
-
-def _after_decision(request: LaunchRequest) -> str:
-    """What the requester can still do about a request that is no longer pending."""
-    if request.status is RequestStatus.LAUNCHED and request.cluster_id:
-        return (f" To stop it, terminate the cluster: `/cluster terminate "
-                f"{request.cluster_id}`.")
-    if request.status in (RequestStatus.APPROVED, RequestStatus.LAUNCHING):
-        return (" Once it is launched, its owner or an approver can terminate the cluster "
-                "(`/cluster terminate <cluster-id>`).")
-    if request.status is RequestStatus.LAUNCH_FAILED:
-        return " It is only kept for a retry: it launches nothing unless someone retries it."
-    return ""
