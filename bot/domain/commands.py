@@ -22,6 +22,7 @@ USAGE = {
     "volumes": "/cluster volumes",
     "volume": "/cluster volume grow <volume-id> <GB>   e.g. /cluster volume grow vol_7kP2 2000",
     "extend": "/cluster extend <cluster-id> <hours>   e.g. /cluster extend clu_9xQe1 12",
+    "withdraw": "/cluster withdraw <request-id>   e.g. /cluster withdraw lr_3f9a0c1d2e4b",
     "connect": "/cluster connect <cluster-id>   e.g. /cluster connect clu_9xQe1",
     "help": "/cluster help",
 }
@@ -45,6 +46,11 @@ class QuoteCommand:
 class ExtendCommand:
     cluster_id: str
     hours: int
+
+
+@dataclass(frozen=True)
+class WithdrawCommand:
+    request_id: str
 
 
 @dataclass(frozen=True)
@@ -125,6 +131,6 @@ class HelpCommand:
 Command = (QuoteCommand | ListCommand | StatusCommand | TerminateCommand | RecoverCommand
            | AutoRecoverCommand | NotifyCommand | LogsCommand | AuditCommand | AuditExportCommand
            | SpendCommand | VolumesCommand | GrowVolumeCommand | ExtendCommand | ConnectCommand
-           | HelpCommand)
+           | WithdrawCommand | HelpCommand)
 
 

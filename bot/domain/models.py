@@ -161,6 +161,7 @@ class RequestStatus(enum.StrEnum):
     REJECTED = "rejected"
     SUPERSEDED = "superseded"  # price or quote changed: a fresh request replaced it
     CANCELLED = "cancelled"
+    WITHDRAWN = "withdrawn"  # the requester took it back while it was pending
     FAILED = "failed"  # the provider refused for good (e.g. invalid settings)
 
     @property

@@ -46,6 +46,8 @@ from bot.services.audit import AuditLog, audited
 from bot.services.budgets import committed as _committed
 from bot.services.people import People
 from bot.services.quoting import QuotingService
+from bot.services.withdrawals import already as _already
+from bot.services.withdrawals import repriced_words, withdraw_pending
 from storage.db import Database
 from storage.repositories import Repos
 
@@ -160,10 +162,31 @@ class ApprovalService:
                                   hourly_cents=hourly_cents, decision=Decision.APPROVE,
                                   actor=actor)
 
-    @audited("reject", subject="request_id")
     async def reject(self, *, request_id: str, quote_id: str, hourly_cents: int,
                      actor: Actor, reason: str | None = None) -> LaunchRequest:
-        """`reason` (optional) is shown on the card and DMed to the requester."""
+        """`reason` (optional) is shown on the card and DMed to the requester. The requester's
+        own Reject means "take it back": withdrawn (and audited so), not a self-approval."""
+        async with self._db.transaction() as repos:
+            request = await repos.requests.get(request_id)
+        if request is not None and request.requester_id == actor.user_id:
+            return await self.withdraw(request_id=request_id, actor=actor, reason=reason)
+        return await self._reject(request_id=request_id, quote_id=quote_id,
+                                  hourly_cents=hourly_cents, actor=actor, reason=reason)
+
+    @audited("withdraw", subject="request_id")
+    async def withdraw(self, *, request_id: str, actor: Actor,
+                       reason: str | None = None) -> LaunchRequest:
+        """The requester takes back a pending request (bot/services/withdrawals.py); any card
+        of it may carry the press: the request, not the quote, is withdrawn."""
+        async with self._db.transaction() as repos:
+            withdrawn = await withdraw_pending(repos, request_id=request_id, actor=actor,
+                                               now=self._clock.now(), reason=reason)
+        await self._notifier.refresh_request(request_id)
+        return withdrawn
+
+    @audited("reject", subject="request_id")
+    async def _reject(self, *, request_id: str, quote_id: str, hourly_cents: int,
+                      actor: Actor, reason: str | None = None) -> LaunchRequest:
         reason = " ".join((reason or "").split())[:500] or None
         decided = await self._decide(request_id=request_id, quote_id=quote_id,
                                      hourly_cents=hourly_cents, decision=Decision.REJECT,
@@ -301,7 +324,8 @@ class ApprovalService:
 
     async def requote(self, request: LaunchRequest, *, reason: str) -> LaunchRequest:
         return await reprice(request, reason=reason, db=self._db, quoting=self._quoting,
-                             notifier=self._notifier, clock=self._clock, judge=self.judge)
+                             notifier=self._notifier, clock=self._clock, judge=self.judge,
+                             audit=self._audit)
 
 
 async def _over_budget(repos: Repos, policy: rules.Policy, request: LaunchRequest, *,
@@ -318,7 +342,8 @@ async def _over_budget(repos: Repos, policy: rules.Policy, request: LaunchReques
 
 
 async def reprice(request: LaunchRequest, *, reason: str, db: Database, quoting: QuotingService,
-                  notifier: Notifier, clock: Clock, judge: Judge) -> LaunchRequest:
+                  notifier: Notifier, clock: Clock, judge: Judge,
+                  audit: AuditLog | None = None) -> LaunchRequest:
     """Price the same spec again and put the request back in front of the approvers.
 
     The old card's buttons carry the old quote id and rate, so they can no longer approve
@@ -350,6 +375,11 @@ async def reprice(request: LaunchRequest, *, reason: str, db: Database, quoting:
         )
         if updated is None:
             raise Conflict(_already(request))
+    if audit is not None:
+        await audit.write(actor=None, action="reprice", subject_id=request.id,
+                          outcome="refused" if verdict.is_refusal else "ok",
+                          amount_cents=fresh.hourly_cents, detail=repriced_words(
+                              request, fresh, reason=reason, verdict=verdict))
     await notifier.refresh_request(request.id, superseded_quote_id=old.id)
     return updated
 
@@ -366,15 +396,3 @@ async def _quote(repos: Repos, quote_id: str) -> QuoteInfo:
     if quote is None:
         raise UnknownResource("quote", quote_id)
     return quote
-
-
-def _already(request: LaunchRequest) -> str:
-    who = f" by <@{request.decided_by}>" if request.decided_by else ""
-    return {
-        RequestStatus.APPROVED: f"Already approved{who}; the launch is starting.",
-        RequestStatus.LAUNCHING: f"Already approved{who}; the launch is under way.",
-        RequestStatus.LAUNCHED: f"Already approved{who} and launched as `{request.cluster_id}`.",
-        RequestStatus.REJECTED: f"Already rejected{who}.",
-        RequestStatus.LAUNCH_FAILED: "The launch failed; use *Retry launch* on the card.",
-        RequestStatus.PENDING: "This request is waiting for an approver.",
-    }.get(request.status, f"This request is {request.status.value}.")

@@ -16,7 +16,16 @@ from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from bot.clock import Clock
 from bot.domain.errors import DomainError
-from bot.domain.models import Actor, AuditEntry, ClusterRecord
+from bot.domain.models import (
+    Actor,
+    AuditEntry,
+    ClusterRecord,
+    LaunchRequest,
+    QuoteInfo,
+    RequestStatus,
+    VolumeRecord,
+)
+from bot.domain.policy import money
 from bot.domain.reasons import why_terminated
 from bot.logs import log_context
 from bot.reserve import errors as api
@@ -85,12 +94,56 @@ def audited(action: str, *, subject: str,
             await service._audit.write(
                 actor=who, action=action, subject_id=_subject(result, subject_id),
                 outcome="ok", amount_cents=_amount(result),
+                detail=describe(action, result, kwargs),
                 idempotency_key=getattr(result, "idempotency_key", None))
             return result
 
         return run
 
     return wrap
+
+
+def describe(action: str, result: Any, kwargs: dict[str, Any]) -> str:
+    """A successful action's row in words: what it acted on, at which rate or size, and what
+    the call said (on/off, the channel, the node, the reason). The amount column holds the
+    rate (`_amount`); the words repeat it in dollars so a CSV reader needs no lookup."""
+    said: list[str] = []
+    if isinstance(result, QuoteInfo):
+        shape = result.spec.shape
+        said.append(f"quote {result.id}: {shape.nodes} × {shape.gpus_per_node} "
+                    f"{result.accelerator_name} in {result.location} at "
+                    f"{money(result.hourly_cents)}/h"
+                    + (f", planned {result.spec.planned_hours} h ≈ "
+                       f"{money(result.hourly_cents * result.spec.planned_hours)}"
+                       if result.spec.planned_hours else ""))
+    elif isinstance(result, LaunchRequest):
+        said.append(f"request {result.id} at {money(result.hourly_cents)}/h: "
+                    f"{result.status.value.replace('_', ' ')}")
+        if result.status is RequestStatus.PENDING:
+            said.append(f"{result.approvals_needed} approval(s) needed")
+        if result.lifetime_hours:
+            said.append(f"envelope {result.lifetime_hours} h ≈ "
+                        f"{money(result.hourly_cents * result.lifetime_hours)}")
+        if result.decision_note:
+            said.append(f"reason: {result.decision_note}")
+    elif isinstance(result, ClusterRecord):
+        said.append(f"cluster {result.id} ({result.status.value}) at "
+                    f"{money(result.hourly_cents)}/h; {money(result.accrued_cents)} over "
+                    f"{result.accrued_hours} billed hour(s) so far")
+        if result.lifetime_hours:
+            said.append(f"envelope {result.lifetime_hours} h ≈ "
+                        f"{money(result.hourly_cents * result.lifetime_hours)}")
+    elif isinstance(result, VolumeRecord):
+        said.append(f"volume {result.id}: {result.size_gb:,} GB at "
+                    f"{money(result.monthly_cents)}/month ({result.status})")
+    on = kwargs.get("on")
+    if isinstance(on, bool):
+        said.append(f"automatic recovery turned {'on' if on else 'off'}")
+    for key, words in (("channel_id", "notices also to <#{}>"), ("node", "node {} log read"),
+                       ("hours", "{} hour(s) added"), ("size_gb", "grown to {:,} GB")):
+        if kwargs.get(key) is not None and not (key == "channel_id" and action == "quote"):
+            said.append(words.format(kwargs[key]))
+    return "; ".join(said) or action
 
 
 def _amount(result: Any) -> int | None:

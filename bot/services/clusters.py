@@ -127,7 +127,13 @@ class ClusterQueries:
                                     detail="not an approver")
             raise NotAllowed("Only approvers can read the audit trail.")
         async with self._db.transaction() as repos:
-            return await repos.audit.list(subject_id=subject_id, limit=AUDIT_LINES)
+            entries = await repos.audit.list(subject_id=subject_id, limit=AUDIT_LINES)
+        # Reading the trail is itself recorded (after the read: it doesn't list itself).
+        await self._audit.write(actor=actor, action="read_audit", subject_id=subject_id or "*",
+                                outcome="ok",
+                                detail=f"read {len(entries)} entries"
+                                       + (f" about {subject_id}" if subject_id else ""))
+        return entries
 
 
     async def audit_month(self, *, month: str | None, actor: Actor) -> tuple[str, list[AuditEntry]]:
@@ -142,4 +148,9 @@ class ClusterQueries:
             raise InvalidCommand(str(exc), bad_part=month,
                                  usage="/cluster audit export [YYYY-MM]") from None
         async with self._db.transaction() as repos:
-            return f"{start:%Y-%m}", await repos.audit.in_period(start, end)
+            entries = await repos.audit.in_period(start, end)
+        await self._audit.write(actor=actor, action="export_audit", subject_id=f"{start:%Y-%m}",
+                                outcome="ok",
+                                detail=f"exported {len(entries)} entries of {start:%Y-%m} as CSV")
+        return f"{start:%Y-%m}", entries
+

@@ -317,7 +317,8 @@ class LaunchService:
         try:
             assert self.judge is not None
             await reprice(request, reason=reason, db=self._db, quoting=self._quoting,
-                          notifier=self._notifier, clock=self._clock, judge=self.judge)
+                          notifier=self._notifier, clock=self._clock, judge=self.judge,
+                          audit=self._audit)
         except DomainError as exc:
             async with self._db.transaction() as repos:
                 now = await repos.requests.get(request.id)

@@ -22,6 +22,7 @@ from bot.clock import Clock
 from bot.domain.charges import charges_by
 from bot.domain.errors import DomainError
 from bot.domain.models import Actor, ClusterRecord, ClusterState
+from bot.domain.policy import money
 from bot.domain.ports import Notifier
 from bot.domain.readiness import (
     ReadinessState,
@@ -201,6 +202,7 @@ class ReadinessService:
                                                       now=now):
                 raise DomainError("That question was already answered.")
         await self._audit.write(actor=actor, action="keep_waiting", subject_id=cluster_id,
-                                outcome="ok",
-                                detail=f"readiness limit extended {watch.limit_minutes} min")
+                                outcome="ok", amount_cents=record.hourly_cents,
+                                detail=f"readiness limit extended {watch.limit_minutes} min; "
+                                       f"it bills {money(record.hourly_cents)}/h meanwhile")
         return record

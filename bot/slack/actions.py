@@ -66,6 +66,7 @@ from bot.slack.ids import (
     ReminderRef,
     RequestRef,
     VolumeRef,
+    WithdrawRef,
 )
 
 R = TypeVar("R", bound=Ref)
@@ -130,6 +131,8 @@ def _decided(verb: str) -> Callable[[ApprovalRef, LaunchRequest], str]:
     def said(_: ApprovalRef, request: LaunchRequest) -> str:
         if request.status is RequestStatus.PENDING:
             return "Approved; it needs one more approver."
+        if request.status is RequestStatus.WITHDRAWN:  # the requester's own Reject
+            return story_blocks.withdrawn_words(request.id)
         return f"{verb}. The card shows the outcome."
     return said
 
@@ -145,6 +148,10 @@ BUTTONS: dict[str, Button[Any, Any]] = {
         lambda s, r, a: s.approvals.reject(request_id=r.request_id, quote_id=r.quote_id,
                                            hourly_cents=r.hourly_cents, actor=a),
         _decided("Rejected")),
+    Action.WITHDRAW: Button[WithdrawRef, LaunchRequest](
+        WithdrawRef,
+        lambda s, r, a: s.approvals.withdraw(request_id=r.request_id, actor=a),
+        lambda r, request: story_blocks.withdrawn_words(request.id)),
     Action.RETRY_LAUNCH: Button[RequestRef, LaunchRequest](
         RequestRef,
         lambda s, r, a: s.approvals.retry(request_id=r.request_id, attempt=r.attempt, actor=a),

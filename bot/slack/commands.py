@@ -28,6 +28,7 @@ from bot.domain.commands import (
     StatusCommand,
     TerminateCommand,
     VolumesCommand,
+    WithdrawCommand,
 )
 from bot.domain.errors import InvalidCommand
 from bot.domain.models import Actor
@@ -41,6 +42,7 @@ from bot.slack.blocks import notices as notice_blocks
 from bot.slack.blocks import quote as quote_blocks
 from bot.slack.blocks import recovery as recovery_blocks
 from bot.slack.blocks import spend as spend_blocks
+from bot.slack.blocks import story as story_blocks
 from bot.slack.blocks import volumes as volume_blocks
 from bot.slack.blocks.format import money
 from bot.slack.blocks.message import Message
@@ -125,6 +127,10 @@ def register(app: AsyncApp, services: Services,
             record, judged = await services.extensions.preview(cluster_id=cmd.cluster_id,
                                                                actor=actor, hours=cmd.hours)
             reply = extension_blocks.extend_preview(record, judged)
+        elif isinstance(cmd, WithdrawCommand):
+            await ack()
+            request = await services.approvals.withdraw(request_id=cmd.request_id, actor=actor)
+            reply = common.notice(story_blocks.withdrawn_words(request.id))
         elif isinstance(cmd, ConnectCommand):
             await ack(text=f"Reading `{cmd.cluster_id}`'s connection details…", **EPHEMERAL)
             record = await services.stewardship.connect(cluster_id=cmd.cluster_id, actor=actor)

@@ -41,11 +41,12 @@ class Action:
     HOURS_CHART = "cluster_hours_chart"
     EXTENSION_APPROVE = "extension_approve"
     EXTENSION_REJECT = "extension_reject"
+    WITHDRAW = "request_withdraw"
     ALL: ClassVar[tuple[str, ...]] = (
         QUOTE_REQUEST_LAUNCH, QUOTE_DISCARD, APPROVE, REJECT, RETRY_LAUNCH, TERMINATE,
         RECOVER, AUTORECOVER_ON, KEEP_RUNNING, CLAIM, DELETE_VOLUME, KEEP_VOLUME, EXTEND,
         GROW_VOLUME, RELAUNCH_ON_VOLUME, HOURS_CHART, KEEP_WAITING, QUOTE_THIS, CLUSTER_STATUS,
-        REJECT_WITH_REASON, EXTENSION_APPROVE, EXTENSION_REJECT,
+        REJECT_WITH_REASON, EXTENSION_APPROVE, EXTENSION_REJECT, WITHDRAW,
     )
 
 
@@ -101,6 +102,13 @@ class RequestRef(Ref):
     tag = "r"
     request_id: str
     attempt: str
+
+
+class WithdrawRef(Ref):
+    """Withdraw: the request (withdrawing happens once, by compare-and-set on `pending`)."""
+
+    tag = "w"
+    request_id: str
 
 
 class ClusterRef(Ref):

@@ -20,6 +20,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.clock import Clock
+from bot.domain.claims import ClaimKey
 from bot.domain.models import (
     Approval,
     ClusterRecord,
@@ -121,7 +122,7 @@ class SlackNotifier:
             await self._tell_story(request, approvals, record)
         # Approvers' homes list what waits for them: only a submission or a decision changes it.
         deciding = card and request.status in (RequestStatus.PENDING, RequestStatus.APPROVED,
-                                               RequestStatus.REJECTED)
+                                               RequestStatus.REJECTED, RequestStatus.WITHDRAWN)
         await self._refresh_homes([request.requester_id,
                                    *(await self._people.approvers() if deciding else ())])
 
@@ -130,9 +131,27 @@ class SlackNotifier:
         """Each step of the request's story once in its thread (bot/slack/blocks/story.py)."""
         async with self._db.transaction() as repos:
             top = await repos.messages.get(PROGRESS, request.id)
-        if top is None:
-            return
-        for step, words in story_blocks.story(request, approvals, record):
+            if top is None:
+                return
+            held = [q for q in reversed(await repos.request_quotes.quotes_of(request.id))
+                    if q != request.quote_id] + [request.quote_id]  # oldest first, current last
+            quotes = [q for q in [await repos.quotes.get(i) for i in held] if q is not None]
+            # Oldest first: attempts created at one instant are told apart by the live one
+            # (the request's key) coming last, and the closed ones by when each closed.
+            attempts = sorted(await repos.launches.for_request(request.id),
+                              key=lambda i: (i.idempotency_key == request.idempotency_key,
+                                             i.created_at, i.updated_at))
+            # Who pressed Retry launch on each failed attempt: the press's claim says.
+            retried_by = {}
+            for intent in attempts:
+                attempt = story_blocks.attempt_of(request, intent)
+                claim = await repos.claims.get(ClaimKey(action="retry", subject_id=request.id,
+                                                        version=attempt))
+                if claim is not None:
+                    retried_by[attempt] = claim.actor_id
+        for step, words in story_blocks.story(request, approvals, record, quotes=quotes,
+                                              attempts=attempts, retried_by=retried_by,
+                                              now=self._clock.now()):
             await self.outbox.post_once(story_blocks.story_key(request, step), top.channel_id,
                                         story_blocks.story_post(words), thread_ts=top.ts)
 

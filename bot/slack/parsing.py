@@ -31,6 +31,7 @@ from bot.domain.commands import (
     StatusCommand,
     TerminateCommand,
     VolumesCommand,
+    WithdrawCommand,
 )
 from bot.domain.errors import InvalidCommand
 from bot.domain.readiness import ORCHESTRATORS
@@ -73,6 +74,15 @@ def parse(text: str) -> Command:
         return TerminateCommand(cluster_id) if verb == "terminate" else RecoverCommand(cluster_id)
     if verb == "connect":
         return ConnectCommand(_one_id(args, verb))
+    if verb == "withdraw":
+        if not args:
+            raise _fail("`/cluster withdraw` needs the id of your launch request (it is on the "
+                        "request's message, like `lr_3f9a0c1d2e4b`).", "", verb)
+        if not _ID.match(args[0]):
+            raise _fail(f"`{args[0][:40]}` is not a request id (like `lr_3f9a0c1d2e4b`).",
+                        args[0], verb)
+        _no_more(args[1:], verb)
+        return WithdrawCommand(args[0])
     if verb == "extend":
         cluster_id = _one_id(args[:1], verb)
         if len(args) != 2:

@@ -32,7 +32,8 @@ async def test_non_approver_is_refused_and_nothing_changes(tmp_path):
     async with bot(tmp_path) as h:
         card = await h.request(user=ALICE)
         await h.click(card, Action.APPROVE, user="U0ALICE")  # the requester
-        await h.click(card, Action.REJECT, user="U0ALICE")
+        await h.click(card, Action.APPROVE, user="U0DAVE")  # not an approver
+        await h.click(card, Action.REJECT, user="U0DAVE")
         assert has_buttons(h.cards()[-1])
         [request] = await h.requests_in_db()
         assert request.status is RequestStatus.PENDING and request.decided_by is None

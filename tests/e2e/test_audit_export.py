@@ -40,7 +40,10 @@ async def test_the_export_is_the_trail_audit_shows_as_a_file_in_the_dm(tmp_path)
         assert upload.filename == "cluster-bot-audit-2026-11.csv"
         assert upload.data is not None
         exported = rows(upload.data.decode("utf-8"))
-        assert exported == [row_of(e) for e in reversed(shown)]  # oldest first
+        assert exported[:-1] == [row_of(e) for e in reversed(shown)]  # oldest first
+        # … and then that reading: a successful read of the trail is recorded too.
+        assert (exported[-1]["action"], exported[-1]["actor_id"], exported[-1]["outcome"]) == (
+            "read_audit", BOB, "ok")
         assert {r["outcome"] for r in exported} >= {"ok", "refused"}
         assert any(r["action"] == "terminate" and r["actor_id"] == ALICE for r in exported)
         # The file arrived through Slack's three steps, in the asker's DM.
@@ -73,6 +76,8 @@ async def test_the_command_line_export_writes_the_same_csv(tmp_path, monkeypatch
     code = await asyncio.to_thread(main, ["audit-export", "--month", "2026-11",
                                           "--out", str(out)])
     assert code == 0
-    assert rows(out.read_text(encoding="utf-8")) == [row_of(e) for e in reversed(shown)]
+    exported = rows(out.read_text(encoding="utf-8"))
+    assert exported[:-1] == [row_of(e) for e in reversed(shown)]
+    assert exported[-1]["action"] == "read_audit"  # the read that `shown` is
     bad = await asyncio.to_thread(main, ["audit-export", "--month", "November"])
     assert bad == 2

@@ -14,11 +14,12 @@ def test_every_action_has_exactly_one_listener_row():
 
 def test_only_approve_and_reject_rely_on_the_service_alone():
     # Their compare-and-set is per approver on the request row (two approvers may both act);
-    # an extension's card likewise, on the extension's row.
+    # an extension's card likewise, on the extension's row; Withdraw's is pending → withdrawn on
+    # the request row (it happens once).
     unclaimed = {action for action, row in BUTTONS.items() if row.once is None}
     # Quote this and Status only read (each press prices or looks afresh): nothing to claim.
     assert unclaimed == {Action.APPROVE, Action.REJECT, Action.QUOTE_THIS,
                          Action.CLUSTER_STATUS, Action.EXTENSION_APPROVE,
-                         Action.EXTENSION_REJECT}
+                         Action.EXTENSION_REJECT, Action.WITHDRAW}
     audit_names = [row.once.action for row in BUTTONS.values() if row.once is not None]
     assert len(audit_names) == len(set(audit_names))  # one claim namespace per button kind

@@ -13,6 +13,7 @@ from bot.domain.commands import (
     StatusCommand,
     TerminateCommand,
     VolumesCommand,
+    WithdrawCommand,
 )
 from bot.domain.errors import InvalidCommand
 from bot.slack.parsing import parse
@@ -36,6 +37,7 @@ from bot.slack.parsing import parse
         ("list 3", ListCommand(page=3)),
         ("status clu_9xQe1", StatusCommand("clu_9xQe1")),
         ("terminate clu_9xQe1", TerminateCommand("clu_9xQe1")),
+        ("withdraw lr_3f9a0c1d2e4b", WithdrawCommand("lr_3f9a0c1d2e4b")),
         ("help", HelpCommand()),
         ("", HelpCommand()),
         ("frobnicate", HelpCommand(unknown="frobnicate")),
@@ -75,6 +77,9 @@ def test_parses(text, expected):
         ("quote h100x8 nodes=2 orchestrator=k8s", "`none`, `slurm` or `ray`",
          "orchestrator=k8s"),
         ("quote h100x8 nodes=2 orchestrator=", "needs a value", "orchestrator="),
+        ("withdraw", "needs the id of your launch request", ""),
+        ("withdraw lr_1 now", "takes nothing more", "now"),
+        ("withdraw lr/1", "is not a request id", "lr/1"),
     ],
 )
 def test_bad_input_names_the_bad_part_and_shows_usage(text, says, bad_part):

@@ -301,10 +301,20 @@ def outcome_line(
         return f":x: Failed: {_reason(req)}"
     if status is RequestStatus.CANCELLED:
         return ":heavy_multiplication_x: Cancelled"
+    if status is RequestStatus.WITHDRAWN:
+        return f":leftwards_arrow_with_hook: {withdrawn_line(req)} — nothing will be launched"
     if req.approvals_needed >= 2:
         progress = approvals_progress(req, approvals, policy)
         return f":hourglass_flowing_sand: Waiting for approval — {progress}"
     return ":hourglass_flowing_sand: Waiting for approval"
+
+
+def withdrawn_line(req: LaunchRequest) -> str:
+    """`"Withdrawn by <@U0ALICE> at <date>: “reason”"` (mrkdwn): the requester took it back."""
+    who = user(req.decided_by) if req.decided_by else "the requester"
+    at = f" at {when(req.decided_at)}" if req.decided_at else ""
+    why = f": “{escaped(req.decision_note, 500)}”" if req.decision_note else ""
+    return f"Withdrawn by {who}{at}{why}"
 
 
 def auto_approved(policy: SpendThresholds | None = None, *,
@@ -362,7 +372,8 @@ def _listed(items: list[str], empty: str) -> str:
 
 def _quote_expiry(q: QuoteInfo, now: datetime) -> str:
     if q.is_expired(now):
-        return f"Quote expired {when(q.expires_at)}"
+        return (f":hourglass: Quote expired {when(q.expires_at)}: it can no longer launch "
+                "(approving prices it again and posts a fresh card)")
     return (f"Quote expires {when(q.expires_at)} "
             f"(in {duration((q.expires_at - now).total_seconds())})")
 

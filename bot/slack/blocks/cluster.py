@@ -29,7 +29,13 @@ from bot.domain.models import (
 from bot.domain.readiness import role_word
 from bot.domain.reasons import error_words, why_terminated
 from bot.slack.blocks import recovery as recovery_blocks
-from bot.slack.blocks.approval import SpendThresholds, approvers, auto_approved, deciders
+from bot.slack.blocks.approval import (
+    SpendThresholds,
+    approvers,
+    auto_approved,
+    deciders,
+    withdrawn_line,
+)
 from bot.slack.blocks.format import (
     ERROR_MAX,
     ID_MAX,
@@ -59,7 +65,7 @@ from bot.slack.blocks.message import (
     header,
     section,
 )
-from bot.slack.ids import Action, ClusterRef
+from bot.slack.ids import Action, ClusterRef, WithdrawRef
 
 TERMINABLE = (ClusterState.PROVISIONING, ClusterState.RUNNING, ClusterState.DEGRADED)
 UNCLAIMED = "unclaimed"
@@ -103,6 +109,8 @@ def request_progress(
     ]
     if cluster is not None and cluster.status in TERMINABLE:
         blocks.append(actions(terminate_button(cluster)))
+    elif cluster is None and req.status is RequestStatus.PENDING:
+        blocks.append(actions(withdraw_button(req)))
     fallback = f"{escaped(shape_label(q.spec.shape, q.accelerator_name))}: {plain_line(state)}"
     return compose(fallback, blocks, key="progress")
 
@@ -235,6 +243,20 @@ NOTHING_BILLED_YET = ("Nothing is charged yet (AI Reserve charges from when ever
                       "ready): terminating now costs nothing. ")
 
 
+def withdraw_button(req: LaunchRequest) -> ButtonElement:
+    """The requester's Withdraw, on their request's message while it waits for approval (the
+    service refuses anyone else, saying who can do what)."""
+    return button(
+        "Withdraw", action_id=Action.WITHDRAW, value=WithdrawRef(request_id=req.id).pack(),
+        confirm=confirm(
+            "Withdraw this request?",
+            f"Launch request {truncate(req.id, ID_MAX)} will not be launched; its approval card "
+            "will say you withdrew it. Only the requester can withdraw it.",
+            ok="Withdraw", deny="Keep it", danger=True,
+        ),
+    )
+
+
 def terminate_button(c: ClusterRecord) -> ButtonElement:
     """Terminate (danger), with a confirm that states the rate and that it is final."""
     rate, per_day = money(c.hourly_cents), money(c.hourly_cents * 24)
@@ -304,6 +326,8 @@ def _request_state_line(req: LaunchRequest, approvals: Sequence[Approval],
         return f":x: *Failed*: {_error(req.last_error)}"
     if status is RequestStatus.CANCELLED:
         return ":heavy_multiplication_x: *Cancelled*"
+    if status is RequestStatus.WITHDRAWN:
+        return f":leftwards_arrow_with_hook: *{withdrawn_line(req)}*"
     return ":hourglass_flowing_sand: *Waiting for approval*"
 
 

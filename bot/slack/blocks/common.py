@@ -63,6 +63,10 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("/cluster extend <cluster-id> <hours>", "Add hours to a cluster's approved envelope "
      "(and move a planned run's automatic terminate). " + EXTEND_RULE + " The answer states "
      "the dollars added and the new total, with a Confirm.", "/cluster extend clu_9xQe1 12"),
+    ("/cluster withdraw <request-id>", "Take back your own launch request while it waits "
+     "for approval (its card and message say it was withdrawn; nothing launches). Pressing "
+     "*Withdraw* on your request's message, or *Reject* on its card, does the same. Only the "
+     "requester withdraws; an approver rejects.", "/cluster withdraw lr_3f9a0c1d2e4b"),
     ("/cluster connect <cluster-id>", "DM the cluster's owner its SSH commands, interconnect "
      "addresses and volume mount path again, read fresh from AI Reserve (the owner or an "
      "approver asks; never posted in a channel).", "/cluster connect clu_9xQe1"),
@@ -96,7 +100,7 @@ def _help(unknown: str | None) -> Message:
     ))
     return compose(
         "/cluster commands: quote, list, status, terminate, recover, autorecover, notify, logs, "
-        "audit, spend, volumes, volume grow, extend, connect, help", blocks, key="help")
+        "audit, spend, volumes, volume grow, extend, withdraw, connect, help", blocks, key="help")
 
 
 def error_message(text: str, *, usage: str = "") -> Message:

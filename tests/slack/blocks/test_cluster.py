@@ -87,13 +87,16 @@ def _progress(
         (RequestStatus.SUPERSEDED, "the quote changed — waiting for a new approval"),
         (RequestStatus.FAILED, "Failed*: boom"),
         (RequestStatus.CANCELLED, "Cancelled"),
+        (RequestStatus.WITHDRAWN, "Withdrawn by"),
     ],
 )
 def test_progress_before_a_cluster(status, expected):
     decision = Decision.REJECT if status is RequestStatus.REJECTED else Decision.APPROVE
     msg = _progress(status, approvals=[make_approval(decision)], last_error="boom")
     assert expected.lower() in all_text(msg).lower()
-    assert buttons(msg) == []
+    # Only a pending request can be withdrawn (its requester's Withdraw, behind a confirm).
+    assert [b["action_id"] for b in buttons(msg)] == (
+        ["request_withdraw"] if status is RequestStatus.PENDING else [])
     assert "$62.53/h" in all_text(msg)
 
 
