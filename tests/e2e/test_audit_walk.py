@@ -52,6 +52,7 @@ BUTTONS_WALKED = {
     Action.REJECT_WITH_REASON: READ,  # opens the form; View.REJECT_REASON writes
     Action.GROW_VOLUME: READ,  # opens the form; View.GROW_VOLUME writes
     Action.RELAUNCH_ON_VOLUME: "quote", Action.HOURS_CHART: READ, Action.WITHDRAW: "withdraw",
+    Action.EXTENSION_APPROVE: EXTENSION_TESTS, Action.EXTENSION_REJECT: EXTENSION_TESTS,
 }
 FORMS = {View.LAUNCH_REQUEST: "request", View.GROW_VOLUME: "grow_volume",
          View.REJECT_REASON: "reject"}
@@ -166,7 +167,8 @@ async def test_every_command_and_button_writes_its_row(tmp_path):
         await walk.slash(f"autorecover {cluster_id} off", says=("turned off",))
         await walk.press(Action.KEEP_RUNNING, ReminderRef(cluster_id=cluster_id, hour=1),
                          subject=cluster_id)
-        walk.walked |= {"/extend", Action.EXTEND}  # see EXTENSION_TESTS
+        walk.walked |= {"/extend", Action.EXTEND, Action.EXTENSION_APPROVE,
+                        Action.EXTENSION_REJECT}  # see EXTENSION_TESTS
 
         # Not serving after its limit: the owner is asked, and keeps waiting.
         for _ in range(5):
