@@ -149,6 +149,7 @@ class ExtensionService:
                 amount_cents=decided.added_cents,
                 detail=f"{len(decided.approved_by)} of {decided.approvals_needed} approvals for "
                        f"{_amounts(decided)} on `{decided.cluster_id}`")
+        await self._notifier.refresh_extension(extension_id)  # the approval, then the effect
         if decided.status is ExtensionStatus.APPLIED:
             async with self._db.transaction() as repos:
                 record = await repos.clusters.get(decided.cluster_id)
@@ -156,7 +157,6 @@ class ExtensionService:
             await self._applied(actor, record, hours=decided.hours,
                                 how=f"approved by {_mentions(decided.approved_by)}",
                                 subject=decided.id)
-        await self._notifier.refresh_extension(extension_id)
         if refusal is not None:
             await self._audit.write(actor=None, action="budget", subject_id=extension_id,
                                     outcome="refused", amount_cents=decided.added_cents,

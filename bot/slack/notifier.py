@@ -361,6 +361,13 @@ class SlackNotifier:
             return
         await self.outbox.upsert(EXTENSION, ext.id, self._approvals_channel,
                                  extension_blocks.extension_card(ext))
+        async with self._db.transaction() as repos:  # the thread tells each step, once
+            record = await repos.clusters.get(ext.cluster_id)
+            top = await repos.messages.get(PROGRESS, _top_subject(record))
+        if top is not None:
+            for key, words in extension_blocks.extension_steps(ext):
+                await self.outbox.post_once(key, top.channel_id,
+                                            story_blocks.story_post(words), thread_ts=top.ts)
 
     async def refresh_home(self, user_id: str) -> None:
         facts = await self._home.facts(user_id)

@@ -249,3 +249,27 @@ async def test_a_card_for_an_envelope_that_moved_says_so_and_cannot_apply(tmp_pa
         assert (await h.record(cluster_id)).lifetime_hours == 6
         assert {e.hours: e.status for e in await extensions(h)} == {
             2: ExtensionStatus.APPLIED, 3: ExtensionStatus.STALE}
+
+
+async def test_the_cluster_thread_tells_each_step_of_an_extension_once(tmp_path):
+    from tests.e2e.test_thread import thread_lines
+
+    async with bot(tmp_path, policy=policy()) as h:
+        cluster_id = await planned(h)
+        request_id = (await h.requests_in_db())[-1].id
+        await h.click(await ask(h, cluster_id, 14, user=BOB), Action.EXTEND, user=BOB)
+        [card] = extension_cards(h)
+        await h.click(card, Action.EXTENSION_APPROVE, user=CAROL)
+        await h.click(await ask(h, cluster_id, 3), Action.EXTEND, user=ALICE)
+        await h.click(extension_cards(h)[-1], Action.EXTENSION_REJECT, user=BOB)
+        lines = await thread_lines(h, request_id)
+        told = [line for line in lines if "14 h" in line or "3 h" in line
+                or "envelope extended" in line]
+        assert len(told) == len(set(told)) == 6, lines
+        assert "asked to extend the envelope by 14 h (+$874.02, 4 h → 18 h" in told[0]
+        assert told[0].endswith("it needs 2 approvers")
+        assert f"1 of 2 approvals for +14 h: <@{BOB}>" in told[1]
+        assert f"2 of 2 approvals for +14 h: <@{CAROL}>" in told[2]
+        assert "envelope extended by 14 hours" in told[3], told
+        assert "asked to extend the envelope by 3 h (+$187.29, 18 h → 21 h" in told[4]
+        assert f"Rejected by <@{BOB}>" in told[5] and f"asked by <@{ALICE}>" in told[5]

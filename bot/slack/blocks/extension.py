@@ -78,6 +78,30 @@ def extension_card(ext: Extension) -> Message:
                    f"{ext.status.value}", blocks, key="extension")
 
 
+def extension_steps(ext: Extension) -> list[tuple[str, str]]:
+    """The extension's steps for the cluster's thread, each with its once-key: asked, each
+    approval while two or more are needed ("1 of 2 approvals: @bob"), and how it ended unless
+    it was applied (the applied extension has its own thread note, `envelope_extended`)."""
+    steps = [(f"extension/{ext.id}/asked",
+              f":hourglass: {user(ext.requested_by)} asked to extend the envelope by "
+              f"{ext.hours} h (+{money(ext.added_cents)}, {ext.from_hours} h → {ext.to_hours} h "
+              f"≈ {money(ext.total_cents)}): it needs "
+              f"{'a policy admin (an override)' if ext.override_rule else _count(ext)}")]
+    if ext.approvals_needed >= 2 or ext.override_rule:
+        steps += [(f"extension/{ext.id}/approved/{a}",
+                   f":ballot_box_with_check: {n} of {ext.approvals_needed} approvals for "
+                   f"+{ext.hours} h: {user(a)}")
+                  for n, a in enumerate(ext.approved_by, 1)]
+    if ext.status not in (ExtensionStatus.PENDING, ExtensionStatus.APPLIED):
+        steps.append((f"extension/{ext.id}/{ext.status.value}",
+                      f"{_outcome(ext)} (+{ext.hours} h asked by {user(ext.requested_by)})"))
+    return steps
+
+
+def _count(ext: Extension) -> str:
+    return f"{ext.approvals_needed} approver{'s' if ext.approvals_needed != 1 else ''}"
+
+
 def _outcome(ext: Extension) -> str:
     by = user(ext.decided_by) if ext.decided_by else "nobody"
     if ext.status is ExtensionStatus.APPLIED:
