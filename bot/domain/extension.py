@@ -59,16 +59,29 @@ class ExtensionStatus(enum.StrEnum):
     STALE = "stale"  # the envelope moved (or the cluster ended) before it was decided
 
 
-class Extension(Frozen):
+class _Growth(Frozen):
+    """`hours` more on an envelope of `from_hours`, at the cluster's locked rate."""
+
+    hours: int
+    from_hours: int  # the envelope it extends: applied only if it is still this
+    hourly_cents: int
+
+    @property
+    def to_hours(self) -> int:
+        return self.from_hours + self.hours
+
+    @property
+    def total_cents(self) -> int:
+        return self.hourly_cents * self.to_hours
+
+
+class Extension(_Growth):
     """An extension that needs approvers (stored; its card in the approvals channel)."""
 
     id: str
     cluster_id: str
     owner_id: str
     requested_by: str
-    hours: int
-    from_hours: int  # the envelope it extends: applied only if it is still this
-    hourly_cents: int
     approvals_needed: int
     override_rule: str | None = None  # broke a rule: an admin must approve (an override)
     approved_by: tuple[str, ...] = ()
@@ -82,33 +95,14 @@ class Extension(Frozen):
     def added_cents(self) -> int:
         return self.hourly_cents * self.hours
 
-    @property
-    def to_hours(self) -> int:
-        return self.from_hours + self.hours
 
-    @property
-    def total_cents(self) -> int:
-        return self.hourly_cents * self.to_hours
-
-
-class ExtensionJudgement(Frozen):
+class ExtensionJudgement(_Growth):
     """What the spend policy says about adding `hours` to a cluster's envelope, for `actor`."""
 
-    hours: int
-    from_hours: int  # the envelope it extends (the compare-and-set's expected value)
-    hourly_cents: int
     added_cents: int  # hours × rate: the whole extension, for the tiers and the confirm
     month_cents: int  # the part of it that falls in this month, for the budgets
     verdict: Verdict  # approvals_needed: the tier (≥ 1 beyond the lifetime), or the refusal
     preapproved: bool  # the asker is an approver other than the owner: counts as one approval
-
-    @property
-    def to_hours(self) -> int:
-        return self.from_hours + self.hours
-
-    @property
-    def total_cents(self) -> int:
-        return self.hourly_cents * self.to_hours
 
     @property
     def applies_now(self) -> bool:
