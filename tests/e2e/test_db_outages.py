@@ -13,6 +13,7 @@ throwaway server, stopped and started again under the running bot.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import sqlite3
 import subprocess
@@ -72,7 +73,8 @@ def no_tracebacks(caplog: pytest.LogCaptureFixture) -> None:
     """No traceback, and nothing louder than INFO but the outage's own line(s)."""
     raised = [f"{r.name}: {r.getMessage()}" for r in caplog.records if r.exc_info]
     assert raised == []
-    loud = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    loud = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING
+            and not r.getMessage().startswith("Executing <")]  # asyncio debug's slow steps
     assert loud == outage_lines(caplog)
 
 
@@ -159,6 +161,12 @@ async def test_a_read_only_database_is_told_and_red_until_writable(tmp_path, cap
             for r in body["reasons"]), body
         await told(h, "database is read-only")
         await told(h, "database is read-only")
+        # A launch in the background meets it too (an approval committed just before): it
+        # ends quietly, and the resume sweep carries on once writes work again.
+        launching = h.rt.services.launching
+        launching.launch_soon("r-any")
+        await asyncio.wait(set(launching._tasks))
+        gc.collect()  # an exception nobody retrieved is logged (with its traceback) here
         lines = outage_lines(caplog)
         assert len(lines) == 1 and "read-only" in lines[0], lines
         no_tracebacks(caplog)
