@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import re
 import sqlite3
 import subprocess
 from collections.abc import Iterator
@@ -31,6 +32,7 @@ from bot.jobs.scheduler import tracked
 from storage.leases import Lease
 from tests.e2e.harness import ALICE, Harness, bot
 from tests.pg import PgServer
+from tests.procs import wait_for, world
 
 QUOTE = "quote h100x8 nodes=4"
 
@@ -203,3 +205,53 @@ async def test_a_postgresql_restart_is_told_logged_once_and_survived(
         lines = outage_lines(caplog)
         assert len(lines) == 1 and "unavailable" in lines[0], lines
         no_tracebacks(caplog)  # the one line is all the log says of it
+
+
+def sweeps_run(metrics: str) -> int:
+    """How many watch sweeps have finished (the sweep histogram's count)."""
+    found = re.search(r'^clusterbot_sweep_seconds_count\{sweep="watch_clusters"\} (\S+)$',
+                      metrics, re.M)
+    return int(float(found.group(1))) if found else 0
+
+
+@pytest.mark.postgres
+async def test_a_served_bot_rides_out_a_postgresql_restart_with_one_line(
+        tmp_path, pg_server: PgServer, pg_url):
+    """A real `cluster-bot serve` process, its scheduler and lease keeper running (1 s polls):
+    PostgreSQL stops under it and starts again."""
+    async with world(tmp_path, database_url=pg_url) as w:
+        bot = await w.bot()
+
+        async def ready() -> bool:
+            return (await bot.get("/readyz"))[0] == 200
+
+        await wait_for(ready, what="/readyz 200")
+        await asyncio.to_thread(pg_server.halt)
+        try:
+            status, body = await bot.get("/readyz")  # red at the first probe
+            assert status == 503 and any(r.startswith("database:") for r in body["reasons"])
+            before = len(w.slack.ephemerals(ALICE))
+            await bot.requests.slash(text=QUOTE, user_id=ALICE, channel_id="C0GENERAL")
+            answer = await wait_for(lambda: [w.text_of(m) for m in w.slack.ephemerals(ALICE)
+                                             [before:] if "database" in w.text_of(m)],
+                                    what="the answer")
+            assert "can't be reached" in answer[0] and "Nothing was changed" in answer[0]
+            swept = sweeps_run((await bot.get("/metrics"))[1])
+
+            async def swept_twice_more() -> bool:  # sweeps and lease renewals meet the outage
+                return sweeps_run((await bot.get("/metrics"))[1]) >= swept + 2
+
+            await wait_for(swept_twice_more, what="two sweeps during the outage")
+            assert (await bot.get("/readyz"))[0] == 503
+        finally:
+            await asyncio.to_thread(pg_server.resume)
+        await wait_for(ready, what="/readyz 200 after the restart")
+        before = len(w.slack.ephemerals(ALICE))
+        await bot.requests.slash(text=QUOTE, user_id=ALICE, channel_id="C0GENERAL")
+        await wait_for(lambda: [m for m in w.slack.ephemerals(ALICE)[before:]
+                                if "Request launch" in w.text_of(m)], what="a quote again")
+        logs = bot.logs()
+        assert "Traceback" not in logs, logs
+        loud = [line for line in logs.splitlines() if " WARNING " in line or " ERROR " in line]
+        assert len(loud) == 1 and "the database is unavailable" in loud[0], loud
+        assert logs.count("the database takes writes again") == 1, logs
