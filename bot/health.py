@@ -3,10 +3,9 @@
 `/healthz` answers 200 while the process serves HTTP at all. `/readyz` answers 200 only when
 the database answers, its schema is at the newest migration, it takes a write (a probe row
 inserted and deleted, committed: a full disk or a read-only file still answers reads), the
-scheduler runs, the last watch
-sweep finished within 3 poll intervals and the process isn't stopping; otherwise 503 with
-`{"ready": false, "reasons": [...]}` naming each failed check. Both are served in HTTP mode beside
-`/slack/events` and, in Socket Mode, on their own on `PORT`.
+scheduler runs, the last watch sweep finished within 3 poll intervals and the process isn't
+stopping; otherwise 503 with `{"ready": false, "reasons": [...]}` naming each failed check.
+Both are served in HTTP mode beside `/slack/events` and, in Socket Mode, on their own on `PORT`.
 """
 
 from __future__ import annotations

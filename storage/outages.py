@@ -45,7 +45,9 @@ def trouble_of(exc: BaseException) -> StorageUnavailable | None:
         found = _classify(err)
         if found is not None:
             return found
-        todo += [getattr(err, "orig", None), err.__cause__, err.__context__]
+        # What the driver raised (`orig`, `raise … from`), never an exception that was merely
+        # being handled when this one was raised (`__context__`): that one may be anything.
+        todo += [getattr(err, "orig", None), err.__cause__]
     return None
 
 
