@@ -1,10 +1,11 @@
 """Health that tells the truth: `GET /healthz` (liveness) and `GET /readyz` (readiness).
 
 `/healthz` answers 200 while the process serves HTTP at all. `/readyz` answers 200 only when
-the database answers, its schema is at the newest migration, the scheduler runs, the last watch
-sweep finished within 3 poll intervals and the process isn't stopping; otherwise 503 with
-`{"ready": false, "reasons": [...]}` naming each failed check. Both are served in HTTP mode beside
-`/slack/events` and, in Socket Mode, on their own on `PORT`.
+the database answers, its schema is at the newest migration, it takes a write (a probe row
+inserted and deleted, committed: a full disk or a read-only file still answers reads), the
+scheduler runs, the last watch sweep finished within 3 poll intervals and the process isn't
+stopping; otherwise 503 with `{"ready": false, "reasons": [...]}` naming each failed check.
+Both are served in HTTP mode beside `/slack/events` and, in Socket Mode, on their own on `PORT`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from functools import cache
 
 from aiohttp import web
 
+from bot.domain.errors import StorageUnavailable
 from bot.jobs.tracker import Sweeps
 from storage.db import Database
 
@@ -41,6 +43,7 @@ class Health:
     sweeps: Sweeps
     scheduler_running: Callable[[], bool]
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    replica: str = "bot"  # names this replica's probe row (replicas probe side by side)
 
     async def reasons(self) -> list[str]:
         """Every readiness check that fails, in words; empty when ready."""
@@ -67,6 +70,13 @@ class Health:
         if versions != [head]:
             return [f"migrations: the database is at {', '.join(versions) or 'none'}, "
                     f"this code needs {head}"]
+        try:
+            async with asyncio.timeout(DB_TIMEOUT_SECONDS):  # the probe never hangs /readyz
+                await self.db.probe(name=self.replica)
+        except StorageUnavailable as exc:
+            return [f"database: can't be written ({exc.trouble.value}: {exc.detail})"]
+        except Exception as exc:
+            return [f"database: can't be written ({type(exc).__name__})"]
         return []
 
     async def live(self, _: web.Request) -> web.Response:

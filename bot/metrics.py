@@ -31,6 +31,7 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bot.clock import Clock
 from bot.domain import spend
+from bot.domain.errors import StorageUnavailable
 from bot.domain.models import ClusterState
 from storage import gauges
 from storage.db import Database
@@ -121,6 +122,8 @@ class Metrics:
     async def serve(self, _: web.Request) -> web.Response:
         try:
             await self.refresh()
+        except StorageUnavailable:  # an outage, logged once where it was seen; the gauges
+            pass  # keep their last value and the counters still answer
         except Exception as exc:  # the counters still answer; the gauges keep their last value
             log.warning("metrics: could not read the database (%s)", type(exc).__name__)
         return web.Response(body=generate_latest(self.registry),

@@ -215,7 +215,8 @@ async def start(settings: Settings, *, clock: Clock | None = None,
             jobs = build_scheduler(services, lease=lease, tracker=sweeps,
                                    poll_interval_seconds=settings.poll_interval_seconds)
         health = Health(db=db, poll_interval_seconds=settings.poll_interval_seconds,
-                        sweeps=sweeps, scheduler_running=lambda: bool(jobs and jobs.running))
+                        sweeps=sweeps, scheduler_running=lambda: bool(jobs and jobs.running),
+                        replica=replica)
         rt = Runtime(settings=settings, clock=clock, db=db, provider=provider,
                      simulator=simulator, slack=slack, services=services, bolt=bolt,
                      inflight=inflight, health=health, sweeps=sweeps, metrics=metrics,

@@ -13,6 +13,11 @@ SQLite (the default) needs care to be safe with concurrent writers:
 
 PostgreSQL needs none of this: a compare-and-set UPDATE takes a row lock and the loser's WHERE
 is re-evaluated after the winner commits.
+
+An outage of the storage (disk full, server down or restarting, read-only) is translated in ONE
+place, `transaction()`: it raises `StorageUnavailable` (what the person is told, bot/slack/
+errors.py) and is logged once per outage (storage/outages.py), not once per failed transaction.
+`probe()` is the readiness check's write.
 """
 
 from __future__ import annotations
@@ -27,13 +32,26 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
+from sqlalchemy.orm import ORMExecuteState, Session
 from sqlalchemy.pool import ConnectionPoolEntry
 
+from bot.domain.errors import StorageTrouble, StorageUnavailable
 from storage.migrations import head_revision, upgrade_head
+from storage.outages import OutageLog, trouble_of
 from storage.repositories import Repos
+from storage.tables import LEASES
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+# The probe's row: big enough that a database with no room left can't take it (4 SQLite
+# pages), small enough to cost nothing. Inserted and deleted in one committed transaction.
+PROBE_BYTES = 16_384
+_WROTE = "wrote"  # Session.info key: this transaction ran an INSERT/UPDATE/DELETE
 
 _ASYNC_SCHEMES = {
     "sqlite": "sqlite+aiosqlite",
@@ -84,7 +102,9 @@ class Database:
             event.listen(self._engine.sync_engine, "connect", _sqlite_on_connect)
             event.listen(self._engine.sync_engine, "begin", _sqlite_on_begin)
         # Rows are turned into frozen models before commit: nothing to expire or refresh.
-        self._sessions = async_sessionmaker(self._engine, expire_on_commit=False)
+        self._sessions = async_sessionmaker(self._engine, expire_on_commit=False,
+                                            sync_session_class=_NotingSession)
+        self.outages = OutageLog()
         self._lock = asyncio.Lock()
         self._holder: asyncio.Task[Any] | None = None
 
@@ -146,10 +166,31 @@ class Database:
         """Close every pooled connection (an in-memory SQLite database is gone afterwards)."""
         await self._engine.dispose()
 
+    async def probe(self, *, name: str) -> None:
+        """A real write, committed: a row inserted and deleted again. Raises StorageUnavailable
+        when the database can't take writes (what a read can't tell: a full disk still reads)."""
+        async with self.transaction() as repos:
+            key = f"probe/{name}"
+            await repos.session.execute(sa.insert(LEASES).values(
+                name=key, holder="x" * PROBE_BYTES, expires_at=sa.func.current_timestamp()))
+            await repos.session.execute(sa.delete(LEASES).where(LEASES.c.name == key))
+
     @asynccontextmanager
     async def _transaction(self) -> AsyncIterator[Repos]:
-        async with self._serialized(), self._sessions() as session, session.begin():
-            yield Repos(session)
+        try:
+            async with self._serialized(), self._sessions() as session, session.begin():
+                await _connect(session)
+                yield Repos(session)
+        except Exception as exc:
+            outage = trouble_of(exc)
+            if outage is None:
+                raise
+            self.outages.failed(outage)
+            if outage is exc:
+                raise
+            raise outage from exc
+        if session.info.get(_WROTE):  # a read succeeds on a full disk: only a write tells
+            self.outages.wrote()
 
     def _serialized(self) -> AbstractAsyncContextManager[object]:
         return self._sqlite_turn() if self._is_sqlite else nullcontext()
@@ -165,6 +206,28 @@ class Database:
                 yield
             finally:
                 self._holder = None
+
+
+async def _connect(session: AsyncSession) -> None:
+    """Check out the transaction's connection. A server that is down or restarting refuses it
+    with the socket's own error (asyncpg raises ConnectionRefusedError, FileNotFoundError for a
+    UNIX socket that is gone), which SQLAlchemy passes on unwrapped: here, and only here, an
+    OSError is the database's."""
+    try:
+        await session.connection()
+    except OSError as exc:
+        raise StorageUnavailable(StorageTrouble.UNAVAILABLE,
+                                 f"can't connect: {type(exc).__name__}") from exc
+
+
+class _NotingSession(Session):
+    """A session that notes whether its transaction wrote (see OutageLog.wrote)."""
+
+
+@event.listens_for(_NotingSession, "do_orm_execute")
+def _note_write(state: ORMExecuteState) -> None:
+    if state.is_insert or state.is_update or state.is_delete:
+        state.session.info[_WROTE] = True
 
 
 async def _migrate_apart(url: str) -> None:

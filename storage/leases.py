@@ -25,6 +25,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.domain.errors import StorageUnavailable
 from storage.statements import insert, rowcount
 from storage.tables import LEASES
 
@@ -99,6 +100,8 @@ class Lease:
             async with self._db.transaction() as repos:
                 held = await repos.leases.acquire(self.name, holder=self.holder,
                                                   now=self._now(), ttl=self.ttl)
+        except StorageUnavailable:  # an outage: logged once by the database (storage/outages)
+            held = False
         except (SQLAlchemyError, OSError) as exc:
             log.warning("could not renew the %s lease: %s", self.name, type(exc).__name__)
             held = False
@@ -114,5 +117,7 @@ class Lease:
         try:
             async with self._db.transaction() as repos:
                 await repos.leases.release(self.name, holder=self.holder)
+        except StorageUnavailable:  # it expires on its own; the outage is logged once
+            pass
         except (SQLAlchemyError, OSError) as exc:  # it expires on its own
             log.warning("could not release the %s lease: %s", self.name, type(exc).__name__)

@@ -139,10 +139,7 @@ class PgServer:
                 os.chown(root, account.pw_uid, account.pw_gid)
             server._run("initdb", "-D", str(server.data_dir), "-U", ROLE, "-A", "trust",
                         "-E", "UTF8", "--locale=C.UTF-8", "--no-sync", "--no-instructions")
-            options = " ".join(f"-c {name}='{value}'" for name, value in _SETTINGS.items())
-            server._run("pg_ctl", "start", "-w", "-t", str(_START_TIMEOUT_S),
-                        "-D", str(server.data_dir), "-l", str(server.log_file),
-                        "-o", f"{options} -k '{server.socket_dir}' -p {PORT}")
+            server.resume()
         except PgUnavailable as exc:
             log = server._log_tail()
             server.stop()
@@ -162,6 +159,17 @@ class PgServer:
     def drop_database(self, name: str) -> None:
         # FORCE: a test that failed before disposing its engine must not keep the drop waiting.
         self._admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    def halt(self) -> None:
+        """Stop the server as a restart does (fast shutdown: sessions are ended); `resume()`
+        starts it again on the same files."""
+        self._run("pg_ctl", "stop", "-m", "fast", "-w", "-D", str(self.data_dir))
+
+    def resume(self) -> None:
+        options = " ".join(f"-c {name}='{value}'" for name, value in _SETTINGS.items())
+        self._run("pg_ctl", "start", "-w", "-t", str(_START_TIMEOUT_S),
+                  "-D", str(self.data_dir), "-l", str(self.log_file),
+                  "-o", f"{options} -k '{self.socket_dir}' -p {PORT}")
 
     def stop(self) -> None:
         if self._stopped:

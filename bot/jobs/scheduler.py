@@ -27,6 +27,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from bot.jobs import sweeps
 from bot.jobs.tracker import Sweeps
 from bot.services.container import Services
+from bot.services.outages import is_storage_outage
 from bot.services.provider_errors import is_provider_trouble
 
 log = logging.getLogger(__name__)
@@ -74,6 +75,10 @@ def tracked(job: Sweep, tracker: Sweeps) -> Sweep:
         try:
             await job(services)
         except Exception as exc:
+            if is_storage_outage(exc):
+                # The database is full, down or read-only: logged once per outage where it
+                # was seen (storage/outages.py), not per run; the next run tries again.
+                return
             if not is_provider_trouble(exc):
                 raise
             # AI Reserve down, failing or pausing us: the next run tries again.

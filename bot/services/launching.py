@@ -24,13 +24,14 @@ a minute; the requester's progress message shows each step (`last_error`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
 from datetime import timedelta
 from typing import Any
 
 from bot.clock import Clock
-from bot.domain.errors import DomainError
+from bot.domain.errors import DomainError, StorageUnavailable
 from bot.domain.launch import IntentState, LaunchBody, LaunchIntent
 from bot.domain.models import LaunchRequest, RequestStatus
 from bot.domain.ports import Notifier
@@ -78,9 +79,14 @@ class LaunchService:
 
     def launch_soon(self, request_id: str) -> None:
         """Start the launch in the background: the Slack click has already been acked."""
-        task = asyncio.create_task(self.launch(request_id), name=f"launch {request_id}")
+        task = asyncio.create_task(self._launch_soon(request_id), name=f"launch {request_id}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    async def _launch_soon(self, request_id: str) -> None:
+        # A database outage: logged once by the database; the resume sweep carries on.
+        with contextlib.suppress(StorageUnavailable):
+            await self.launch(request_id)
 
     @property
     def busy(self) -> bool:

@@ -2,7 +2,8 @@
 
 Every listener is wrapped with `@answering`: a `DomainError` becomes its ephemeral message (with
 the usage line when the input was wrong); anything unexpected is logged once with a short
-reference the person can quote, and they see only that reference — never a traceback.
+reference the person can quote, and they see only that reference — never a traceback. A
+database outage (`StorageUnavailable`: disk full, unreachable, read-only) is told in words.
 
 Why a wrapper and not Bolt's `@app.error`: when a listener raises after it acked, Bolt resets
 the ack it already gave and answers Slack 404 ("unhandled request") if that happens within its
@@ -21,7 +22,7 @@ from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_bolt.kwargs_injection.async_args import AsyncArgs
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.domain.errors import DomainError, InvalidCommand
+from bot.domain.errors import DomainError, InvalidCommand, StorageUnavailable
 from bot.logs import log_context
 from bot.slack.blocks.common import error_message, notice
 from bot.slack.blocks.message import Message
@@ -37,6 +38,8 @@ def message_for(error: Exception) -> Message:
         return error_message(error.user_message, usage=error.usage)
     if isinstance(error, DomainError):
         return notice(error.user_message)
+    if isinstance(error, StorageUnavailable):  # an outage, logged once where it is seen
+        return notice(error.user_message)  # (storage/outages.py): no reference, no traceback
     if isinstance(error, StaleReference):
         return notice("That button is no longer valid; use the newest message.")
     ref = uuid.uuid4().hex[:8]
