@@ -45,11 +45,12 @@ Middleware = Callable[[AsyncBoltRequest, BoltResponse, Callable[[], Awaitable[No
 def delivery_of(body: dict[str, Any], headers: dict[str, Any]) -> Delivery | None:
     """What names this request among Slack's deliveries; None for what is never deduplicated."""
     retried = bool(headers.get(RETRY_NUM))
-    if body.get("type") == "event_callback":
+    kind = body.get("type")  # anything at all in a fuzzed payload
+    if kind == "event_callback":
         event_id = body.get("event_id")
         return Delivery(kind=EVENT, id=event_id, retried=retried) \
             if isinstance(event_id, str) and event_id else None
-    if "command" in body or body.get("type") in _ACTING_PAYLOADS:
+    if "command" in body or (isinstance(kind, str) and kind in _ACTING_PAYLOADS):
         # The parsed payload, not the raw bytes: Socket Mode hands Bolt no raw body. Key
         # order is fixed so the same payload always has the same digest.
         canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)

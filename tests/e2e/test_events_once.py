@@ -128,3 +128,4 @@ async def test_deliveries_are_forgotten_after_a_day_by_the_sweep(tmp_path):
         h.clock.advance(KEEP.total_seconds())
         await sweeps.remind_volumes(h.rt.services)
         assert not await recorded(h, "Ev0NEW")
+
