@@ -19,6 +19,8 @@ from bot.reserve.simulator.embedded import EmbeddedSimulator
 from bot.services.deliveries import KEEP
 from bot.slack.ids import Action
 from tests.e2e.harness import ALICE, START, bot, fake_slack
+from tests.e2e.test_extensions import planned, words
+from tests.e2e.test_extensions import policy as extension_policy
 
 HOME = {"type": "app_home_opened", "user": ALICE, "tab": "home"}
 
@@ -129,3 +131,13 @@ async def test_deliveries_are_forgotten_after_a_day_by_the_sweep(tmp_path):
         await sweeps.remind_volumes(h.rt.services)
         assert not await recorded(h, "Ev0NEW")
 
+
+
+async def test_an_extend_preview_resent_by_a_retrying_proxy_is_shown_once(tmp_path):
+    async with bot(tmp_path, policy=extension_policy()) as h:
+        cluster_id = await planned(h)
+        await h.slash(f"extend {cluster_id} 1")
+        await h.requests.resend(retry_num=1)
+        await h.rt.settle()
+        previews = [m for m in h.slack.ephemerals(ALICE) if "+1 h ≈ $62.43" in words(m)]
+        assert len(previews) == 1
