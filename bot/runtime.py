@@ -44,6 +44,7 @@ from bot.services.audit import AuditLog
 from bot.services.claims import ButtonClaims
 from bot.services.clusters import ClusterQueries
 from bot.services.container import Services
+from bot.services.deliveries import Deliveries
 from bot.services.envelopes import EnvelopeService
 from bot.services.extensions import ExtensionService
 from bot.services.home import HomeService
@@ -196,6 +197,7 @@ async def start(settings: Settings, *, clock: Clock | None = None,
                                       clock=clock, poll_interval=timedelta(
                                           seconds=settings.poll_interval_seconds)),
             claims=ButtonClaims(audit=audit, db=db, clock=clock),
+            deliveries=Deliveries(db=db, clock=clock),
             extensions=ExtensionService(notifier=notifier, people=people, audit=audit, db=db,
                                         clock=clock),
             readiness=watching.readiness,

@@ -1,7 +1,9 @@
-"""Button claims' repository: take a (action, subject, version) once, finish or release it."""
+"""Button claims' repository: take a (action, subject, version) once, finish or release it;
+and the deliveries from Slack, recorded once (bot/services/deliveries.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 
 import sqlalchemy as sa
@@ -45,6 +47,25 @@ class ClaimRepo:
                 return None
             held = await self.get(key) or held
         return held
+
+    async def record(self, key: ClaimKey, *, actor_id: str, now: datetime) -> bool:
+        """Claim `key` as done at once (a delivery from Slack, not a button): True when it is
+        new; False when any replica recorded it first."""
+        inserted = (await self._session.execute(
+            insert(self._session, ACTION_CLAIMS)
+            .values(**key.model_dump(), actor_id=actor_id, claimed_at=now, done_at=now)
+            .on_conflict_do_nothing()
+            .returning(ACTION_CLAIMS.c.action)
+        )).first()
+        return inserted is not None
+
+    async def forget(self, *, actions: Collection[str], before: datetime) -> int:
+        """Delete the claims of `actions` taken before `before`; how many went."""
+        result = await self._session.execute(
+            sa.delete(ACTION_CLAIMS).where(ACTION_CLAIMS.c.action.in_(actions),
+                                           ACTION_CLAIMS.c.claimed_at < before))
+        count: int = result.rowcount  # type: ignore[attr-defined]  # CursorResult for DML
+        return count
 
     async def get(self, key: ClaimKey) -> ActionClaim | None:
         row = (await self._session.execute(

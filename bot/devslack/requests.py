@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import secrets
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -96,7 +97,11 @@ class SlackRequests:
         self._clock = clock or SystemClock()
         self._session = session
         self._owns_session = session is None
+        # Slack's event_ids are unique in the workspace: so are these, across the clients of
+        # one test (replicas, restarts) — the bot deduplicates deliveries by event_id.
+        self._event_prefix = secrets.token_hex(3).upper()
         self._event_ids = itertools.count(1)
+        self._last: tuple[bytes, dict[str, str]] | None = None  # for resend()
 
     async def __aenter__(self) -> SlackRequests:
         return self
@@ -273,7 +278,7 @@ class SlackRequests:
             "api_app_id": self.slack.app_id,
             "event": {"event_ts": f"{now}.000100", **event},
             "type": "event_callback",
-            "event_id": event_id or f"Ev{next(self._event_ids):08d}",
+            "event_id": event_id or f"Ev{self._event_prefix}{next(self._event_ids):05d}",
             "event_time": now,
             "authorizations": [
                 {
@@ -318,8 +323,18 @@ class SlackRequests:
         )
         return await self.raw(body, {**headers, **(extra or {})})
 
+    async def resend(self, *, retry_num: int = 1, retry_reason: str = "http_timeout") -> Reply:
+        """POST the last request again, bytes and signature unchanged, as a retrying proxy
+        does: with `X-Slack-Retry-Num` / `X-Slack-Retry-Reason`."""
+        if self._last is None:
+            raise RuntimeError("nothing was sent over HTTP yet")
+        body, headers = self._last
+        return await self.raw(body, {**headers, "X-Slack-Retry-Num": str(retry_num),
+                                     "X-Slack-Retry-Reason": retry_reason})
+
     async def raw(self, body: bytes, headers: Mapping[str, str]) -> Reply:
         """POST exactly these bytes and headers (forged, unsigned, stale, malformed…)."""
+        self._last = (body, dict(headers))
         if self._session is None:
             self._session = aiohttp.ClientSession()
         started = time.perf_counter()

@@ -39,3 +39,30 @@ def launch_attempt(request: LaunchRequest) -> str:
     attempt's idempotency key, so the key itself never travels through Slack)."""
     key = request.idempotency_key or ""
     return hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+class Delivery(Frozen):
+    """One request from Slack, as far as "the same one again" goes.
+
+    An event's `event_id` is Slack's own: stable across its retries, unique otherwise, so a
+    second delivery of it is always a repeat. A command or a form submission has no id; it is
+    named by a digest of its payload (which holds Slack's `trigger_id`, minted per person's
+    action), and a second delivery is a repeat only when it says it is a retry
+    (`X-Slack-Retry-Num`): a retrying proxy resends the very bytes it was given.
+    """
+
+    kind: str  # EVENT or PAYLOAD
+    id: str
+    retried: bool = False
+
+    @property
+    def key(self) -> ClaimKey:
+        return ClaimKey(action=f"delivery:{self.kind}", subject_id=self.id, version="-")
+
+    def repeats(self) -> bool:
+        """Whether this delivery, finding its key already claimed, is a repeat to drop."""
+        return self.kind == EVENT or self.retried
+
+
+EVENT, PAYLOAD = "event", "payload"
+DELIVERY_ACTIONS = (f"delivery:{EVENT}", f"delivery:{PAYLOAD}")

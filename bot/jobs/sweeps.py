@@ -31,10 +31,14 @@ async def resume_launches(services: Services) -> None:
 
 
 async def remind_volumes(services: Services) -> None:
-    """Daily reminders for volumes no cluster holds (they bill until deleted)."""
+    """Daily reminders for volumes no cluster holds (they bill until deleted); and, as the
+    slowest sweep, forgetting the deliveries from Slack no retry can repeat any more."""
     reminded = await services.volumes.remind_due()
     if reminded:
         log.info("reminded %d orphaned volumes", reminded)
+    forgotten = await services.deliveries.forget_old()
+    if forgotten:
+        log.debug("forgot %d old Slack deliveries", forgotten)
 
 
 async def finish_terminations(services: Services) -> None:

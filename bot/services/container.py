@@ -9,6 +9,7 @@ from bot.services.approvals import ApprovalService
 from bot.services.audit import AuditLog
 from bot.services.claims import ButtonClaims
 from bot.services.clusters import ClusterQueries
+from bot.services.deliveries import Deliveries
 from bot.services.envelopes import EnvelopeService
 from bot.services.extensions import ExtensionService
 from bot.services.home import HomeService
@@ -42,6 +43,7 @@ class Services:
     volumes: VolumeService
     envelopes: EnvelopeService
     claims: ButtonClaims
+    deliveries: Deliveries
     extensions: ExtensionService
     readiness: ReadinessService | None = None
 

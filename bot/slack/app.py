@@ -31,6 +31,7 @@ from bot.logs import begin
 from bot.services.container import Services
 from bot.slack import actions, commands, errors, home, inbound, views
 from bot.slack.inflight import ACK_SENT, InFlight
+from bot.slack.once import once
 
 log = logging.getLogger(__name__)
 
@@ -131,6 +132,10 @@ def build_app(*, services: Services, client: AsyncWebClient, signing_secret: str
             req.context["respond"] = SessionRespond(response_url=req.context.response_url,
                                                     session=client.session)
         await next()
+
+    # A repeated delivery (Slack's retry of an event, a proxy's of a command) is acked and
+    # dropped here, once for every listener; after request_context, so its line has the id.
+    app.middleware(once(services.deliveries))
 
     commands.register(app, services, dm_channel)
     actions.register(app, services)
