@@ -25,8 +25,13 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(PY) -m mypy
 
+## The suite runs on one pytest-xdist worker per core (2 on CI): tests spread one by one
+## (--dist loadgroup), except the real-process ones, which time what they see and so run one at
+## a time on one worker (the `procs` group, tests/conftest.py). Bytecode first: every worker and
+## every bot or simulator process a test starts imports bot/ (PYTHONDONTWRITEBYTECODE may be set).
 unit: $(STAMP)
-	$(PY) -m pytest
+	@$(PY) -m compileall -q bot storage
+	$(PY) -m pytest -n auto --dist loadgroup
 
 ## make simulator: the AI Reserve simulator alone on 127.0.0.1:8787 with a virtual clock.
 simulator: $(STAMP)

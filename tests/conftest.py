@@ -23,6 +23,22 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "postgres: needs the throwaway PostgreSQL server (deselect: -m 'not postgres')"
     )
+    config.addinivalue_line(
+        "markers", "procs: starts real bot/simulator processes and times what they do; under "
+        "pytest-xdist these run one at a time, on one worker"
+    )
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # `make test` runs the suite on parallel workers (pytest-xdist, --dist loadgroup). Tests that
+    # start real processes assert on wall-clock bounds (a 20 s drain, a takeover within 6 s, a
+    # quiet window's call count): two of them side by side, each with a bot or three and a
+    # simulator, would compete for the same 2 cores. One group keeps them to one worker, one at
+    # a time, while the other worker runs the in-process tests.
+    for item in items:
+        if item.get_closest_marker("procs") is not None:
+            item.add_marker(pytest.mark.xdist_group("procs"))
 
 
 def in_ci() -> bool:
