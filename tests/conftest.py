@@ -29,16 +29,30 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # `make test` runs the suite on parallel workers (pytest-xdist, --dist loadgroup). Tests that
     # start real processes assert on wall-clock bounds (a 20 s drain, a takeover within 6 s, a
     # quiet window's call count): two of them side by side, each with a bot or three and a
     # simulator, would compete for the same 2 cores. One group keeps them to one worker, one at
-    # a time, while the other worker runs the in-process tests.
+    # a time, while the other workers run the in-process tests.
+    #
+    # xdist groups by a "@group" suffix on the node id, which its own hook (after this one)
+    # writes to Node._nodeid; pytest 9.2 keeps the id in Node._id instead, so that write is
+    # lost and the group silently vanishes (pytest-xdist 3.8). Here the suffix goes where
+    # pytest 9.2 keeps the id, and is checked: should the id move again, the run stops.
+    grouping = bool(getattr(config.option, "loadgroup", False))  # set on xdist's workers
     for item in items:
-        if item.get_closest_marker("procs") is not None:
-            item.add_marker(pytest.mark.xdist_group("procs"))
+        if item.get_closest_marker("procs") is None:
+            continue
+        item.add_marker(pytest.mark.xdist_group("procs"))
+        if grouping and hasattr(item, "_id"):
+            from _pytest.nodeid import NodeId
+
+            grouped = f"{item.nodeid}@procs"
+            item._id = NodeId.parse(grouped)
+            if item.nodeid != grouped:
+                raise pytest.UsageError(f"cannot put {item.nodeid} in the procs group")
 
 
 def in_ci() -> bool:
