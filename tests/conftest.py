@@ -40,19 +40,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # xdist groups by a "@group" suffix on the node id, which its own hook (after this one)
     # writes to Node._nodeid; pytest 9.2 keeps the id in Node._id instead, so that write is
     # lost and the group silently vanishes (pytest-xdist 3.8). Here the suffix goes where
-    # pytest 9.2 keeps the id, and is checked: should the id move again, the run stops.
-    grouping = bool(getattr(config.option, "loadgroup", False))  # set on xdist's workers
+    # pytest 9.2 keeps the id, and is checked (below): should the id move again, the run stops.
     for item in items:
         if item.get_closest_marker("procs") is None:
             continue
         item.add_marker(pytest.mark.xdist_group("procs"))
-        if grouping and hasattr(item, "_id"):
+        if _grouping(config) and hasattr(item, "_id"):
             from _pytest.nodeid import NodeId
 
-            grouped = f"{item.nodeid}@procs"
-            item._id = NodeId.parse(grouped)
-            if item.nodeid != grouped:
-                raise pytest.UsageError(f"cannot put {item.nodeid} in the procs group")
+            item._id = NodeId.parse(f"{item.nodeid}@procs")
+
+
+@pytest.hookimpl(trylast=True)  # after xdist's own hook
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if _grouping(session.config):
+        lost = [item.nodeid for item in session.items
+                if item.get_closest_marker("procs") and not item.nodeid.endswith("@procs")]
+        if lost:
+            raise pytest.UsageError(f"not in the procs group (a pytest-xdist change?): {lost[:3]}")
+
+
+def _grouping(config: pytest.Config) -> bool:
+    return bool(getattr(config.option, "loadgroup", False))  # set on xdist's workers
 
 
 def in_ci() -> bool:
