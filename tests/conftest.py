@@ -51,13 +51,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item._id = NodeId.parse(f"{item.nodeid}@procs")
 
 
-@pytest.hookimpl(trylast=True)  # after xdist's own hook
-def pytest_collection_finish(session: pytest.Session) -> None:
-    if _grouping(session.config):
-        lost = [item.nodeid for item in session.items
-                if item.get_closest_marker("procs") and not item.nodeid.endswith("@procs")]
-        if lost:
-            raise pytest.UsageError(f"not in the procs group (a pytest-xdist change?): {lost[:3]}")
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if (_grouping(item.config) and item.get_closest_marker("procs")
+            and not item.nodeid.endswith("@procs")):
+        pytest.fail("not in the procs group: this pytest/pytest-xdist names groups another way, "
+                    "and the real-process tests would run side by side (tests/conftest.py)",
+                    pytrace=False)
 
 
 def _grouping(config: pytest.Config) -> bool:
