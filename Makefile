@@ -25,8 +25,16 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(PY) -m mypy
 
+## The suite runs on TEST_WORKERS pytest-xdist workers, tests spread one by one (--dist
+## loadgroup), except the real-process ones, which time what they see and so run one at a time
+## on one worker (the `procs` group, tests/conftest.py). One worker more than CI's 2 cores: a
+## serial run spends half its time waiting (on bot and simulator processes, PostgreSQL, real
+## seconds), not computing. Bytecode first: every worker and every bot or simulator process a
+## test starts imports bot/ (PYTHONDONTWRITEBYTECODE may be set).
+TEST_WORKERS ?= 3
 unit: $(STAMP)
-	$(PY) -m pytest
+	@$(PY) -m compileall -q bot storage
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 ## make simulator: the AI Reserve simulator alone on 127.0.0.1:8787 with a virtual clock.
 simulator: $(STAMP)

@@ -1,8 +1,10 @@
 """The slow-callback check: nothing may hold the event loop for more than SLOW seconds.
 
 `watch(loop)` switches the loop to asyncio's debug mode with `slow_callback_duration = SLOW`
-(asyncio then logs "Executing <callback> took 0.123 seconds" for each slow one, with where it
-was created) and records every callback that spent SLOW or more of the loop thread's CPU time.
+(asyncio then logs "Executing <callback> took 0.123 seconds" for each slow one, and refuses a
+call from another thread) and records every callback that spent SLOW or more of the loop
+thread's CPU time. It leaves out one part of debug mode, the stack captured at the creation of
+every future, task and handle: the costliest part, and the report names what ran without it.
 CPU, not wall time: on a machine shared with other processes a callback may be descheduled
 half-way, and that is not the code's fault; a callback that computes for SLOW is.
 
@@ -21,9 +23,10 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -104,12 +107,35 @@ def starting_up() -> Iterator[None]:
         _starting[0] -= 1
 
 
+# Where debug mode captures the stack that created each future, task and handle: the whole
+# stack, pytest's included, with its source lines read — for every `await` on a future. That
+# was ~40 % of an e2e test's CPU and tells nothing the report doesn't (a slow task is named with
+# where it stands). Asked from these, the watched loop says "not debugging"; everything else
+# (its thread checks, the slow-callback log line, aiohttp's unclosed-response warning …) still
+# sees debug mode.
+_NO_CREATION_STACK = frozenset({
+    asyncio.BaseEventLoop.create_future.__code__,  # the C Future asks its loop on creation
+    asyncio.BaseEventLoop.create_task.__code__,  # … and so does the C Task
+    asyncio.Handle.__init__.__code__,  # TimerHandle's too
+})
+
+
+def _debug_but_no_creation_stacks(loop: asyncio.AbstractEventLoop) -> Callable[[], bool]:
+    real = loop.get_debug
+
+    def get_debug() -> bool:
+        return real() and sys._getframe(1).f_code not in _NO_CREATION_STACK
+
+    return get_debug
+
+
 @contextmanager
 def watch(loop: asyncio.AbstractEventLoop) -> Iterator[Slow]:
     """Record `loop`'s slow callbacks inside the block (debug mode on meanwhile)."""
     slow = Slow(loop)
     debug, duration = loop.get_debug(), loop.slow_callback_duration
     loop.set_debug(True)
+    loop.get_debug = _debug_but_no_creation_stacks(loop)  # type: ignore[method-assign]
     loop.slow_callback_duration = SLOW
     asyncio.Handle._run = _timed_run  # type: ignore[method-assign]
     _watching.append(slow)
@@ -124,5 +150,6 @@ def watch(loop: asyncio.AbstractEventLoop) -> Iterator[Slow]:
         _watching.remove(slow)
         if not _watching:
             asyncio.Handle._run = _original_run  # type: ignore[method-assign]
+        del loop.get_debug  # the class's again
         loop.set_debug(debug)
         loop.slow_callback_duration = duration

@@ -103,6 +103,11 @@ class CountingProxy:
     def between(self, start: float, end: float) -> int:
         return sum(1 for at, _, _ in self.calls if start <= at < end)
 
+    def listings_since(self, start: float) -> int:
+        """Cluster listings (one per watch sweep) that arrived at or after `start`."""
+        return sum(1 for at, method, path in self.calls
+                   if at >= start and method == "GET" and path.endswith("/clusters"))
+
 
 @dataclass
 class Figures:
@@ -172,7 +177,7 @@ async def run(tmp_path: Path, *, database_url: str | None, replicas: int = 3,
         await w.advance(30)
         degraded = (await wait_for(lambda: thread("degraded"), what="the degraded notice"))[0]
         await pick(2).requests.click(degraded, Action.RECOVER, user_id=ALICE)
-        await _advance_until(w, 15, "recovered")
+        await _advance_until(w, proxy, 15, "recovered")
 
         def reminder_dms() -> list[Any]:
             return [m for m in w.slack.dms(ALICE) if Action.KEEP_RUNNING in _text(m)]
@@ -213,21 +218,31 @@ async def run(tmp_path: Path, *, database_url: str | None, replicas: int = 3,
 
         [*_, shown] = [m for m in w.slack.messages(GENERAL) if Action.TERMINATE in _text(m)]
         await pick(0).requests.click(shown, Action.TERMINATE, user_id=ALICE)
-        await _advance_until(w, 30, "receipt")
+        await _advance_until(w, proxy, 30, "receipt")
         await asyncio.sleep(3 * POLL_SECONDS)  # a straggler would post now (real time)
         return await _count(w, replicas=replicas, per_sweep=per_sweep, takeover=takeover,
                             thread_replies=thread(""),
                             reminders=len(reminder_dms()))
 
 
-async def _advance_until(w: World, seconds: float, kind: str) -> None:
-    """Move time in steps until a `kind` notice is stored and everything is delivered."""
-    for _ in range(30):
-        await w.advance(seconds)
-        await asyncio.sleep(POLL_SECONDS)  # real time: a sweep sees the provider's change
+async def _advance_until(w: World, proxy: CountingProxy, seconds: float, kind: str) -> None:
+    """Move time in steps until a `kind` notice is stored and everything is delivered. After
+    each step: until that holds, or a whole sweep has run on the new time (the provider saw the
+    listing after the first one that began after the step), then the next step."""
+    async def delivered() -> bool:
         async with w.database() as db, db.transaction() as repos:
             kinds = {k for k, _ in (await repos.session.execute(_NOTICES)).all()}
-        if kind in kinds and await _all_delivered(w):
+        return kind in kinds and await _all_delivered(w)
+
+    for _ in range(30):
+        await w.advance(seconds)
+        stepped = time.monotonic()
+
+        async def settled(stepped: float = stepped) -> bool:
+            return await delivered() or proxy.listings_since(stepped) >= 2
+
+        await wait_for(settled, within=30, interval=0.1, what=f"a sweep after a step ({kind})")
+        if await delivered():
             return
     raise AssertionError(f"no {kind} notice delivered")
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
 from tests.loopwatch import SLOW, watch
 
 
@@ -34,3 +36,20 @@ async def test_quick_callbacks_and_long_waits_pass():
         # A long wait is not blocking: the loop waits while another thread computes.
         await asyncio.to_thread(_compute, SLOW * 1.6)
     assert slow.found == []
+
+
+async def test_debug_checks_stay_on_without_a_creation_stack_per_future():
+    loop = asyncio.get_running_loop()
+    with watch(loop):
+        future = loop.create_future()
+        task = asyncio.create_task(asyncio.sleep(0))
+        handle = loop.call_soon(lambda: None)
+        # The costly part of debug mode is off: no creation stack for each of these …
+        assert future._source_traceback is None and task._source_traceback is None
+        assert handle._source_traceback is None  # type: ignore[attr-defined]
+        # … its checks are on: a call from another thread is refused.
+        with pytest.raises(RuntimeError, match="thread"):
+            await asyncio.to_thread(loop.call_soon, lambda: None)
+        await task
+        future.cancel()
+    assert loop.create_future()._source_traceback is None  # debug mode is off again

@@ -10,6 +10,8 @@ import pytest
 from bot.slack.ids import Action
 from tests.procs import ALICE, BOB, wait_for, world
 
+pytestmark = pytest.mark.procs  # real processes: one at a time (tests/conftest.py)
+
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def database_url(request: pytest.FixtureRequest) -> str | None:

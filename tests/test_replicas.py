@@ -14,6 +14,8 @@ import pytest
 
 from tests import replicas
 
+pytestmark = pytest.mark.procs  # real processes: one at a time (tests/conftest.py)
+
 
 @pytest.mark.slow
 @pytest.mark.postgres

@@ -13,6 +13,8 @@ import pytest
 from bot.devslack.webapi import FakeSlack
 from tests.procs import REPO, _base_env, wait_for
 
+pytestmark = pytest.mark.procs  # real processes: one at a time (tests/conftest.py)
+
 GOOD = """\
 approvals_channel: C0APPROVALS
 approvers:

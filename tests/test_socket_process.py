@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import signal
 
+import pytest
+
 from bot.devslack.socketrequests import SocketRequests
 from bot.slack.ids import Action
 from tests.e2e.harness import launch_without_ssh
 from tests.procs import ALICE, APPROVALS, BOB, GENERAL, wait_for, world
+
+pytestmark = pytest.mark.procs  # real processes: one at a time (tests/conftest.py)
 
 
 async def test_a_bot_process_in_socket_mode_launches_through_a_refresh(tmp_path):

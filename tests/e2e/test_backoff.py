@@ -4,6 +4,8 @@ lists at the largest page size the contract allows."""
 
 from __future__ import annotations
 
+import pytest
+
 from bot.reserve.port import MAX_PAGE_SIZE
 from tests.e2e.harness import bot
 from tests.procs import wait_for, world
@@ -11,6 +13,7 @@ from tests.procs import wait_for, world
 LIST = "GET /v1/clusters"
 
 
+@pytest.mark.procs
 async def test_retry_after_on_the_list_pauses_the_next_sweeps(tmp_path):
     async with world(tmp_path) as w:
         bot_process = await w.bot()

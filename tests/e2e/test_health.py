@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 import sqlalchemy as sa
 
 from bot import runtime
@@ -15,6 +16,7 @@ ENV = {"SLACK_BOT_TOKEN": "xoxb-test", "SLACK_SIGNING_SECRET": "s", "APPROVALS_C
        "APPROVERS": "U0BOB", "SLACK_API_URL": "http://127.0.0.1:9/api/"}
 
 
+@pytest.mark.procs
 async def test_ready_until_the_database_goes_away(tmp_path, database_url, request):
     async with world(tmp_path, database_url=database_url) as w:
         bot = await w.bot()

@@ -16,6 +16,8 @@ from bot.domain.models import RequestStatus
 from bot.slack.ids import Action
 from tests.procs import BOB, wait_for, world
 
+pytestmark = pytest.mark.procs  # real processes: one at a time (tests/conftest.py)
+
 SLACK_WRITES = ("chat.postMessage", "chat.update", "chat.postEphemeral", "conversations.open",
                 "views.publish")
 

@@ -4,6 +4,8 @@ asked is told it still bills (once) and, at the end, that it is really terminate
 
 from __future__ import annotations
 
+import pytest
+
 from bot.clock import ManualClock
 from bot.domain.termination import TerminationState, retry_delay
 from bot.reserve.simulator.config import SimConfig
@@ -76,6 +78,7 @@ async def test_a_failed_terminate_survives_a_restart(tmp_path, database_url):
             assert len(_dms(second, "no longer bills")) == 1
 
 
+@pytest.mark.procs
 async def test_real_process_retries_a_failing_terminate_across_a_kill(tmp_path, database_url):
     async with world(tmp_path, database_url=database_url) as w:
         bot_process = await w.bot()
@@ -106,6 +109,7 @@ async def test_real_process_retries_a_failing_terminate_across_a_kill(tmp_path, 
         assert len([m for m in w.slack.dms(ALICE) if "still billing" in w.text_of(m)]) == 1
 
 
+@pytest.mark.procs
 async def test_two_replicas_make_each_attempt_once_and_tell_once(tmp_path, database_url):
     async with world(tmp_path, database_url=database_url) as w:
         first = await w.bot()
