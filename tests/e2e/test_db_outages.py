@@ -214,6 +214,7 @@ def sweeps_run(metrics: str) -> int:
     return int(float(found.group(1))) if found else 0
 
 
+@pytest.mark.procs
 @pytest.mark.postgres
 async def test_a_served_bot_rides_out_a_postgresql_restart_with_one_line(
         tmp_path, pg_server: PgServer, pg_url):
