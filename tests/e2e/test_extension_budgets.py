@@ -24,6 +24,7 @@ from bot.slack.ids import Action
 from tests.e2e.harness import ALICE, APPROVALS, BOB, CAROL, DAVE, LEADS, bot
 
 STEPS = 40
+DEFAULT_SEED = 16  # reaches cards and approvals by card on both databases (see below)
 LIFETIME = 8
 # Budgets tight enough that about half the asks and launches are refused: h100x8 nodes=2 is
 # $62.43/h and 14 accruals remain in the month.
@@ -109,7 +110,10 @@ async def check(h, figures: Figures, base: dict[str, int]) -> None:
 
 async def test_extensions_and_approvals_never_overspend_nor_skip_an_approver(tmp_path,
                                                                              database_url):
-    seed = int(os.environ.get("EXTENSION_SEED", random.randrange(10**6)))
+    # A fixed seed, so that every run checks the same 40 steps and they are known to reach every
+    # path (cards, approvals by card, refusals); EXTENSION_SEED=N explores another run.
+    explored = os.environ.get("EXTENSION_SEED")
+    seed = int(explored or DEFAULT_SEED)
     rng = random.Random(seed)
     figures = Figures()
     base: dict[str, int] = {}
@@ -189,4 +193,5 @@ async def test_extensions_and_approvals_never_overspend_nor_skip_an_approver(tmp
         f"{figures.cards} cards, {figures.applied_by_card} applied by approvers, "
         f"{figures.refused} refused; invariants tried {figures.checks} / held {figures.held}\n")
     assert figures.held == figures.checks == STEPS + 1
-    assert figures.asks and figures.cards
+    if explored is None:  # a seed explored by hand may not reach every path; the default does
+        assert figures.asks and figures.cards and figures.applied_by_card
