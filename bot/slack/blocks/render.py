@@ -26,8 +26,11 @@ from slack_sdk.models.blocks import ConfirmObject
 CROSS_CHECK = False  # tests: compare every rendering with slack_sdk's own
 
 _EMPTY_ALLOWED = frozenset((e["type"], e["property"]) for e in EMPTY_ALLOWED_TYPE_AND_PROPERTY_LIST)
-_GENERIC = (JsonObject.to_dict, JsonObject.validate_json, JsonObject.get_object_attribute,
-            JsonObject.get_non_null_attributes)
+# Typed as plain objects: compared by identity only (mypy once inferred the methods' types
+# differently on a cold cache and failed the zip below).
+_GENERIC: tuple[object, ...] = (JsonObject.to_dict, JsonObject.validate_json,
+                                JsonObject.get_object_attribute,
+                                JsonObject.get_non_null_attributes)
 
 # class → (validator names, attribute names in slack_sdk's order), or None: the class's own to_dict
 _plans: dict[type, tuple[tuple[str, ...], tuple[str, ...]] | None] = {}
@@ -83,8 +86,8 @@ def _confirm(obj: ConfirmObject) -> dict[str, Any]:
 
 def _plan(obj: JsonObject) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     cls = type(obj)
-    generic = (cls.to_dict, cls.validate_json, cls.get_object_attribute,
-               cls.get_non_null_attributes)
+    generic: tuple[object, ...] = (cls.to_dict, cls.validate_json, cls.get_object_attribute,
+                                   cls.get_non_null_attributes)
     if any(mine is not base for mine, base in zip(generic, _GENERIC, strict=True)):
         return None
     return tuple(sorted(_class_validator_names(cls))), tuple(sorted(obj.attributes))
