@@ -32,11 +32,12 @@ from bot.domain.watch import (
     reminder_hour,
 )
 from bot.reserve import errors as api
-from bot.reserve.port import MAX_PAGE_SIZE, ClusterProvider
+from bot.reserve.port import MAX_PAGE_SIZE, ClusterProvider, SkippedItem
 from bot.reserve.schemas import Cluster, ClusterStatus
 from bot.services.audit import ended_elsewhere
 from bot.services.observing import connection_details, observe, observed_fields, state_of
 from bot.services.readiness import ReadinessService
+from bot.services.unreadable import note_unreadable, readable_again
 from storage.db import Database
 from storage.repositories import Repos
 
@@ -82,8 +83,17 @@ class WatchService:
             live = {r.id: r for r in await repos.clusters.list_live()}
         listed: set[str] = set()
         page: list[Cluster] = []
+        # Listed but not parseable (logged by the client): kept as last known, not read by id
+        # (the same bad answer again), counted toward telling people (bot/services/unreadable).
+        skipped: dict[str, SkippedItem] = {}
+
+        def skip(item: SkippedItem) -> None:
+            if item.id is not None:
+                skipped[item.id] = item
+
         try:
-            async for wire in self._provider.iter_clusters(LISTED, page_size=PAGE_SIZE):
+            async for wire in self._provider.iter_clusters(LISTED, page_size=PAGE_SIZE,
+                                                           on_skip=skip):
                 page.append(wire)
                 if len(page) == PAGE_SIZE:
                     await self._sync_page(page, live, listed, on_page)
@@ -93,7 +103,11 @@ class WatchService:
             # What was listed is synced; the rest waits for the next poll (no GET storm).
             log.warning("listing clusters failed: %s", exc)  # e.g. "GET /clusters is paused …"
         else:
-            await self._poll_each([id for id in live if id not in listed])
+            await self._poll_each([id for id in live if id not in listed and id not in skipped])
+        if skipped:
+            async with self._db.transaction() as repos:
+                await note_unreadable(repos, skipped=skipped, tracked=live.keys(),
+                                      now=self._clock.now())
         if self.readiness is not None:
             await self.readiness.follow()
         await self._notifier.deliver_notices()
@@ -106,6 +120,10 @@ class WatchService:
         if on_page is not None:
             await on_page(page, live.keys())
         mine = [(live[w.id], w) for w in page if w.id in live]
+        for record, wire in mine:
+            if state_of(wire.status) is None:  # forward compatible: parsed, state kept
+                log.warning("cluster %s: AI Reserve reports a status this bot doesn't know; "
+                            "keeping %s", wire.id, record.status.value)
         listed.update(w.id for _, w in mine)
         now = self._clock.now()
         # Pure and CPU-bound: compared in a thread, the event loop keeps answering Slack.
@@ -198,6 +216,7 @@ class WatchService:
             manual_attempts=manual, ready_at=before.ready_at, hourly_cents=before.hourly_cents,
         )
         notices += payment_notices(before.observed, after, cluster_id=before.id, now=now)
+        notices += readable_again(before.observed, after, cluster_id=before.id, now=now)
         hour = reminder_hour(after, last_reminded_hours=before.last_reminded_hours)
         if hour is not None:
             ready = before.ready_at
