@@ -121,9 +121,7 @@ class WatchService:
             await on_page(page, live.keys())
         mine = [(live[w.id], w) for w in page if w.id in live]
         for record, wire in mine:
-            if state_of(wire.status) is None:  # forward compatible: parsed, state kept
-                log.warning("cluster %s: AI Reserve reports a status this bot doesn't know; "
-                            "keeping %s", wire.id, record.status.value)
+            _unknown_status(record, wire)
         listed.update(w.id for _, w in mine)
         now = self._clock.now()
         # Pure and CPU-bound: compared in a thread, the event loop keeps answering Slack.
@@ -160,6 +158,7 @@ class WatchService:
     async def sync(self, cluster_id: str, *, wire: Cluster | None = None,
                    deliver: bool = True) -> ClusterRecord | None:
         """Bring one record up to date with the provider (or with `wire`, already fetched)."""
+        read_by_id = wire is None
         if wire is None:
             try:
                 wire = await self._provider.get_cluster(cluster_id)
@@ -170,6 +169,8 @@ class WatchService:
             before = await repos.clusters.get(cluster_id)
             if before is None:
                 return None
+            if read_by_id:  # a listed one was looked at by the sweep already
+                _unknown_status(before, wire)
             after_obs = carry(before.observed, observe(wire, previous=before.status))
             changes = self._changes(before, wire, after_obs)
             queued = await repos.notices.add_new(self._notices(before, after_obs, now=now))
@@ -258,6 +259,13 @@ class WatchService:
                                                   at=now))
         await self._notifier.refresh_cluster(cluster_id)
         return after
+
+
+def _unknown_status(record: ClusterRecord, wire: Cluster) -> None:
+    """A status added after us parses (forward compatible) and keeps the last known state."""
+    if state_of(wire.status) is None:
+        log.warning("cluster %s: AI Reserve reports a status this bot doesn't know; keeping %s",
+                    wire.id, record.status.value)
 
 
 async def _serving_follows(repos: Repos, before: ClusterRecord, after: Observation, *,

@@ -61,14 +61,15 @@ async def test_one_malformed_cluster_blinds_nothing_and_keeps_its_figures(tmp_pa
         # The others' notices arrive in the very sweep that skipped the bad one.
         assert len(await h.notices(other, "degraded")) == 1
         assert len(await h.notices(third, "degraded")) == 1
+        # Its last known figures stay (a default Billing once made this $0) …
+        assert (await h.record(bad)).accrued_cents == known.accrued_cents
         skipped = warnings_about(caplog, bad)
         assert len(skipped) == 1, [r.getMessage() for r in skipped]
         assert "billing" in skipped[0].getMessage()
         assert "lockedRate" not in skipped[0].getMessage()
         assert_no_trace(caplog)
 
-        # Its last known figures stay, everywhere it is shown: never "$0".
-        assert (await h.record(bad)).accrued_cents == known.accrued_cents
+        # … everywhere it is shown: never "$0".
         top = h.text_of(await h.top(bad))
         assert money(known.hourly_cents) in top and "$0.00" not in top  # running: its rate
         await h.slash("list", user=ALICE)

@@ -106,7 +106,7 @@ class FaultRule:
             "remaining": self.remaining,
             "delaySeconds": self.delay_seconds,
             "retryAfterSeconds": self.retry_after_seconds,
-            "body": self.body,
+            **({"body": self.body} if self.body else {}),
         }
 
     @property
