@@ -128,9 +128,10 @@ def parse_model(model: type[M], data: Any, *, where: str, status: int) -> M:
             f"{'.'.join(str(p) for p in err['loc']) or '<body>'}: {err['msg']}"
             for err in exc.errors()[:3]
         )
+        first = exc.errors()[0]["loc"] if exc.errors() else ()
         raise UnexpectedResponse(
             f"{where} answered {status} with a body that is not a {model.__name__} ({problems})",
-            status=status,
+            status=status, details={"field": ".".join(str(p) for p in first) or "<body>"},
         ) from None
 
 

@@ -32,7 +32,7 @@ from bot.domain.watch import (
     reminder_hour,
 )
 from bot.reserve import errors as api
-from bot.reserve.port import MAX_PAGE_SIZE, ClusterProvider, SkippedItem
+from bot.reserve.port import MAX_PAGE_SIZE, ClusterProvider, SkippedItem, UnexpectedResponse
 from bot.reserve.schemas import Cluster, ClusterStatus
 from bot.services.audit import ended_elsewhere
 from bot.services.observing import connection_details, observe, observed_fields, state_of
@@ -103,7 +103,8 @@ class WatchService:
             # What was listed is synced; the rest waits for the next poll (no GET storm).
             log.warning("listing clusters failed: %s", exc)  # e.g. "GET /clusters is paused …"
         else:
-            await self._poll_each([id for id in live if id not in listed and id not in skipped])
+            await self._poll_each([id for id in live if id not in listed and id not in skipped],
+                                  unreadable=skipped)
         if skipped:
             async with self._db.transaction() as repos:
                 await note_unreadable(repos, skipped=skipped, tracked=live.keys(),
@@ -129,9 +130,21 @@ class WatchService:
             lambda: [w for r, w in mine if self._due(r, w, now=now)])
         await self._gather(self.sync(w.id, wire=w, deliver=False) for w in due)
 
-    async def _poll_each(self, ids: list[str]) -> None:
-        """Read each of `ids` by id (bounded concurrency); a failed read changes nothing."""
-        await self._gather(self.sync(id, deliver=False) for id in ids)
+    async def _poll_each(self, ids: list[str], *, unreadable: dict[str, SkippedItem]) -> None:
+        """Read each of `ids` by id (bounded concurrency); a failed read changes nothing, and
+        one that answers a cluster the bot can't parse joins `unreadable` (as a skipped item)."""
+
+        async def read(cluster_id: str) -> None:
+            try:
+                await self.sync(cluster_id, deliver=False)
+            except UnexpectedResponse as exc:
+                field = str(exc.details.get("field") or "<body>")
+                log.warning("cluster %s: AI Reserve's answer doesn't parse (field %s)",
+                            cluster_id, field)
+                unreadable[cluster_id] = SkippedItem(id=cluster_id, field=field,
+                                                     reason="unexpected response")
+
+        await self._gather(read(id) for id in ids)
 
     async def _gather(self, syncs: Iterable[Coroutine[Any, Any, object]]) -> None:
         gate = asyncio.Semaphore(MAX_CONCURRENT_POLLS)

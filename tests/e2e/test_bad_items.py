@@ -173,3 +173,20 @@ async def test_a_page_that_is_not_a_page_loses_nothing(tmp_path, caplog, fault):
         await h.sim_admin("faults", {}, method="DELETE")
         await h.advance(SWEEP)
         assert len(await h.notices(other, "degraded")) == 1
+
+
+async def test_a_cluster_whose_id_is_unreadable_is_counted_by_its_read_by_id(tmp_path, caplog):
+    """The listing can't say which cluster a bad item is when its id is the bad field; the
+    sweep then reads the missing one by id, gets the same bad answer, and counts it too."""
+    async with bot(tmp_path) as h:
+        bad, _, _ = await three_running(h)
+        await h.sim_admin("faults/items", {"clusterId": bad, "field": "id", "value": 42})
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            await h.advance(SWEEP)
+        assert len(warnings_about(caplog, bad)) == 1  # the read by id; the listing had no id
+        assert_no_trace(caplog)
+        for _ in range(UNREADABLE_SWEEPS - 1):
+            await h.advance(SWEEP)
+        assert len(unreadable_posts(h.slack.messages(APPROVALS), h, bad)) == 1
+        assert len(unreadable_posts(h.slack.dms(ALICE), h, bad)) == 1
