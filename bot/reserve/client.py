@@ -229,8 +229,6 @@ class AsyncAIReserveClient:
         self, status: StatusFilter = None, *, page_size: int | None = None,
         on_skip: OnSkip | None = None,
     ) -> AsyncIterator[Cluster]:
-        """Every listed cluster; one that does not parse is skipped, logged and given to
-        `on_skip` (its id and the field), the rest are yielded."""
         params: dict[str, str] = {}
         if (value := _status_param(status)) is not None:
             params["status"] = value

@@ -27,6 +27,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
+from aiohttp import web
 from pydantic import Field, JsonValue, StrictBool, StrictFloat, StrictInt, StrictStr
 
 from bot.reserve.errors import (
@@ -109,6 +110,10 @@ class FaultRule:
             **({"body": self.body} if self.body else {}),
         }
 
+    def html_page(self) -> web.Response:
+        """A proxy's error page (`body` "html"): not the contract's envelope, not even JSON."""
+        return web.Response(status=self.status or 502, text=HTML_502, content_type="text/html")
+
     @property
     def fails_after_running(self) -> bool:
         return self.status == 504
@@ -131,6 +136,15 @@ class FaultRule:
         return InternalError(message)
 
 
+def cut(fault: FaultRule | None, response: web.StreamResponse) -> web.StreamResponse:
+    """The answer cut in half (`body` "truncated"): a connection that dropped mid-body."""
+    if fault is None or fault.body != "truncated" or not isinstance(response, web.Response):
+        return response
+    whole = response.body if isinstance(response.body, bytes) else b""
+    return web.Response(status=response.status, body=whole[:len(whole) // 2],
+                        content_type="application/json")
+
+
 @dataclass
 class FaultInjector:
     """The armed rules, consumed first-added first."""
@@ -141,6 +155,9 @@ class FaultInjector:
     def corrupt(self, fault: ItemFault) -> ItemFault:
         self.items.setdefault(fault.cluster_id, []).append(fault)
         return fault
+
+    def mangle_page(self, page: dict[str, Any]) -> dict[str, Any]:
+        return {**page, "data": [self.mangle(item) for item in page["data"]]}
 
     def mangle(self, item: dict[str, Any]) -> dict[str, Any]:
         """`item` (a rendered cluster) as the armed item faults corrupt it."""

@@ -42,7 +42,7 @@ from bot.reserve.errors import (
 from bot.reserve.simulator import http_io as io
 from bot.reserve.simulator.control import ControlApi
 from bot.reserve.simulator.engine import SimulatorEngine
-from bot.reserve.simulator.faults import HTML_502, FaultInjector, FaultRule
+from bot.reserve.simulator.faults import FaultInjector, FaultRule, cut
 from bot.reserve.simulator.idempotency import (
     REPLAYED_HEADERS,
     IdempotencyStore,
@@ -141,19 +141,15 @@ async def _serve_v1(
     fault = state.faults.take(method, path)
     if fault is not None and fault.status is not None and not fault.fails_after_running:
         await asyncio.sleep(fault.delay_seconds)
-        if fault.body == "html":  # a proxy in front answered, not the service
-            return web.Response(status=fault.status, text=HTML_502, content_type="text/html")
+        if fault.body == "html":
+            return fault.html_page()  # a proxy in front answered, not the service
         raise fault.error()  # refused before anything ran: never stored under a key
 
     request[io.BODY] = await io.read_body(request)
     key = validate_key(request.headers.get("Idempotency-Key")) if method == "POST" else None
     if key is None:
-        response = (await _execute(request, handler))[0]
+        response = cut(fault, (await _execute(request, handler))[0])
         await _hold(fault)
-        if fault is not None and fault.body == "truncated" and isinstance(response, web.Response):
-            cut = bytes(response.body or b"")  # type: ignore[arg-type]
-            return web.Response(status=response.status, body=cut[:len(cut) // 2],
-                                content_type="application/json")
     else:
         stored = state.idempotency.begin(
             api_key=api_key, key=key, method=method, path=path, body=request[io.BODY],
@@ -339,8 +335,7 @@ class _PublicApi:
     async def list_clusters(self, request: web.Request, params: Params) -> web.Response:
         clusters = self._engine.listed_clusters(io.statuses_param(params.get("status", "")))
         page = await io.rendered_page(clusters, params)
-        faults = request.app[STATE].faults
-        return io.json_response(200, {**page, "data": [faults.mangle(c) for c in page["data"]]})
+        return io.json_response(200, request.app[STATE].faults.mangle_page(page))
 
     async def get_cluster(self, request: web.Request, params: Params) -> web.Response:
         cluster = self._engine.get_cluster(_id(request)).to_wire()
