@@ -256,6 +256,11 @@ class Observation(Frozen):
     next_accrual_at: datetime | None = None
     # The instants of those uncharged marks, carried from poll to poll (bot/domain/watch.py).
     skipped_marks: tuple[datetime, ...] = ()
+    # Sweeps in a row whose listing had this cluster but could not parse it, and since when
+    # (the episode): the figures above are then the last known ones. A poll that reads it
+    # again starts from the defaults, which ends the episode.
+    unreadable_sweeps: int = 0
+    unreadable_since: datetime | None = None
 
     @property
     def attempts_started(self) -> int:

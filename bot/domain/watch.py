@@ -33,6 +33,11 @@ class NoticeKind(enum.StrEnum):
     GRACE_ENDING = "grace_ending"  # … and a reminder before it ends
     SERVING = "serving"  # the readiness line appeared (bot/domain/readiness.py): once
     NOT_SERVING = "not_serving"  # a DM to the owner: the limit passed without it
+    # The provider lists it but the bot can't parse it (bot/services/unreadable.py): the
+    # owner and the approvals channel, once per episode; then a line in its thread when it
+    # reads again.
+    UNREADABLE = "unreadable"
+    READABLE_AGAIN = "readable_again"
 
     @property
     def broadcast(self) -> bool:
@@ -73,6 +78,8 @@ class NoticeFacts(Frozen):
     # moments the bot polled — what the billed-hours chart colours.
     episode_started_at: datetime | None = None
     episode_ended_at: datetime | None = None
+    unreadable_field: str | None = None  # UNREADABLE: the first field that did not parse
+    unreadable_since: datetime | None = None  # UNREADABLE, READABLE_AGAIN: the episode's start
 
 
 class Notice(Frozen):

@@ -38,6 +38,7 @@ from bot.reserve.errors import TransportError
 from bot.reserve.port import StatusFilter
 from bot.reserve.retry import (
     Observe,
+    OnSkip,
     RetryPolicy,
     Transport,
     UnexpectedResponse,
@@ -225,14 +226,15 @@ class AsyncAIReserveClient:
         return await self._http.call(Cluster, "GET", f"/clusters/{_seg(cluster_id)}")
 
     def iter_clusters(
-        self, status: StatusFilter = None, *, page_size: int | None = None
+        self, status: StatusFilter = None, *, page_size: int | None = None,
+        on_skip: OnSkip | None = None,
     ) -> AsyncIterator[Cluster]:
         params: dict[str, str] = {}
         if (value := _status_param(status)) is not None:
             params["status"] = value
         if page_size is not None:
             params["limit"] = str(page_size)
-        return self._http.paginate(Cluster, "/clusters", params)
+        return self._http.paginate(Cluster, "/clusters", params, on_skip=on_skip)
 
     async def list_clusters(
         self, status: StatusFilter = None, *, page_size: int | None = None

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Iterable
 from datetime import datetime
 from typing import Protocol
 
+from bot.reserve.retry import OnSkip, SkippedItem, UnexpectedResponse
 from bot.reserve.schemas import (
     Accelerator,
     Account,
@@ -23,6 +24,9 @@ from bot.reserve.schemas import (
     ShapeRequest,
     Volume,
 )
+
+__all__ = ["MAX_PAGE_SIZE", "ClusterProvider", "OnSkip", "SkippedItem", "StatusFilter",
+           "UnexpectedResponse"]
 
 MAX_PAGE_SIZE = 200  # contract: list endpoints take ?limit= up to 200 (default 50)
 
@@ -91,10 +95,11 @@ class ClusterProvider(Protocol):
         """The full cluster: the polling endpoint (status, nodes, billing, recovery)."""
         ...
 
-    def iter_clusters(self, status: StatusFilter = None, *, page_size: int | None = None
-                      ) -> AsyncIterator[Cluster]:
+    def iter_clusters(self, status: StatusFilter = None, *, page_size: int | None = None,
+                      on_skip: OnSkip | None = None) -> AsyncIterator[Cluster]:
         """Every cluster (newest first), across all pages (`page_size` per page, at most
-        MAX_PAGE_SIZE; None: the server's default)."""
+        MAX_PAGE_SIZE; None: the server's default). An item that does not parse is skipped
+        (logged, and given to `on_skip` with its id and the field), never the whole listing."""
         ...
 
     async def terminate_cluster(self, cluster_id: str) -> Cluster:

@@ -128,10 +128,35 @@ def parse_model(model: type[M], data: Any, *, where: str, status: int) -> M:
             f"{'.'.join(str(p) for p in err['loc']) or '<body>'}: {err['msg']}"
             for err in exc.errors()[:3]
         )
+        first = exc.errors()[0]["loc"] if exc.errors() else ()
         raise UnexpectedResponse(
             f"{where} answered {status} with a body that is not a {model.__name__} ({problems})",
-            status=status,
+            status=status, details={"field": ".".join(str(p) for p in first) or "<body>"},
         ) from None
+
+
+@dataclass(frozen=True)
+class SkippedItem:
+    """A list item that did not parse: its id (None when even that is unreadable) and the first
+    field that failed. Never the item itself: it may carry anything."""
+
+    id: str | None
+    field: str
+    reason: str
+
+
+OnSkip = Callable[[SkippedItem], None]
+
+ID_SHOWN = 64  # a skipped item's id in the log: enough to find it, never a payload
+
+
+def skipped_item(item: Any, exc: ValidationError) -> SkippedItem:
+    first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid"}
+    raw_id = item.get("id") if isinstance(item, dict) else None
+    return SkippedItem(
+        id=raw_id[:ID_SHOWN] if isinstance(raw_id, str) and raw_id else None,
+        field=".".join(str(p) for p in first["loc"]) or "<item>", reason=str(first["msg"]),
+    )
 
 
 def _check_key(key: str) -> str:
@@ -289,9 +314,14 @@ class Transport:
         return parse_model(model, data, where=where, status=resp.status)
 
     async def paginate(
-        self, model: type[M], path: str, params: Mapping[str, str] | None = None
+        self, model: type[M], path: str, params: Mapping[str, str] | None = None, *,
+        on_skip: OnSkip | None = None,
     ) -> AsyncIterator[M]:
         """Every item of a `{data, nextCursor}` list, following `nextCursor` until null.
+
+        A bad item is one bad item: one that does not parse is skipped with one log line (its
+        id and the field, never the payload) and handed to `on_skip`; the rest of the page is
+        used. A page that is not a page at all (not JSON, an HTML error) still raises.
 
         Items are validated as they are taken, and the event loop gets a turn every
         PARSE_CHUNK of them: a page of 200 clusters is ~30 ms of pydantic, too long to hold
@@ -302,7 +332,16 @@ class Transport:
             query = {**(params or {}), **({"cursor": cursor} if cursor else {})}
             page = await self.call(Page[dict[str, Any]], "GET", path, params=query)
             for n, item in enumerate(page.data, 1):
-                yield parse_model(model, item, where=f"GET {path}", status=200)
+                try:
+                    parsed = model.model_validate(item)
+                except ValidationError as exc:
+                    skipped = skipped_item(item, exc)
+                    log.warning("GET %s: skipped item %r, field %s: %s", path,
+                                skipped.id or "<no readable id>", skipped.field, skipped.reason)
+                    if on_skip is not None:
+                        on_skip(skipped)
+                else:
+                    yield parsed
                 if n % PARSE_CHUNK == 0:
                     await asyncio.sleep(0)
             if not page.next_cursor:

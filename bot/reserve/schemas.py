@@ -403,7 +403,9 @@ class Cluster(Wire):
     termination_reason: str | None = None
     last_error: str | None = None
     locked_rate: Rate
-    billing: Billing = Field(default_factory=Billing)
+    # Required: a cluster without its billing is unreadable, not free. A default here once made
+    # a malformed item show "$0 accrued"; now the item is skipped and its last figures kept.
+    billing: Billing
     nodes: list[Node] = Field(default_factory=list)
     connections: Connections | None = None
     recovery: Recovery = Field(default_factory=Recovery)

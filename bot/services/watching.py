@@ -32,11 +32,12 @@ from bot.domain.watch import (
     reminder_hour,
 )
 from bot.reserve import errors as api
-from bot.reserve.port import MAX_PAGE_SIZE, ClusterProvider
+from bot.reserve.port import MAX_PAGE_SIZE, ClusterProvider, SkippedItem, UnexpectedResponse
 from bot.reserve.schemas import Cluster, ClusterStatus
 from bot.services.audit import ended_elsewhere
 from bot.services.observing import connection_details, observe, observed_fields, state_of
 from bot.services.readiness import ReadinessService
+from bot.services.unreadable import note_unreadable, readable_again
 from storage.db import Database
 from storage.repositories import Repos
 
@@ -82,8 +83,17 @@ class WatchService:
             live = {r.id: r for r in await repos.clusters.list_live()}
         listed: set[str] = set()
         page: list[Cluster] = []
+        # Listed but not parseable (logged by the client): kept as last known, not read by id
+        # (the same bad answer again), counted toward telling people (bot/services/unreadable).
+        skipped: dict[str, SkippedItem] = {}
+
+        def skip(item: SkippedItem) -> None:
+            if item.id is not None:
+                skipped[item.id] = item
+
         try:
-            async for wire in self._provider.iter_clusters(LISTED, page_size=PAGE_SIZE):
+            async for wire in self._provider.iter_clusters(LISTED, page_size=PAGE_SIZE,
+                                                           on_skip=skip):
                 page.append(wire)
                 if len(page) == PAGE_SIZE:
                     await self._sync_page(page, live, listed, on_page)
@@ -93,7 +103,12 @@ class WatchService:
             # What was listed is synced; the rest waits for the next poll (no GET storm).
             log.warning("listing clusters failed: %s", exc)  # e.g. "GET /clusters is paused …"
         else:
-            await self._poll_each([id for id in live if id not in listed])
+            await self._poll_each([id for id in live if id not in listed and id not in skipped],
+                                  unreadable=skipped)
+        if skipped:
+            async with self._db.transaction() as repos:
+                await note_unreadable(repos, skipped=skipped, tracked=live.keys(),
+                                      now=self._clock.now())
         if self.readiness is not None:
             await self.readiness.follow()
         await self._notifier.deliver_notices()
@@ -106,6 +121,8 @@ class WatchService:
         if on_page is not None:
             await on_page(page, live.keys())
         mine = [(live[w.id], w) for w in page if w.id in live]
+        for record, wire in mine:
+            _unknown_status(record, wire)
         listed.update(w.id for _, w in mine)
         now = self._clock.now()
         # Pure and CPU-bound: compared in a thread, the event loop keeps answering Slack.
@@ -113,9 +130,21 @@ class WatchService:
             lambda: [w for r, w in mine if self._due(r, w, now=now)])
         await self._gather(self.sync(w.id, wire=w, deliver=False) for w in due)
 
-    async def _poll_each(self, ids: list[str]) -> None:
-        """Read each of `ids` by id (bounded concurrency); a failed read changes nothing."""
-        await self._gather(self.sync(id, deliver=False) for id in ids)
+    async def _poll_each(self, ids: list[str], *, unreadable: dict[str, SkippedItem]) -> None:
+        """Read each of `ids` by id (bounded concurrency); a failed read changes nothing, and
+        one that answers a cluster the bot can't parse joins `unreadable` (as a skipped item)."""
+
+        async def read(cluster_id: str) -> None:
+            try:
+                await self.sync(cluster_id, deliver=False)
+            except UnexpectedResponse as exc:
+                field = str(exc.details.get("field") or "<body>")
+                log.warning("cluster %s: AI Reserve's answer doesn't parse (field %s)",
+                            cluster_id, field)
+                unreadable[cluster_id] = SkippedItem(id=cluster_id, field=field,
+                                                     reason="unexpected response")
+
+        await self._gather(read(id) for id in ids)
 
     async def _gather(self, syncs: Iterable[Coroutine[Any, Any, object]]) -> None:
         gate = asyncio.Semaphore(MAX_CONCURRENT_POLLS)
@@ -142,6 +171,7 @@ class WatchService:
     async def sync(self, cluster_id: str, *, wire: Cluster | None = None,
                    deliver: bool = True) -> ClusterRecord | None:
         """Bring one record up to date with the provider (or with `wire`, already fetched)."""
+        read_by_id = wire is None
         if wire is None:
             try:
                 wire = await self._provider.get_cluster(cluster_id)
@@ -152,6 +182,8 @@ class WatchService:
             before = await repos.clusters.get(cluster_id)
             if before is None:
                 return None
+            if read_by_id:  # a listed one was looked at by the sweep already
+                _unknown_status(before, wire)
             after_obs = carry(before.observed, observe(wire, previous=before.status))
             changes = self._changes(before, wire, after_obs)
             queued = await repos.notices.add_new(self._notices(before, after_obs, now=now))
@@ -198,6 +230,7 @@ class WatchService:
             manual_attempts=manual, ready_at=before.ready_at, hourly_cents=before.hourly_cents,
         )
         notices += payment_notices(before.observed, after, cluster_id=before.id, now=now)
+        notices += readable_again(before.observed, after, cluster_id=before.id, now=now)
         hour = reminder_hour(after, last_reminded_hours=before.last_reminded_hours)
         if hour is not None:
             ready = before.ready_at
@@ -239,6 +272,13 @@ class WatchService:
                                                   at=now))
         await self._notifier.refresh_cluster(cluster_id)
         return after
+
+
+def _unknown_status(record: ClusterRecord, wire: Cluster) -> None:
+    """A status added after us parses (forward compatible) and keeps the last known state."""
+    if state_of(wire.status) is None:
+        log.warning("cluster %s: AI Reserve reports a status this bot doesn't know; keeping %s",
+                    wire.id, record.status.value)
 
 
 async def _serving_follows(repos: Repos, before: ClusterRecord, after: Observation, *,

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from functools import partial
 from hashlib import sha256
+from typing import Any
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
@@ -46,6 +47,7 @@ from bot.slack.blocks import notices as notice_blocks
 from bot.slack.blocks import payment as payment_blocks
 from bot.slack.blocks import readiness as readiness_blocks
 from bot.slack.blocks import story as story_blocks
+from bot.slack.blocks import unreadable as unreadable_blocks
 from bot.slack.blocks import volumes as volume_blocks
 from bot.slack.blocks.message import Message
 from bot.slack.outbox import DEFAULT_CLAIM, POST_ERRORS, Outcome, SlackOutbox, reason
@@ -230,6 +232,11 @@ class SlackNotifier:
                      for person in owners]
         elif notice.kind in (NoticeKind.PAST_DUE, NoticeKind.GRACE_ENDING):
             posts = await self._payment_posts(notice, record, prefix=prefix, now=now)
+        elif notice.kind is NoticeKind.UNREADABLE:
+            if not record.status.is_live:
+                return True  # it ended since (read by id): nothing bills, nothing to warn of
+            posts = await self._owner_and_approvals(
+                prefix, unreadable_blocks.unreadable_notice(notice, record).as_kwargs(), record)
         elif notice.kind is NoticeKind.NOT_SERVING:
             async with self._db.transaction() as repos:
                 check = await repos.readiness.get(record.id)
@@ -265,6 +272,10 @@ class SlackNotifier:
         if paid or record.status not in (ClusterState.RUNNING, ClusterState.DEGRADED):
             return []  # paid, or terminated, since it was queued: the cluster's own notice follows
         kwargs = payment_blocks.payment_notice(notice, record, now=now).as_kwargs()
+        return await self._owner_and_approvals(prefix, kwargs, record)
+
+    async def _owner_and_approvals(self, prefix: str, kwargs: dict[str, Any],
+                                   record: ClusterRecord) -> list[Post]:
         owners = [record.owner_id] if record.owner_id else sorted(await self._people.approvers())
         posts: list[Post] = [
             (f"{prefix}/dm/{person}", person, partial(self.outbox.dm, person, kwargs))

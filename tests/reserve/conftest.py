@@ -128,6 +128,9 @@ def cluster_json(cluster_id: str = "clu_1", status: str = "provisioning") -> dic
         "createdAt": "2026-11-29T10:00:00Z", "readyAt": None, "terminatedAt": None,
         "terminationReason": None, "lastError": None, "lockedRate": RATE, "nodes": [],
         "connections": None,
+        # Always present (contract §2.4): a cluster without it is unreadable, not free.
+        "billing": {"accruedHours": 0, "accruedCents": 0, "unpaidCents": 0,
+                    "paymentStatus": "current", "nextAccrualAt": None, "graceEndsAt": None},
     }
 
 

@@ -143,6 +143,7 @@ async def test_2xx_with_wrong_shape_names_the_field_without_pydantic(fake_api, m
         await make_client().get_account()
     text = str(caught.value)
     assert "not a Account" in text and "balanceCents" in text
+    assert caught.value.details == {"field": "balanceCents"}  # which one, for the watcher
     assert caught.value.__cause__ is None and caught.value.__suppress_context__
     assert isinstance(caught.value, ValueError)
 

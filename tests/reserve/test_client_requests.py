@@ -371,3 +371,24 @@ async def test_client_satisfies_the_port(session):
 
     client: ClusterProvider = AsyncAIReserveClient(session, "http://127.0.0.1:1/v1", "k")
     assert callable(client.get_cluster)
+
+
+async def test_a_bad_item_is_skipped_with_one_line_and_the_page_goes_on(fake_api, make_client,
+                                                                         caplog):
+    wrong = {**cluster_json("clu_bad"), "billing": {"accruedCents": "a lot of secret text"}}
+    no_billing = {k: v for k, v in cluster_json("clu_nobill").items() if k != "billing"}
+    no_id = {**cluster_json(), "id": 42, "shape": None}
+    page = [cluster_json("clu_1"), wrong, no_billing, no_id, cluster_json("clu_2")]
+    fake_api.reply("GET", "/clusters", (200, {"data": page, "nextCursor": "p2"}),
+                   (200, {"data": [cluster_json("clu_3")], "nextCursor": None}))
+    skipped = []
+    with caplog.at_level(logging.WARNING, logger="bot.reserve.client"):
+        got = [c.id async for c in make_client().iter_clusters(on_skip=skipped.append)]
+    assert got == ["clu_1", "clu_2", "clu_3"]  # the rest of the page, and the next page
+    assert [(s.id, s.field) for s in skipped] == [
+        ("clu_bad", "billing.accruedCents"), ("clu_nobill", "billing"), (None, "id")]
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 3 and all("\n" not in x for x in lines)
+    assert "clu_bad" in lines[0] and "billing.accruedCents" in lines[0]
+    assert "secret" not in " ".join(lines)  # the field, never its value
+    assert not [r for r in caplog.records if r.exc_info]

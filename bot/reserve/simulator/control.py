@@ -14,6 +14,7 @@ idempotency, no faults. Production code never calls these.
     POST /_sim/capacity {accelerator, location, availability?, placeableNodes?}
     POST /_sim/account {balanceCents}                 → account
     GET|POST|DELETE /_sim/faults                      (see faults.py)
+    POST /_sim/faults/items                           one cluster's field wrong or missing
     GET  /_sim/ledger                                 {data: [{at, kind, resourceId, cents, …}]}
     POST /_sim/reset
 """
@@ -28,7 +29,7 @@ from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr
 from bot.clock import ManualClock
 from bot.reserve.errors import InvalidRequest, InvalidState
 from bot.reserve.schemas import Availability, ShapeRequest, WireRequest, format_timestamp
-from bot.reserve.simulator.faults import FaultRequest
+from bot.reserve.simulator.faults import FaultRequest, ItemFault
 from bot.reserve.simulator.http_io import json_response, parse_model
 
 if TYPE_CHECKING:
@@ -90,6 +91,7 @@ class ControlApi:
         router.add_post("/_sim/account", self.balance)
         router.add_get("/_sim/faults", self.list_faults, allow_head=False)
         router.add_post("/_sim/faults", self.add_fault)
+        router.add_post("/_sim/faults/items", self.add_item_fault)
         router.add_delete("/_sim/faults", self.clear_faults)
         router.add_get("/_sim/ledger", self.ledger, allow_head=False)
         router.add_post("/_sim/reset", self.reset)
@@ -153,6 +155,10 @@ class ControlApi:
     async def add_fault(self, request: web.Request) -> web.Response:
         rule = self._state.faults.add(parse_model(request, FaultRequest))
         return json_response(201, rule.to_wire())
+
+    async def add_item_fault(self, request: web.Request) -> web.Response:
+        fault = self._state.faults.corrupt(parse_model(request, ItemFault))
+        return json_response(201, fault.to_wire())
 
     async def clear_faults(self, request: web.Request) -> web.Response:
         self._state.faults.clear()

@@ -42,7 +42,7 @@ from bot.reserve.errors import (
 from bot.reserve.simulator import http_io as io
 from bot.reserve.simulator.control import ControlApi
 from bot.reserve.simulator.engine import SimulatorEngine
-from bot.reserve.simulator.faults import FaultInjector, FaultRule
+from bot.reserve.simulator.faults import FaultInjector, FaultRule, cut
 from bot.reserve.simulator.idempotency import (
     REPLAYED_HEADERS,
     IdempotencyStore,
@@ -141,12 +141,14 @@ async def _serve_v1(
     fault = state.faults.take(method, path)
     if fault is not None and fault.status is not None and not fault.fails_after_running:
         await asyncio.sleep(fault.delay_seconds)
+        if fault.body == "html":
+            return fault.html_page()  # a proxy in front answered, not the service
         raise fault.error()  # refused before anything ran: never stored under a key
 
     request[io.BODY] = await io.read_body(request)
     key = validate_key(request.headers.get("Idempotency-Key")) if method == "POST" else None
     if key is None:
-        response = (await _execute(request, handler))[0]
+        response = cut(fault, (await _execute(request, handler))[0])
         await _hold(fault)
     else:
         stored = state.idempotency.begin(
@@ -332,10 +334,12 @@ class _PublicApi:
 
     async def list_clusters(self, request: web.Request, params: Params) -> web.Response:
         clusters = self._engine.listed_clusters(io.statuses_param(params.get("status", "")))
-        return io.json_response(200, await io.rendered_page(clusters, params))
+        page = await io.rendered_page(clusters, params)
+        return io.json_response(200, request.app[STATE].faults.mangle_page(page))
 
     async def get_cluster(self, request: web.Request, params: Params) -> web.Response:
-        return io.json_response(200, self._engine.get_cluster(_id(request)).to_wire())
+        cluster = self._engine.get_cluster(_id(request)).to_wire()
+        return io.json_response(200, request.app[STATE].faults.mangle(cluster))
 
     async def terminate(self, request: web.Request, params: Params) -> web.Response:
         if request.method == "POST":  # the alias takes `{}` (or nothing), like recover

@@ -55,6 +55,7 @@ from bot.slack.blocks.message import (
     section,
 )
 from bot.slack.blocks.readiness import serving_notice
+from bot.slack.blocks.unreadable import readable_again_notice
 from bot.slack.ids import Action, ClusterRef, ReminderRef
 
 RANKS_SHOWN = 16  # a self-serve cluster has at most 8 nodes; more is a provider oddity
@@ -78,6 +79,8 @@ def thread_notice(n: Notice, c: ClusterRecord, *, now: datetime) -> Message:
     """A short, factual reply in the cluster's thread (the caller broadcasts `n.kind.broadcast`)."""
     if n.kind is NoticeKind.SERVING:
         return serving_notice(n, c)
+    if n.kind is NoticeKind.READABLE_AGAIN:
+        return readable_again_notice(n, c)
     render = _RENDERERS.get(n.kind)
     if render is None:
         raise ValueError(f"{n.kind.value} is not a thread notice (use reminder_dm)")

@@ -156,3 +156,33 @@ async def test_a_simulator_bug_is_a_logged_500_envelope(api: Api, monkeypatch, c
     assert again.status == 500 and again.headers["Idempotent-Replayed"] == "true"
     assert again.text == first.text
     caplog.clear()  # these bugs were on purpose
+
+
+async def test_an_html_502_and_a_truncated_answer(api: Api) -> None:
+    await _arm(api, route="GET /v1/clusters", status=502, body="html")
+    reply = await api.call("GET", "/v1/clusters")
+    assert reply.status == 502 and reply.body is None and "<html>" in reply.text
+    assert reply.headers["Content-Type"].startswith("text/html")
+    await _arm(api, route="GET /v1/clusters", body="truncated")
+    reply = await api.call("GET", "/v1/clusters")
+    assert reply.status == 200 and reply.body is None and reply.text.startswith('{"data"')
+    assert (await api.call("GET", "/v1/clusters")).body is not None  # consumed
+    for bad in ({"body": "html"}, {"status": 502, "body": "truncated"}):
+        reply = await api.admin("POST", "/faults", {"route": "GET /v1/clusters", **bad})
+        assert_error(reply, 400, "invalid_request")
+
+
+async def test_an_item_fault_corrupts_one_cluster_in_lists_and_by_id(api: Api) -> None:
+    bad, good = await api.running_cluster(), await api.running_cluster()
+    armed = await api.admin("POST", "/faults/items",
+                            {"clusterId": bad["id"], "field": "billing", "remove": True})
+    assert armed.status == 201, armed.text
+    await api.admin("POST", "/faults/items", {"clusterId": bad["id"],
+                                              "field": "recovery.attemptsUsed", "value": "x"})
+    listed = {c["id"]: c for c in (await api.call("GET", "/v1/clusters")).body["data"]}
+    assert "billing" not in listed[bad["id"]] and "billing" in listed[good["id"]]
+    assert listed[bad["id"]]["recovery"]["attemptsUsed"] == "x"
+    by_id = (await api.call("GET", f"/v1/clusters/{bad['id']}")).body
+    assert "billing" not in by_id
+    assert (await api.admin("DELETE", "/faults")).status == 200
+    assert "billing" in (await api.call("GET", f"/v1/clusters/{bad['id']}")).body
