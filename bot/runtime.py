@@ -102,6 +102,7 @@ class Runtime:
     notifier: SlackNotifier
     background: set[asyncio.Task[None]] = field(default_factory=set)
     http_url: str | None = None  # where `http_site` listens, once it does (from this host)
+    jobs: AsyncIOScheduler | None = None  # the sweeps' scheduler (None: started without one)
     bound: str | None = None  # the address it binds, as given (0.0.0.0:3000: every interface)
 
     async def settle(self) -> None:
@@ -232,7 +233,7 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         rt = Runtime(settings=settings, clock=clock, db=db, provider=provider,
                      simulator=simulator, slack=slack, services=services, bolt=bolt,
                      inflight=inflight, health=health, sweeps=sweeps, metrics=metrics,
-                     notifier=notifier)
+                     notifier=notifier, jobs=jobs)
         # Registered last, so it runs first on the way out: stop taking work, finish what runs.
         stack.push_async_callback(_stop_work, rt, jobs)
 
