@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from bot import metrics
 from bot.jobs import sweeps
 from bot.jobs.scheduler import build_scheduler, leased, sweeps_lease_ttl
 from storage.db import Database
@@ -55,6 +56,7 @@ def test_the_lease_lasts_under_one_poll_interval_and_is_renewed_thrice_in_it():
     jobs = {job.id: job for job in scheduler.get_jobs()}
     assert set(jobs) == {"watch_clusters", "finish_terminations", "resume_launches",
                          "remind_volumes", "keep_lease"}
+    assert set(jobs) == set(metrics.SWEEPS)  # each one's failure counter starts at 0
     assert jobs["keep_lease"].trigger.interval == timedelta(seconds=6)
     assert jobs["watch_clusters"].func.__name__ == sweeps.watch_clusters.__name__
 
