@@ -3,8 +3,10 @@
 `/healthz` answers 200 while the process serves HTTP at all. `/readyz` answers 200 only when
 the database answers, its schema is at the newest migration, it takes a write (a probe row
 inserted and deleted, committed: a full disk or a read-only file still answers reads), the
-scheduler runs, the last watch sweep finished within 3 poll intervals and the process isn't
-stopping; otherwise 503 with `{"ready": false, "reasons": [...]}` naming each failed check.
+scheduler runs, the process isn't stopping and — on the replica holding the sweeps lease — the
+last watch sweep completed within 3 poll intervals (of this replica's holding it: a run that
+raised or was skipped doesn't count). A replica without the lease isn't red for not sweeping:
+that's its job; otherwise 503 with `{"ready": false, "reasons": [...]}` naming each failed check.
 Both are served in HTTP mode beside `/slack/events` and, in Socket Mode, on their own on `PORT`.
 """
 
@@ -54,8 +56,9 @@ class Health:
         if not self.scheduler_running():
             reasons.append("scheduler: not running")
         age = self.sweeps.age(WATCH_SWEEP)
-        if age > STALE_AFTER_POLLS * self.poll_interval_seconds:
-            reasons.append(f"sweep: the last watch sweep finished {age:.0f} s ago (more than "
+        if self.sweeps.holder and age > STALE_AFTER_POLLS * self.poll_interval_seconds:
+            reasons.append(f"sweep: the last watch sweep "
+                           f"completed {age:.0f} s ago (more than "
                            f"{STALE_AFTER_POLLS} poll intervals of "
                            f"{self.poll_interval_seconds} s)")
         return reasons

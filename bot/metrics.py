@@ -2,7 +2,11 @@
 
 Counters and histograms are fed where things happen: every AI Reserve request
 (`Transport.send` → `provider_request`), every Slack Web API call (`CountingWebClient`), every
-ack (Bolt middleware in bot/slack/app.py), every sweep run (bot/jobs/scheduler.py's `tracked`).
+ack (Bolt middleware in bot/slack/app.py), every sweep run (bot/jobs/scheduler.py's `tracked`:
+a completed run is timed and stamped, a run that raised is counted as failed, a run skipped by a
+replica without the sweeps lease is not counted at all). `clusterbot_sweeps_lease_holder` is 1 on
+the replica that sweeps, so the stall alert reads the holder's figures, not the freshest idle
+replica's; `clusterbot_build_info{version}` is always 1.
 The gauges about money and the outbox are read from the database at scrape time with bounded
 aggregate queries (storage/gauges.py), so every replica reports the same shared truth.
 
@@ -29,6 +33,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
+from bot.cli import version
 from bot.clock import Clock
 from bot.domain import spend
 from bot.domain.errors import StorageUnavailable
@@ -40,6 +45,10 @@ from storage.leases import wall_clock
 log = logging.getLogger(__name__)
 
 ACK_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0)
+# The scheduler's jobs (bot/jobs/scheduler.py; tests/test_jobs.py keeps the two in step): the
+# failure counter starts at 0 for each, so a rate over it works before the first failure.
+SWEEPS = ("watch_clusters", "finish_terminations", "resume_launches", "remind_volumes",
+          "keep_lease")
 SWEEP_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 
 
@@ -61,8 +70,18 @@ class Metrics:
             "clusterbot_sweep_seconds", "How long each scheduled sweep run took", ["sweep"],
             buckets=SWEEP_BUCKETS, registry=r)
         self.last_sweep = Gauge(
-            "clusterbot_last_sweep_timestamp_seconds", "When each sweep last finished (Unix "
-            "time)", ["sweep"], registry=r)
+            "clusterbot_last_sweep_timestamp_seconds", "When each sweep last completed (Unix "
+            "time; not a run that raised or that a replica without the lease skipped)",
+            ["sweep"], registry=r)
+        self.sweeps_failed = Counter(
+            "clusterbot_sweeps_failed", "Scheduled sweep runs that raised (AI Reserve or the "
+            "database failing them)", ["sweep"], registry=r)
+        self.lease_holder = Gauge(
+            "clusterbot_sweeps_lease_holder", "1 on the replica holding the sweeps lease (the "
+            "one that sweeps), 0 elsewhere", registry=r)
+        self.build_info = Gauge("clusterbot_build_info", "This build's version (always 1)",
+                                ["version"], registry=r)
+        self.build_info.labels(version=version()).set(1)
         self.ack_seconds = Histogram(
             "clusterbot_ack_seconds", "From a Slack request's arrival to its ack", ["kind"],
             buckets=ACK_BUCKETS, registry=r)
@@ -81,6 +100,8 @@ class Metrics:
         self.poll_interval.set(poll_interval_seconds)
         for state in ClusterState:
             self.clusters.labels(state=state.value)
+        for name in SWEEPS:
+            self.sweeps_failed.labels(sweep=name)
 
     # -- fed as things happen --------------------------------------------------------------
 
@@ -93,6 +114,9 @@ class Metrics:
     def sweep(self, name: str, seconds: float) -> None:
         self.sweep_seconds.labels(sweep=name).observe(seconds)
         self.last_sweep.labels(sweep=name).set(time.time())
+
+    def sweep_failed(self, name: str) -> None:
+        self.sweeps_failed.labels(sweep=name).inc()
 
     def ack(self, kind: str, seconds: float) -> None:
         self.ack_seconds.labels(kind=kind).observe(seconds)

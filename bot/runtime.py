@@ -34,7 +34,12 @@ from bot.clock import Clock, ProviderClock, SystemClock
 from bot.config import CannotListen, Settings
 from bot.domain.policy import Policy
 from bot.health import Health
-from bot.jobs.scheduler import SWEEPS_LEASE, build_scheduler, sweeps_lease_ttl
+from bot.jobs.scheduler import (
+    SWEEP_CAPABILITY,
+    SWEEPS_LEASE,
+    build_scheduler,
+    sweeps_lease_ttl,
+)
 from bot.jobs.tracker import Sweeps
 from bot.metrics import CountingWebClient, Metrics
 from bot.policy_file import load_policy_or_default
@@ -97,6 +102,7 @@ class Runtime:
     notifier: SlackNotifier
     background: set[asyncio.Task[None]] = field(default_factory=set)
     http_url: str | None = None  # where `http_site` listens, once it does (from this host)
+    jobs: AsyncIOScheduler | None = None  # the sweeps' scheduler (None: started without one)
     bound: str | None = None  # the address it binds, as given (0.0.0.0:3000: every interface)
 
     async def settle(self) -> None:
@@ -112,8 +118,9 @@ class Runtime:
 async def start(settings: Settings, *, clock: Clock | None = None,
                 sim_config: SimConfig | None = None, scheduler: bool = True,
                 sleep: Sleep = asyncio.sleep, policy: Policy | None = None,
-                ) -> AsyncIterator[Runtime]:
-    """`sleep` is what retries wait with (Slack 429s, AI Reserve backoff): tests pass a fake."""
+                capability: int = SWEEP_CAPABILITY) -> AsyncIterator[Runtime]:
+    """`sleep` is what retries wait with (Slack 429s, AI Reserve backoff): tests pass a fake;
+    `capability` is recorded with the sweeps lease (tests pose as an older build with it)."""
     host = clock or SystemClock()
     # AI Reserve's time decides its deadlines (quote expiry, envelope hours, reminders, payment
     # grace): every service runs on the host clock corrected by the provider's Date header.
@@ -208,21 +215,25 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         bolt = build_app(services=services, client=slack, signing_secret=secret,
                          inflight=inflight, dm_channel=notifier.outbox.dm_channel,
                          on_ack=metrics.ack)
-        sweeps = Sweeps(observe=metrics.sweep)
+        sweeps = Sweeps(observe=metrics.sweep, failed=metrics.sweep_failed)
         jobs = None
         if scheduler:
             lease = Lease(db=db, name=SWEEPS_LEASE, holder=replica,
-                          ttl=sweeps_lease_ttl(settings.poll_interval_seconds))
+                          ttl=sweeps_lease_ttl(settings.poll_interval_seconds),
+                          capability=capability)
             stack.push_async_callback(lease.release)  # a clean stop hands the sweeps over now
             jobs = build_scheduler(services, lease=lease, tracker=sweeps,
                                    poll_interval_seconds=settings.poll_interval_seconds)
+        # Read at scrape time: 1 while this replica holds the sweeps lease (0 with no scheduler).
+        metrics.lease_holder.set_function(
+            lambda: float(jobs is not None and sweeps.holder))
         health = Health(db=db, poll_interval_seconds=settings.poll_interval_seconds,
                         sweeps=sweeps, scheduler_running=lambda: bool(jobs and jobs.running),
                         replica=replica)
         rt = Runtime(settings=settings, clock=clock, db=db, provider=provider,
                      simulator=simulator, slack=slack, services=services, bolt=bolt,
                      inflight=inflight, health=health, sweeps=sweeps, metrics=metrics,
-                     notifier=notifier)
+                     notifier=notifier, jobs=jobs)
         # Registered last, so it runs first on the way out: stop taking work, finish what runs.
         stack.push_async_callback(_stop_work, rt, jobs)
 

@@ -252,6 +252,9 @@ class LeaseRow(Base, table=True):
     name: str = Field(primary_key=True, sa_type=sa.String)
     holder: str = Field(sa_type=sa.String)
     expires_at: datetime = Field(sa_type=UtcDateTime)
+    # What the holder's code can do (bot/jobs/scheduler.py SWEEP_CAPABILITY): a replica that
+    # can do more takes the lease over from one that can do less. 0: a build from before it.
+    capability: int = Field(sa_type=sa.Integer, sa_column_kwargs=_default(sa.text("0")))
 
 
 class DmChannelRow(Base, table=True):

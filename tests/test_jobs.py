@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from bot import metrics
 from bot.jobs import sweeps
 from bot.jobs.scheduler import build_scheduler, leased, sweeps_lease_ttl
 from storage.db import Database
@@ -45,6 +46,7 @@ def test_the_lease_lasts_under_one_poll_interval_and_is_renewed_thrice_in_it():
 
     class FakeLease:
         held = False
+        since = 0.0
         ttl = timedelta(seconds=18)
 
         async def hold(self) -> bool:
@@ -54,5 +56,70 @@ def test_the_lease_lasts_under_one_poll_interval_and_is_renewed_thrice_in_it():
     jobs = {job.id: job for job in scheduler.get_jobs()}
     assert set(jobs) == {"watch_clusters", "finish_terminations", "resume_launches",
                          "remind_volumes", "keep_lease"}
+    assert set(jobs) == set(metrics.SWEEPS)  # each one's failure counter starts at 0
     assert jobs["keep_lease"].trigger.interval == timedelta(seconds=6)
     assert jobs["watch_clusters"].func.__name__ == sweeps.watch_clusters.__name__
+
+
+class ProviderDown(Exception):
+    pass
+
+
+async def test_only_a_completed_sweep_is_finished_a_raised_one_fails_a_skipped_one_is_nothing(
+        monkeypatch):
+    from bot.jobs import scheduler as module
+    from bot.jobs.scheduler import tracked
+    from bot.jobs.tracker import Sweeps
+
+    monkeypatch.setattr(module, "is_provider_trouble", lambda exc: isinstance(exc, ProviderDown))
+    observed: list[str] = []
+    failed: list[str] = []
+    tracker = Sweeps(observe=lambda name, _: observed.append(name), failed=failed.append)
+
+    async def watch_clusters(_: Any) -> None:
+        raise ProviderDown("AI Reserve answers 503")
+
+    await tracked(watch_clusters, tracker)(None)
+    assert tracker.finished == {} and observed == [] and failed == ["watch_clusters"]
+
+    class NotHeld:
+        held = False
+        since = 0.0
+
+        async def hold(self) -> bool:
+            return False
+
+    async def remind_volumes(_: Any) -> None:
+        raise AssertionError("a replica without the lease must not sweep")
+
+    await tracked(leased(NotHeld(), remind_volumes), tracker)(None)  # type: ignore[arg-type]
+    assert tracker.finished == {} and observed == [] and failed == ["watch_clusters"]
+    assert tracker.running == 0
+
+    async def finish_terminations(_: Any) -> None:
+        return None
+
+    await tracked(finish_terminations, tracker)(None)
+    assert set(tracker.finished) == {"finish_terminations"}
+    assert observed == ["finish_terminations"] and tracker.running == 0
+
+
+async def test_a_newer_capability_takes_a_live_lease_an_older_one_never_does(tmp_path):
+    db = Database(f"sqlite:///{tmp_path / 'bot.db'}")
+    await db.migrate()
+    now = [T0]
+    ttl = sweeps_lease_ttl(30)
+    old = Lease(db=db, name="sweeps", holder="old", ttl=ttl, capability=1, now=lambda: now[0])
+    new = Lease(db=db, name="sweeps", holder="new", ttl=ttl, capability=2, now=lambda: now[0])
+    twin = Lease(db=db, name="sweeps", holder="twin", ttl=ttl, capability=2,
+                 now=lambda: now[0])
+    try:
+        assert await old.hold()  # alone, the old build sweeps (availability over purity)
+        assert await new.hold()  # live or not, a newer build takes it over at once
+        assert not await old.hold()  # and the old one never takes it back while it renews
+        assert not await twin.hold()  # nor does another replica of the same build
+        now[0] += ttl  # the new one died: its lease expired
+        assert await old.hold()  # the old one sweeps again rather than nobody
+        assert await twin.hold() and not await old.hold()
+    finally:
+        await db.dispose()

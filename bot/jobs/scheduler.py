@@ -9,9 +9,16 @@ the lease lasts 0.6 poll intervals (at least 2 s), so when the sweeping replica 
 takes over within one poll interval (≥ 4 s) — and sweeps at once. A sweep on a replica that does
 not hold the lease does nothing, so provider calls per sweep don't grow with the replica count.
 
+The lease also records `SWEEP_CAPABILITY`, what this build's sweeps know how to do: a replica
+with a higher one takes the lease over from a lower holder at its next attempt, without waiting
+for the expiry (during a rollout the new code sweeps, so no new duty is skipped); a lower one
+never takes it from a live higher one, but still takes an expired lease (storage/leases.py).
+
 Every job is also `tracked`: counted while it runs (a graceful stop waits for it) and stamped
-when it ends (readiness); an AI Reserve error ends a run with a warning, not a traceback — the
-next run tries again.
+when it completes (readiness, `clusterbot_last_sweep_timestamp_seconds`). A run that raised is a
+failure (`clusterbot_sweeps_failed_total`), not finished; one skipped for want of the lease is
+nothing. An AI Reserve error ends a run with a warning, not a traceback — the next run tries
+again.
 """
 
 from __future__ import annotations
@@ -32,10 +39,16 @@ from bot.services.provider_errors import is_provider_trouble
 
 log = logging.getLogger(__name__)
 
-Sweep = Callable[[Services], Awaitable[None]]
+Sweep = Callable[[Services], Awaitable[object]]
+SKIPPED = object()  # what a leased sweep returns on a replica without the lease
 
 # With the 30 s launch lease, an unconfirmed launch is resolved within a minute.
 RESUME_SECONDS = 20
+# What this build's sweeps can do, recorded with the sweeps lease. RULE: add 1 whenever a sweep
+# gains a duty or a notice kind that an older build would not perform or deliver (a new deadline
+# enforced, a new kind of notice stored for the sweeps to send): then a replica of the new build
+# takes the sweeps over from an old holder during a rollout instead of leaving the duty undone.
+SWEEP_CAPABILITY = 1
 VOLUME_SECONDS = 300
 SWEEPS_LEASE = "sweeps"
 LEASE_SHARE = 0.6  # of a poll interval
@@ -46,6 +59,7 @@ class Lease(Protocol):
     """`storage.leases.Lease`, as the scheduler uses it."""
 
     held: bool
+    since: float
     ttl: timedelta
 
     async def hold(self) -> bool: ...
@@ -56,16 +70,19 @@ def sweeps_lease_ttl(poll_interval_seconds: int) -> timedelta:
 
 
 def leased(lease: Lease | None, sweep: Sweep) -> Sweep:
-    """`sweep`, run only while this replica holds `lease` (renewed on the way in)."""
-    async def run(services: Services) -> None:
+    """`sweep`, run only while this replica holds `lease` (renewed on the way in); else it
+    returns SKIPPED."""
+    async def run(services: Services) -> object:
         if lease is None or await lease.hold():
-            await sweep(services)
+            return await sweep(services)
+        return SKIPPED
     run.__name__ = run.__qualname__ = sweep.__name__
     return run
 
 
 def tracked(job: Sweep, tracker: Sweeps) -> Sweep:
-    """The job, counted while it runs and stamped when it finishes (readiness, graceful stop)."""
+    """The job, counted while it runs (graceful stop) and stamped when it completes
+    (readiness); a run that raised is a failure, a skipped one (no lease) is nothing."""
 
     async def run(services: Services) -> None:
         if tracker.closed:
@@ -73,8 +90,11 @@ def tracked(job: Sweep, tracker: Sweeps) -> Sweep:
         tracker.begin()
         started = time.monotonic()
         try:
-            await job(services)
+            outcome = await job(services)
         except Exception as exc:
+            # Not finished: readiness and the stall alert ask whether the sweeps do their work,
+            # and a sweep that raised didn't (AI Reserve down: nothing is watched).
+            tracker.fail(job.__name__)
             if is_storage_outage(exc):
                 # The database is full, down or read-only: logged once per outage where it
                 # was seen (storage/outages.py), not per run; the next run tries again.
@@ -83,9 +103,13 @@ def tracked(job: Sweep, tracker: Sweeps) -> Sweep:
                 raise
             # AI Reserve down, failing or pausing us: the next run tries again.
             log.warning("%s: AI Reserve: %s", job.__name__, exc)
-        finally:
-            # Finished either way: readiness asks whether the sweeps still run, not whether
-            # AI Reserve answered them (a replica without the lease finishes at once).
+            return
+        except BaseException:  # cancelled at a stop: not finished, and no longer running
+            tracker.skip()
+            raise
+        if outcome is SKIPPED:
+            tracker.skip()
+        else:
             tracker.end(job.__name__, seconds=time.monotonic() - started)
 
     run.__name__ = run.__qualname__ = job.__name__
@@ -96,6 +120,8 @@ def build_scheduler(services: Services, *, poll_interval_seconds: int,
                     lease: Lease | None = None,
                     tracker: Sweeps | None = None) -> AsyncIOScheduler:
     tracker = tracker or Sweeps()
+    if lease is not None:
+        tracker.lease = lease  # readiness and the holder gauge look at it
     scheduler = AsyncIOScheduler(timezone="UTC", job_defaults={
         "coalesce": True, "max_instances": 1, "misfire_grace_time": poll_interval_seconds,
     })

@@ -75,3 +75,49 @@ async def test_not_ready_without_scheduler_behind_migrations_or_with_a_stale_swe
         status, body = await _readyz(rt, url)
         assert status == 503 and body["reasons"][0].startswith(
             "migrations: the database is at 0002, this code needs")
+
+
+async def test_only_the_lease_holder_is_red_for_a_stale_sweep_and_a_failed_one_does_not_count(
+        tmp_path, monkeypatch):
+    from dataclasses import dataclass
+
+    from bot.jobs import scheduler as module
+    from bot.jobs.scheduler import tracked
+
+    @dataclass
+    class SweepsLease:
+        held: bool
+        since: float
+
+    class ProviderDown(Exception):
+        pass
+
+    monkeypatch.setattr(module, "is_provider_trouble", lambda exc: isinstance(exc, ProviderDown))
+
+    async def watch_clusters(_):
+        raise ProviderDown("AI Reserve answers 503")
+
+    async def watch_clusters_ok(_):
+        return None
+    watch_clusters_ok.__name__ = "watch_clusters"
+
+    settings = load_settings({**ENV, "DATABASE_URL": f"sqlite:///{tmp_path / 'b.db'}",
+                              "POLL_INTERVAL_SECONDS": "5"})
+    async with runtime.start(settings, scheduler=False) as rt, \
+            runtime.http_site(rt, host="127.0.0.1", port=0) as url:
+        rt.health.scheduler_running = lambda: True
+        long_ago = time.monotonic() - 60  # > 3 polls of 5 s
+        rt.sweeps.started_at = long_ago
+        # Another replica holds the sweeps lease: this one not sweeping is its job, not a fault.
+        rt.sweeps.lease = SweepsLease(held=False, since=long_ago)
+        assert await _readyz(rt, url) == (200, {"ready": True})
+        # It takes the lease: it gets its budget for a first sweep from then...
+        rt.sweeps.lease = lease = SweepsLease(held=True, since=time.monotonic())
+        assert await _readyz(rt, url) == (200, {"ready": True})
+        # ...and, when it's spent, sweeps that raised don't make it ready.
+        lease.since = long_ago
+        await tracked(watch_clusters, rt.sweeps)(rt.services)
+        status, body = await _readyz(rt, url)
+        assert status == 503 and body["reasons"][0].startswith("sweep: the last watch sweep")
+        await tracked(watch_clusters_ok, rt.sweeps)(rt.services)  # a completed one does
+        assert await _readyz(rt, url) == (200, {"ready": True})

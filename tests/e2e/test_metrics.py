@@ -153,3 +153,34 @@ async def test_socket_mode_serves_metrics_beside_the_health_checks(tmp_path):
             stop.set()
             await serving
         assert "clusterbot_clusters" in families and "clusterbot_outbox_pending" in families
+
+
+async def test_a_sweep_that_raised_is_a_failure_and_the_build_and_holder_are_shown(
+        tmp_path, monkeypatch):
+    from bot.cli import version
+    from bot.jobs import scheduler as module
+
+    class ProviderDown(Exception):
+        pass
+
+    monkeypatch.setattr(module, "is_provider_trouble", lambda exc: isinstance(exc, ProviderDown))
+
+    async def watch_clusters(_):
+        raise ProviderDown("AI Reserve answers 503")
+
+    async with bot(tmp_path) as h:
+        await tracked(watch_clusters, h.rt.sweeps)(h.rt.services)
+        m = await scrape(h)
+        assert value(m, "clusterbot_sweeps_failed_total", sweep="watch_clusters") == 1
+        # Not a completed sweep: neither timed nor stamped.
+        assert not [s for s in m["clusterbot_last_sweep_timestamp_seconds"].samples
+                    if s.labels.get("sweep") == "watch_clusters"]
+        assert "clusterbot_sweep_seconds" not in m or not [
+            s for s in m["clusterbot_sweep_seconds"].samples
+            if s.labels.get("sweep") == "watch_clusters"]
+        assert value(m, "clusterbot_build_info", version=version()) == 1
+        assert value(m, "clusterbot_sweeps_lease_holder") == 0  # started without a scheduler
+        await tracked(sweeps.watch_clusters, h.rt.sweeps)(h.rt.services)
+        m = await scrape(h)
+        assert value(m, "clusterbot_sweep_seconds_count", sweep="watch_clusters") == 1
+        assert value(m, "clusterbot_sweeps_failed_total", sweep="watch_clusters") == 1

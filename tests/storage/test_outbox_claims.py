@@ -182,3 +182,27 @@ async def test_one_lease_holder_among_concurrent_replicas_and_takeover_after_exp
         assert await leader.hold()
     finally:
         await _close(dbs)
+
+
+async def test_newer_replicas_take_a_live_lease_from_an_older_one_exactly_one_wins(db_url):
+    """A rollout: an old build (capability 1) holds the lease; three replicas of the new build
+    (capability 2) try at once. One takes it over without waiting for the expiry, the others
+    and the old one don't; the old one takes it again only once nobody newer renews."""
+    dbs = await _replicas(db_url)
+    now = _Now()
+    try:
+        old = Lease(db=dbs[0], name="sweeps", holder="old", ttl=TTL, capability=1, now=now)
+        new = [Lease(db=dbs[n], name="sweeps", holder=f"new{n}", ttl=TTL, capability=2,
+                     now=now) for n in range(1, REPLICAS)]
+        assert await old.hold()
+        taken = await asyncio.gather(*(lease.hold() for lease in new))
+        assert sorted(taken) == [False] * (REPLICAS - 2) + [True]
+        winner = new[taken.index(True)]
+        assert not await old.hold()
+        assert [await lease.hold() for lease in new] == [lease is winner for lease in new]
+        async with dbs[0].transaction() as repos:
+            assert await repos.leases.holder("sweeps", now=now.at) == winner.holder
+        now.at += TTL  # every new replica is gone (a rollback): the old build sweeps again
+        assert await old.hold()
+    finally:
+        await _close(dbs)
