@@ -1,6 +1,6 @@
 """lease: the sweeps lease records what its holder's code can do
 
-Revision ID: 0013_lease
+Revision ID: 0013
 Revises: 0012
 Create Date: 2026-12-01 21:15:00
 
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0013_lease"
+revision: str = "0013"
 down_revision: str | Sequence[str] | None = "0012"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
