@@ -204,7 +204,8 @@ def conversations_info(store: MethodStore, args: Args) -> dict[str, Any]:
         "is_channel": dm_user is None,
         "is_im": dm_user is not None,
         "is_private": dm_user is not None,
-        "is_member": True,
+        "is_member": channel not in getattr(store, "removed_from", ()),
+        "is_archived": channel in getattr(store, "archived", ()),
     }
     if dm_user is not None:
         info["user"] = dm_user

@@ -9,6 +9,7 @@ the stored message — so repeating it, or doing it after a restart, never posts
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -50,7 +51,8 @@ from bot.slack.blocks import story as story_blocks
 from bot.slack.blocks import unreadable as unreadable_blocks
 from bot.slack.blocks import volumes as volume_blocks
 from bot.slack.blocks.message import Message
-from bot.slack.outbox import DEFAULT_CLAIM, POST_ERRORS, Outcome, SlackOutbox, reason
+from bot.slack.outbox import DEFAULT_CLAIM, POST_ERRORS, Outcome, SlackOutbox, Unreachable, reason
+from bot.slack.unreachable import Fallbacks
 from storage.db import Database
 from storage.leases import replica_id
 
@@ -78,6 +80,8 @@ class SlackNotifier:
         self._delivering = asyncio.Lock()
         self.outbox = SlackOutbox(client=client, db=db, clock=clock,
                                   holder=holder or replica_id(), claim_ttl=claim_ttl)
+        self.fallbacks = Fallbacks(client=client, db=db, outbox=self.outbox, people=people,
+                                   clock=clock, approvals_channel=approvals_channel)
 
     async def refresh_request(self, request_id: str, *,
                               superseded_quote_id: str | None = None,
@@ -101,8 +105,9 @@ class SlackNotifier:
                                                    "hourly_cents": request.previous_hourly_cents
                                                    or request.hourly_cents})
                 retired = approval_blocks.approval_outcome(stale, old_quote, approvals, now=now)
-                await self.outbox.upsert(APPROVAL, f"{request_id}/{old_quote.id}",
-                                   self._approvals_channel, retired, create=False)
+                with contextlib.suppress(Unreachable):  # nothing to retire where it can't be
+                    await self.outbox.upsert(APPROVAL, f"{request_id}/{old_quote.id}",
+                                             self._approvals_channel, retired, create=False)
             if card:
                 policy = self._people.policy
                 current = [a for a in approvals if a.quote_id == quote.id]
@@ -111,8 +116,12 @@ class SlackNotifier:
                          if request.status is RequestStatus.PENDING
                          else approval_blocks.approval_outcome(request, quote, approvals,
                                                                now=now, policy=policy))
-                await self.outbox.upsert(APPROVAL, f"{request_id}/{quote.id}",
-                                   self._approvals_channel, shown)
+                try:
+                    await self.outbox.upsert(APPROVAL, f"{request_id}/{quote.id}",
+                                             self._approvals_channel, shown)
+                except Unreachable as exc:
+                    if request.status is RequestStatus.PENDING:
+                        await self.fallbacks.card_by_dm(request, quote.id, shown, exc)
             progress = cluster_blocks.request_progress(request, quote, record, now=now,
                                                        approvals=approvals,
                                                        policy=self._people.policy,
@@ -174,6 +183,7 @@ class SlackNotifier:
     async def deliver_notices(self) -> None:
         """Post every notice nobody else is posting, each claimed first (see `SlackOutbox`)."""
         async with self._delivering:  # one delivery pass per process; the claims across them
+            await self.fallbacks.recheck(self.refresh_request)
             await self.outbox.retry()
             skipped: set[tuple[str, str]] = set()  # refused by Slack or busy: a later pass
             while True:
@@ -263,6 +273,11 @@ class SlackNotifier:
                 for channel in record.notify_channels]
         outcomes = [await self.outbox.once(key, kind="notice", target=target, send=send)
                     for key, target, send in posts]
+        if record.owner_id and Outcome.UNDELIVERABLE in outcomes and any(
+                target == record.owner_id and outcome is Outcome.UNDELIVERABLE
+                for (_, target, _), outcome in zip(posts, outcomes, strict=True)):
+            code = (await self.outbox.unreachable()).get(record.owner_id, "user_disabled")
+            await self.fallbacks.owner_unreachable(record, record.owner_id, code)
         return Outcome.BUSY not in outcomes
 
     async def _payment_posts(self, notice: Notice, record: ClusterRecord, *, prefix: str,
