@@ -107,11 +107,6 @@ class FakeSlack(MethodStore):
         self.calls: list[ApiCall] = []
         self._subscribers: list[Subscriber] = []
         self._faults: dict[str, list[_Fault]] = {}
-        # What a person can break around the bot: archived channels, channels the bot was
-        # removed from, deactivated users. Slack's own error codes answer posts to them.
-        self.archived: set[str] = set()
-        self.removed_from: set[str] = set()
-        self.deactivated: set[str] = set()
         self._cooldown: dict[str, datetime] = {}
         self._runner: web.AppRunner | None = None
         self._base_url: str | None = None
@@ -242,24 +237,6 @@ class FakeSlack(MethodStore):
         wait = retry_after if resolved == 429 else None
         self._faults.setdefault(method, []).append(_Fault(error, resolved, wait, count))
 
-    def _unreachable(self, method: str, args: dict[str, Any]) -> str | None:
-        """Slack's answer to a post into an archived channel, a channel the bot was removed
-        from, or to a deactivated person (None: it goes through)."""
-        if method == "conversations.open":
-            users = str(args.get("users") or "").split(",")
-            return "user_disabled" if any(u.strip() in self.deactivated for u in users) else None
-        if method not in ("chat.postMessage", "chat.update", "chat.postEphemeral",
-                          "chat.scheduleMessage"):
-            return None
-        channel = str(args.get("channel") or "")
-        if channel in self.archived:
-            return "is_archived"
-        if channel in self.removed_from:
-            return "not_in_channel"
-        if self.dm_user(channel) in self.deactivated or channel in self.deactivated:
-            return "user_disabled"
-        return None
-
     def _take_fault(self, method: str) -> _Fault | None:
         queue = self._faults.get(method) or []
         if not queue:
@@ -372,7 +349,7 @@ class FakeSlack(MethodStore):
                 fault_headers["Retry-After"] = str(fault.retry_after)
                 self._cooldown[method] = now + timedelta(seconds=fault.retry_after)
             return fault.status, fault_headers, {"ok": False, "error": fault.error}
-        refused = self._unreachable(method, args)
+        refused = self.unreachable(method, args)
         if refused is not None:
             return 200, {}, {"ok": False, "error": refused}
         self.deliver_scheduled()

@@ -9,7 +9,6 @@ the stored message — so repeating it, or doing it after a restart, never posts
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -105,9 +104,8 @@ class SlackNotifier:
                                                    "hourly_cents": request.previous_hourly_cents
                                                    or request.hourly_cents})
                 retired = approval_blocks.approval_outcome(stale, old_quote, approvals, now=now)
-                with contextlib.suppress(Unreachable):  # nothing to retire where it can't be
-                    await self.outbox.upsert(APPROVAL, f"{request_id}/{old_quote.id}",
-                                             self._approvals_channel, retired, create=False)
+                await self.outbox.upsert(APPROVAL, f"{request_id}/{old_quote.id}",
+                                   self._approvals_channel, retired, create=False)
             if card:
                 policy = self._people.policy
                 current = [a for a in approvals if a.quote_id == quote.id]
@@ -273,11 +271,8 @@ class SlackNotifier:
                 for channel in record.notify_channels]
         outcomes = [await self.outbox.once(key, kind="notice", target=target, send=send)
                     for key, target, send in posts]
-        if record.owner_id and Outcome.UNDELIVERABLE in outcomes and any(
-                target == record.owner_id and outcome is Outcome.UNDELIVERABLE
-                for (_, target, _), outcome in zip(posts, outcomes, strict=True)):
-            code = (await self.outbox.unreachable()).get(record.owner_id, "user_disabled")
-            await self.fallbacks.owner_unreachable(record, record.owner_id, code)
+        await self.fallbacks.owner_unreachable(record, [(t, o) for (_, t, _), o in zip(
+            posts, outcomes, strict=True) if o is Outcome.UNDELIVERABLE])
         return Outcome.BUSY not in outcomes
 
     async def _payment_posts(self, notice: Notice, record: ClusterRecord, *, prefix: str,

@@ -250,6 +250,8 @@ class SlackOutbox:
         the coordinates and edits instead, so no replica posts a second card."""
         code = await self._reason_unreachable(channel)
         if code is not None and fallback_user is None:
+            if not create:
+                return  # nothing to retire where nothing can be seen
             raise Unreachable(channel, code)
         async with self._db.transaction() as repos:
             ref = await repos.messages.get(kind, subject)
@@ -263,6 +265,8 @@ class SlackOutbox:
                 if code is None:
                     raise
                 await self.give_up_on(ref.channel_id, code)
+                if not create:
+                    return
                 raise Unreachable(ref.channel_id, code) from exc
             key, stale = f"{key}/{ref.ts}", ref.ts  # deleted in Slack: a key of its own
         if not create:

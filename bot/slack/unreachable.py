@@ -15,7 +15,7 @@ records the target once and skips it from then on. What is left is telling peopl
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
 from functools import partial
 
@@ -27,7 +27,7 @@ from bot.services.people import People
 from bot.slack.blocks import common as common_blocks
 from bot.slack.blocks.format import money
 from bot.slack.blocks.message import Message
-from bot.slack.outbox import POST_ERRORS, SlackOutbox, Unreachable, reason
+from bot.slack.outbox import POST_ERRORS, Outcome, SlackOutbox, Unreachable, reason
 from storage.db import Database
 
 log = logging.getLogger(__name__)
@@ -79,10 +79,16 @@ class Fallbacks:
                              partial(self._outbox.dm, admin,
                                      common_blocks.notice(text).as_kwargs()))
 
-    async def owner_unreachable(self, record: ClusterRecord, owner: str, code: str) -> None:
-        """The approvals channel hears, once per owner and cluster, who can't be told what."""
-        if not self._approvals_channel or not record.status.is_live:
+    async def owner_unreachable(self, record: ClusterRecord,
+                                refused: Sequence[tuple[str, Outcome]]) -> None:
+        """When a notice's post to the cluster's owner was UNDELIVERABLE (`refused`: the
+        targets and outcomes of those posts), the approvals channel hears, once per owner and
+        cluster, who can't be told and what the cluster bills."""
+        owner = record.owner_id
+        if (owner is None or owner not in {target for target, _ in refused}
+                or not self._approvals_channel or not record.status.is_live):
             return
+        code = (await self._outbox.unreachable()).get(owner, "user_disabled")
         text = (f"I can't reach {mention(owner)}, the owner of `{record.name or record.id}` "
                 f"(`{record.id}`): they {words(code)} (`{code}`). It bills "
                 f"{money(record.hourly_cents)}/h, {money(record.accrued_cents)} accrued so far. "

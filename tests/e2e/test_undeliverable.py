@@ -63,12 +63,14 @@ async def test_a_deactivated_owner_is_tried_once_and_the_approvals_channel_and_a
 
 async def submit_request(h, user=ALICE):
     """Quote, press Request launch, submit the form (no card is looked for)."""
+    before = {r.id for r in await h.requests_in_db()}
     card = await h.quote("quote h100x8 nodes=2", user=user)
     await h.click(card, Action.QUOTE_REQUEST_LAUNCH, user=user)
     modal = h.slack.last_view(user)
     reply = await h.submit(modal, user=user)
     assert reply.status == 200 and not reply.body, reply.body
-    return (await h.requests_in_db())[-1]
+    [made] = [r for r in await h.requests_in_db() if r.id not in before]
+    return made
 
 
 def approval_cards(h, messages):
@@ -93,7 +95,7 @@ async def test_an_archived_approvals_channel_sends_cards_by_dm_and_says_so(tmp_p
         assert "is_archived" in h.text_of(admin)
         assert h.slack.messages(APPROVALS) == []
         # The card's buttons work from the DM.
-        [bobs, _] = approval_cards(h, h.slack.dms(BOB))
+        [bobs] = containing(approval_cards(h, h.slack.dms(BOB)), h, request.id)
         await h.click(bobs, Action.APPROVE, user=BOB)
         decided = {r.id: r.status for r in await h.requests_in_db()}
         assert decided[request.id] in (RequestStatus.APPROVED, RequestStatus.LAUNCHING,
@@ -120,4 +122,5 @@ async def test_the_pending_card_appears_once_when_the_channel_works_again(tmp_pa
         async with h.rt.db.transaction() as repos:
             assert await repos.outbox.undeliverable() == []
         await h.click(card, Action.APPROVE, user=BOB)
-        assert (await h.requests_in_db())[-1].status is not RequestStatus.PENDING
+        [decided] = await h.requests_in_db()
+        assert decided.status is not RequestStatus.PENDING
