@@ -3,6 +3,7 @@ channel. Each is tried once, recorded, and someone who can act is told — once.
 
 from datetime import timedelta
 
+import pytest
 import yaml
 
 from bot.domain.models import RequestStatus
@@ -106,13 +107,20 @@ async def test_an_archived_approvals_channel_sends_cards_by_dm_and_says_so(tmp_p
         assert len(posts) == 1  # tried once, then known archived
 
 
-async def test_the_pending_card_appears_once_when_the_channel_works_again(tmp_path):
+@pytest.mark.parametrize(("broken", "said"), [("archived", "is archived"),
+                                               ("removed_from", "no longer has the bot in it")])
+async def test_the_pending_card_appears_once_when_the_channel_works_again(tmp_path, broken,
+                                                                          said):
     async with bot(tmp_path, policy=POLICY) as h:
-        h.slack.archived.add(APPROVALS)
+        getattr(h.slack, broken).add(APPROVALS)
         request = await submit_request(h)
+        assert containing(h.slack.dms(ALICE), h, f"<#{APPROVALS}> {said}")
         await h.advance(60)
         assert h.cards() == []
-        h.slack.archived.discard(APPROVALS)
+        probes = len(h.slack.calls_to("conversations.info"))
+        await h.advance(60)
+        assert len(h.slack.calls_to("conversations.info")) == probes + 1  # one probe a sweep
+        getattr(h.slack, broken).discard(APPROVALS)
         await h.advance(60)  # the next sweep probes the channel and posts what waited
         [card] = h.cards()
         assert request.id in h.text_of(card) and Action.APPROVE in h.text_of(card)
