@@ -64,10 +64,22 @@ class Fallbacks:
         self._clock = clock
         self._approvals_channel = approvals_channel
         self._rechecked_at: datetime | None = None
-        outbox.on_undeliverable = self.tell_admins
+        outbox.on_undeliverable = self.broken
+
+    async def broken(self, target: str, code: str) -> None:
+        """A target just found broken (its first record only): each admin hears once, and if
+        it is a person, the approvals channel hears about every cluster of theirs that bills
+        (whatever DM found them gone: a reminder, their connection details, a reply)."""
+        await self.tell_admins(target, code)
+        if target[:1] in ("C", "G"):
+            return
+        async with self._db.transaction() as repos:
+            owned = await repos.clusters.list_live(owners=[target])
+        for record in owned:
+            await self._owner_gone(record, target, code)
 
     async def tell_admins(self, target: str, code: str) -> None:
-        """One DM to each admin about a target just found broken (its first record only)."""
+        """One DM to each admin about a target just found broken."""
         text = (f"I can't post to {mention(target)} on Slack: it {words(code)} (`{code}`). "
                 f"I stopped trying and use a fallback; I try the channel again each sweep."
                 if target[:1] in ("C", "G") else
@@ -85,10 +97,13 @@ class Fallbacks:
         targets and outcomes of those posts), the approvals channel hears, once per owner and
         cluster, who can't be told and what the cluster bills."""
         owner = record.owner_id
-        if (owner is None or owner not in {target for target, _ in refused}
-                or not self._approvals_channel or not record.status.is_live):
+        if owner is not None and owner in {target for target, _ in refused}:
+            code = (await self._outbox.unreachable()).get(owner, "user_disabled")
+            await self._owner_gone(record, owner, code)
+
+    async def _owner_gone(self, record: ClusterRecord, owner: str, code: str) -> None:
+        if not self._approvals_channel or not record.status.is_live:
             return
-        code = (await self._outbox.unreachable()).get(owner, "user_disabled")
         text = (f"I can't reach {mention(owner)}, the owner of `{record.name or record.id}` "
                 f"(`{record.id}`): they {words(code)} (`{code}`). It bills "
                 f"{money(record.hourly_cents)}/h, {money(record.accrued_cents)} accrued so far. "

@@ -62,6 +62,20 @@ async def test_a_deactivated_owner_is_tried_once_and_the_approvals_channel_and_a
         assert (broken.target, broken.payload) == (ALICE, {"reason": "user_disabled"})
 
 
+async def test_any_dm_that_finds_an_owner_gone_tells_the_approvals_channel_of_their_clusters(
+        tmp_path):
+    async with bot(tmp_path, policy=POLICY) as h:
+        cluster_id = await h.running_cluster()
+        h.slack.deactivated.add(ALICE)
+        await h.rt.notifier.tell(ALICE, "Anything at all.")  # not about the cluster
+        await h.rt.settle()
+        [told] = containing(h.cards(), h, f"I can't reach <@{ALICE}>")
+        assert cluster_id in h.text_of(told)
+        ready = h.sim.engine.get_cluster(cluster_id).ready_at
+        await until(h, ready + timedelta(hours=1))  # its reminder: not said twice
+        assert len(containing(h.cards(), h, f"I can't reach <@{ALICE}>")) == 1
+
+
 async def submit_request(h, user=ALICE):
     """Quote, press Request launch, submit the form (no card is looked for)."""
     before = {r.id for r in await h.requests_in_db()}
