@@ -77,10 +77,14 @@ class OutboxRepo:
 
     async def retryable(self, *, now: datetime, limit: int = 100) -> list[OutboxItem]:
         """Stored posts not delivered, unclaimed (or whose claim expired), oldest first;
-        after MAX_ATTEMPTS a post is left alone (logged by whoever gave up on it)."""
+        after MAX_ATTEMPTS a post is left alone (logged by whoever gave up on it), and so is
+        one to an undeliverable target (else they would fill every page and starve the rest)."""
+        gone = OUTBOX.alias("gone")
         stmt = (sa.select(OUTBOX)
                 .where(OUTBOX.c.delivered_at.is_(None), OUTBOX.c.payload.is_not(None),
                        OUTBOX.c.attempts < MAX_ATTEMPTS,
+                       ~sa.exists().where(gone.c.kind == UNDELIVERABLE,
+                                          gone.c.target == OUTBOX.c.target),
                        sa.or_(OUTBOX.c.claimed_until.is_(None), OUTBOX.c.claimed_until <= now))
                 .order_by(OUTBOX.c.created_at, OUTBOX.c.key).limit(limit))
         return [OutboxItem(**row) for row in (await self._session.execute(stmt)).mappings()]

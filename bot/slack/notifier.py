@@ -118,8 +118,7 @@ class SlackNotifier:
                     await self.outbox.upsert(APPROVAL, f"{request_id}/{quote.id}",
                                              self._approvals_channel, shown)
                 except Unreachable as exc:
-                    if request.status is RequestStatus.PENDING:
-                        await self.fallbacks.card_by_dm(request, quote.id, shown, exc)
+                    await self.fallbacks.card_by_dm(request, quote.id, shown, exc)
             progress = cluster_blocks.request_progress(request, quote, record, now=now,
                                                        approvals=approvals,
                                                        policy=self._people.policy,
@@ -174,8 +173,9 @@ class SlackNotifier:
             return
         # Adopted (found at AI Reserve, not launched here): its card in the approvals channel.
         async with self._locks[cluster_id]:
-            await self.outbox.upsert(PROGRESS, _top_subject(record), self._approvals_channel,
-                               notice_blocks.untracked_cluster(record, now=self._clock.now()))
+            await self.fallbacks.quietly(self.outbox.upsert(  # a card, not a record
+                PROGRESS, _top_subject(record), self._approvals_channel,
+                notice_blocks.untracked_cluster(record, now=self._clock.now())))
         await self._refresh_homes([record.owner_id])
 
     async def deliver_notices(self) -> None:

@@ -22,7 +22,7 @@ from functools import partial
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.clock import Clock
-from bot.domain.models import ClusterRecord, LaunchRequest
+from bot.domain.models import ClusterRecord, LaunchRequest, RequestStatus
 from bot.services.people import People
 from bot.slack.blocks import common as common_blocks
 from bot.slack.blocks.format import money
@@ -114,8 +114,10 @@ class Fallbacks:
 
     async def card_by_dm(self, request: LaunchRequest, quote_id: str, card: Message,
                          exc: Unreachable) -> None:
-        """The approvals channel is unreachable: each approver gets the card by DM, and the
-        requester is told where it went (each once per request and quote)."""
+        """The approvals channel is unreachable: each approver gets the card of a pending
+        request by DM, and the requester is told where it went (once per request and quote)."""
+        if request.status is not RequestStatus.PENDING:
+            return
         approvers = await self._people.approvers()
         for person in sorted(approvers - {request.requester_id}):
             await self._send(f"card-dm/{request.id}/{quote_id}/{person}", person,
@@ -151,6 +153,13 @@ class Fallbacks:
                     if target == self._approvals_channel else []
             for request in pending:
                 await post_pending(request.id)
+
+    async def quietly(self, post: Awaitable[None]) -> None:
+        """A post that may be skipped where it can't be seen (the admins were told)."""
+        try:
+            await post
+        except Unreachable as exc:
+            log.debug("skipped a post to %s (%s)", exc.target, exc.code)
 
     async def _send(self, key: str, target: str,
                     send: Callable[[], Awaitable[object]]) -> None:
