@@ -249,7 +249,8 @@ def conversations_list(store: MethodStore, args: Args) -> dict[str, Any]:
 
 def users_info(store: MethodStore, args: Args) -> dict[str, Any]:
     user = store.user(required(args, "user"))
-    return {"user": user.to_wire(team_id=store.team_id, now=store.clock.now())}
+    wire = user.to_wire(team_id=store.team_id, now=store.clock.now())
+    return {"user": {**wire, "deleted": True} if user.id in store.deactivated else wire}
 
 
 def users_lookup_by_email(store: MethodStore, args: Args) -> dict[str, Any]:

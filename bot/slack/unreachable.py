@@ -46,6 +46,10 @@ _WORDS = {
 }
 
 
+# A deactivated person can be reactivated: users.info says when (`deleted` false again).
+_COMES_BACK = frozenset({"user_disabled", "account_inactive"})
+
+
 def words(code: str) -> str:
     return _WORDS.get(code, f"refuses posts ({code})")
 
@@ -129,21 +133,24 @@ class Fallbacks:
                                    common_blocks.notice(text))
 
     async def recheck(self, post_pending: Callable[[str], Awaitable[None]]) -> None:
-        """Probe each broken channel once; one that works again is cleared and, if it is the
-        approvals channel, its pending cards are posted (`post_pending(request_id)`)."""
+        """Probe each broken target once: a channel (conversations.info) that works again is
+        cleared and, if it is the approvals channel, its pending cards are posted
+        (`post_pending(request_id)`); a deactivated person (users.info) who is back is cleared."""
         now = self._clock.now()
         if self._rechecked_at is not None and now - self._rechecked_at < RECHECK_EVERY:
             return
         self._rechecked_at = now
         for target, code in (await self._outbox.unreachable()).items():
-            if target[:1] not in ("C", "G"):
-                continue  # people: until a person fixes it (the admins were told)
+            channel = target[:1] in ("C", "G")
+            if not channel and code not in _COMES_BACK:
+                continue  # gone for good (user_not_found, a bot): the admins were told
             try:
-                info = (await self._client.conversations_info(channel=target))["channel"]
+                info = ((await self._client.conversations_info(channel=target))["channel"]
+                        if channel else (await self._client.users_info(user=target))["user"])
             except POST_ERRORS as exc:
                 log.info("%s is still unreachable (%s)", target, reason(exc))
                 continue
-            if info.get("is_archived") or info.get("is_member") is False:
+            if info.get("is_archived") or info.get("is_member") is False or info.get("deleted"):
                 continue
             log.warning("%s works again (it %s before): posting what waited", target,
                         words(code))

@@ -60,6 +60,12 @@ async def test_a_deactivated_owner_is_tried_once_and_the_approvals_channel_and_a
         async with h.rt.db.transaction() as repos:
             [broken] = await repos.outbox.undeliverable()
         assert (broken.target, broken.payload) == (ALICE, {"reason": "user_disabled"})
+        h.slack.deactivated.discard(ALICE)  # reactivated: the next sweep finds her back
+        await h.advance(60)
+        async with h.rt.db.transaction() as repos:
+            assert await repos.outbox.undeliverable() == []
+        await until(h, ready + timedelta(hours=4))
+        assert [m for m in h.slack.dms(ALICE) if Action.KEEP_RUNNING in h.text_of(m)]
 
 
 async def test_any_dm_that_finds_an_owner_gone_tells_the_approvals_channel_of_their_clusters(
