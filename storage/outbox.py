@@ -20,6 +20,10 @@ from storage.statements import insert, rowcount
 from storage.tables import DM_CHANNELS, OUTBOX
 
 MAX_ATTEMPTS = 5
+# A target Slack refuses for good (a deactivated person, an archived channel) is one row of
+# its own in the outbox: key `undeliverable/<target>`, payload {"reason": <Slack's code>},
+# created (and "delivered") when it was found. Inserted once; removed when it works again.
+UNDELIVERABLE = "undeliverable"
 
 
 @dataclass(frozen=True)
@@ -73,13 +77,37 @@ class OutboxRepo:
 
     async def retryable(self, *, now: datetime, limit: int = 100) -> list[OutboxItem]:
         """Stored posts not delivered, unclaimed (or whose claim expired), oldest first;
-        after MAX_ATTEMPTS a post is left alone (logged by whoever gave up on it)."""
+        after MAX_ATTEMPTS a post is left alone (logged by whoever gave up on it), and so is
+        one to an undeliverable target (else they would fill every page and starve the rest)."""
+        gone = OUTBOX.alias("gone")
         stmt = (sa.select(OUTBOX)
                 .where(OUTBOX.c.delivered_at.is_(None), OUTBOX.c.payload.is_not(None),
                        OUTBOX.c.attempts < MAX_ATTEMPTS,
+                       ~sa.exists().where(gone.c.kind == UNDELIVERABLE,
+                                          gone.c.target == OUTBOX.c.target),
                        sa.or_(OUTBOX.c.claimed_until.is_(None), OUTBOX.c.claimed_until <= now))
                 .order_by(OUTBOX.c.created_at, OUTBOX.c.key).limit(limit))
         return [OutboxItem(**row) for row in (await self._session.execute(stmt)).mappings()]
+
+    async def mark_undeliverable(self, target: str, *, reason: str, now: datetime) -> bool:
+        """Record that Slack refuses `target` for good; True only for the first record."""
+        added = await self._session.execute(
+            insert(self._session, OUTBOX)
+            .values(key=f"{UNDELIVERABLE}/{target}", kind=UNDELIVERABLE, target=target,
+                    payload={"reason": reason}, created_at=now, delivered_at=now, attempts=1)
+            .on_conflict_do_nothing(index_elements=["key"])
+            .returning(OUTBOX.c.key))
+        return added.first() is not None
+
+    async def undeliverable(self) -> list[OutboxItem]:
+        """Every target recorded undeliverable, oldest first."""
+        stmt = (sa.select(OUTBOX).where(OUTBOX.c.kind == UNDELIVERABLE)
+                .order_by(OUTBOX.c.created_at, OUTBOX.c.key))
+        return [OutboxItem(**row) for row in (await self._session.execute(stmt)).mappings()]
+
+    async def reachable_again(self, target: str) -> None:
+        await self._session.execute(
+            sa.delete(OUTBOX).where(OUTBOX.c.key == f"{UNDELIVERABLE}/{target}"))
 
     async def get(self, key: str) -> OutboxItem | None:
         row = (await self._session.execute(

@@ -22,6 +22,34 @@ SCHEDULE_HORIZON = timedelta(days=120)
 class MethodStore(SlackStore):
     """The store plus the checks and chores the Web API methods share."""
 
+    # What a person can break around the bot: archived channels, channels the bot was removed
+    # from, deactivated users. Slack's own error codes answer posts to them (`unreachable`).
+    archived: set[str]
+    removed_from: set[str]
+    deactivated: set[str]
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.archived, self.removed_from, self.deactivated = set(), set(), set()
+
+    def unreachable(self, method: str, args: dict[str, Any]) -> str | None:
+        """Slack's answer to a post into an archived channel, a channel the bot was removed
+        from, or to a deactivated person (None: it goes through)."""
+        if method == "conversations.open":
+            users = str(args.get("users") or "").split(",")
+            return "user_disabled" if any(u.strip() in self.deactivated for u in users) else None
+        if method not in ("chat.postMessage", "chat.update", "chat.postEphemeral",
+                          "chat.scheduleMessage"):
+            return None
+        channel = str(args.get("channel") or "")
+        if channel in self.archived:
+            return "is_archived"
+        if channel in self.removed_from:
+            return "not_in_channel"
+        if self.dm_user(channel) in self.deactivated or channel in self.deactivated:
+            return "user_disabled"
+        return None
+
     def refuse(self, method: str, problems: list[str], payload: Any) -> SlackError:
         """Record a violation and build the `invalid_blocks` error to raise."""
         self.violations.append(Violation(method, tuple(problems), payload, self.clock.now()))
@@ -204,7 +232,8 @@ def conversations_info(store: MethodStore, args: Args) -> dict[str, Any]:
         "is_channel": dm_user is None,
         "is_im": dm_user is not None,
         "is_private": dm_user is not None,
-        "is_member": True,
+        "is_member": channel not in store.removed_from,
+        "is_archived": channel in store.archived,
     }
     if dm_user is not None:
         info["user"] = dm_user
@@ -220,7 +249,8 @@ def conversations_list(store: MethodStore, args: Args) -> dict[str, Any]:
 
 def users_info(store: MethodStore, args: Args) -> dict[str, Any]:
     user = store.user(required(args, "user"))
-    return {"user": user.to_wire(team_id=store.team_id, now=store.clock.now())}
+    wire = user.to_wire(team_id=store.team_id, now=store.clock.now())
+    return {"user": {**wire, "deleted": True} if user.id in store.deactivated else wire}
 
 
 def users_lookup_by_email(store: MethodStore, args: Args) -> dict[str, Any]:

@@ -349,6 +349,9 @@ class FakeSlack(MethodStore):
                 fault_headers["Retry-After"] = str(fault.retry_after)
                 self._cooldown[method] = now + timedelta(seconds=fault.retry_after)
             return fault.status, fault_headers, {"ok": False, "error": fault.error}
+        refused = self.unreachable(method, args)
+        if refused is not None:
+            return 200, {}, {"ok": False, "error": refused}
         self.deliver_scheduled()
         handler = METHODS.get(method) or self.uploads.methods().get(method)
         if handler is None:

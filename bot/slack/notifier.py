@@ -50,7 +50,8 @@ from bot.slack.blocks import story as story_blocks
 from bot.slack.blocks import unreadable as unreadable_blocks
 from bot.slack.blocks import volumes as volume_blocks
 from bot.slack.blocks.message import Message
-from bot.slack.outbox import DEFAULT_CLAIM, POST_ERRORS, Outcome, SlackOutbox, reason
+from bot.slack.outbox import DEFAULT_CLAIM, POST_ERRORS, Outcome, SlackOutbox, Unreachable, reason
+from bot.slack.unreachable import Fallbacks
 from storage.db import Database
 from storage.leases import replica_id
 
@@ -78,6 +79,8 @@ class SlackNotifier:
         self._delivering = asyncio.Lock()
         self.outbox = SlackOutbox(client=client, db=db, clock=clock,
                                   holder=holder or replica_id(), claim_ttl=claim_ttl)
+        self.fallbacks = Fallbacks(client=client, db=db, outbox=self.outbox, people=people,
+                                   clock=clock, approvals_channel=approvals_channel)
 
     async def refresh_request(self, request_id: str, *,
                               superseded_quote_id: str | None = None,
@@ -111,8 +114,11 @@ class SlackNotifier:
                          if request.status is RequestStatus.PENDING
                          else approval_blocks.approval_outcome(request, quote, approvals,
                                                                now=now, policy=policy))
-                await self.outbox.upsert(APPROVAL, f"{request_id}/{quote.id}",
-                                   self._approvals_channel, shown)
+                try:
+                    await self.outbox.upsert(APPROVAL, f"{request_id}/{quote.id}",
+                                             self._approvals_channel, shown)
+                except Unreachable as exc:
+                    await self.fallbacks.card_by_dm(request, quote.id, shown, exc)
             progress = cluster_blocks.request_progress(request, quote, record, now=now,
                                                        approvals=approvals,
                                                        policy=self._people.policy,
@@ -167,13 +173,15 @@ class SlackNotifier:
             return
         # Adopted (found at AI Reserve, not launched here): its card in the approvals channel.
         async with self._locks[cluster_id]:
-            await self.outbox.upsert(PROGRESS, _top_subject(record), self._approvals_channel,
-                               notice_blocks.untracked_cluster(record, now=self._clock.now()))
+            await self.fallbacks.quietly(self.outbox.upsert(  # a card, not a record
+                PROGRESS, _top_subject(record), self._approvals_channel,
+                notice_blocks.untracked_cluster(record, now=self._clock.now())))
         await self._refresh_homes([record.owner_id])
 
     async def deliver_notices(self) -> None:
         """Post every notice nobody else is posting, each claimed first (see `SlackOutbox`)."""
         async with self._delivering:  # one delivery pass per process; the claims across them
+            await self.fallbacks.recheck(self.refresh_request)
             await self.outbox.retry()
             skipped: set[tuple[str, str]] = set()  # refused by Slack or busy: a later pass
             while True:
@@ -263,6 +271,8 @@ class SlackNotifier:
                 for channel in record.notify_channels]
         outcomes = [await self.outbox.once(key, kind="notice", target=target, send=send)
                     for key, target, send in posts]
+        await self.fallbacks.owner_unreachable(record, [(t, o) for (_, t, _), o in zip(
+            posts, outcomes, strict=True) if o is Outcome.UNDELIVERABLE])
         return Outcome.BUSY not in outcomes
 
     async def _payment_posts(self, notice: Notice, record: ClusterRecord, *, prefix: str,

@@ -20,6 +20,12 @@ number of replicas, opens it once; the others wait briefly for the id to appear 
 Messages the bot edits in place (approval cards, progress messages) are `upsert`ed: chat.update
 when their coordinates are stored; otherwise their first post is claimed like any other, and a
 replica that loses the race waits for the coordinates and edits instead.
+
+Some refusals are for good: a person deactivated, a channel archived or the bot removed from it
+(`GONE`). Retrying those only spends Slack calls, so the target is recorded undeliverable once
+(storage/outbox.py, with when and why), `on_undeliverable` is told (the notifier tells the
+admins and falls back), and every later post to it is skipped without calling Slack until
+the notifier's sweep finds it works again and clears the record.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -52,6 +58,9 @@ DM_CHANNEL_WAITS = tuple(0.05 * 2 ** n for n in range(6))
 POST_ERRORS = (SlackApiError, aiohttp.ClientError, TimeoutError)
 # Posting into a channel the bot can't reach: tell the requester by DM instead.
 _UNREACHABLE = {"channel_not_found", "not_in_channel", "is_archived", "restricted_action"}
+# Slack's answers that mean the target can't receive anything until a person fixes it.
+GONE = frozenset({"user_not_found", "user_disabled", "account_inactive", "cannot_dm_bot",
+                  "channel_not_found", "is_archived", "not_in_channel"})
 # How long a replica waits for another that is posting the same card (then it edits it).
 _WAIT_STEPS, _WAIT_SECONDS = 100, 0.05
 
@@ -63,10 +72,30 @@ def reason(exc: BaseException) -> str:
     return type(exc).__name__
 
 
+def gone(exc: BaseException) -> str | None:
+    """Slack's code when `exc` says the target is unreachable for good (`GONE`), else None."""
+    if isinstance(exc, SlackApiError):
+        code = str(exc.response.get("error"))
+        return code if code in GONE else None
+    return None
+
+
+class Unreachable(SlackApiError):
+    """A post to a target recorded undeliverable: Slack was not called (or just refused it)."""
+
+    def __init__(self, target: str, code: str) -> None:
+        # A SlackApiError, so every handler of Slack refusals also handles this one.
+        super().__init__(f"{target} is unreachable ({code})",  # type: ignore[no-untyped-call]
+                         {"ok": False, "error": code})
+        self.target = target
+        self.code = code
+
+
 class Outcome(enum.Enum):
     POSTED = "posted"  # this call posted it
     DONE = "done"  # posted earlier (by this replica or another)
     BUSY = "busy"  # another replica holds a live claim: it is posting it now
+    UNDELIVERABLE = "undeliverable"  # the target refuses posts for good: not posted, not retried
 
 
 class SlackOutbox:
@@ -79,11 +108,39 @@ class SlackOutbox:
         self.claim_clock = claim_clock  # how long claims last: real time, shared by processes
         self.holder = holder
         self.claim_ttl = claim_ttl
+        # Called once per target when it is first found undeliverable (target, Slack's code).
+        self.on_undeliverable: Callable[[str, str], Awaitable[None]] | None = None
+
+    async def unreachable(self) -> Mapping[str, str]:
+        """Targets recorded undeliverable → Slack's code."""
+        async with self._db.transaction() as repos:
+            items = await repos.outbox.undeliverable()
+        return {i.target: str((i.payload or {}).get("reason")) for i in items}
+
+    async def _reason_unreachable(self, target: str) -> str | None:
+        async with self._db.transaction() as repos:
+            item = await repos.outbox.get(f"undeliverable/{target}")
+        return None if item is None else str((item.payload or {}).get("reason"))
+
+    async def give_up_on(self, target: str, code: str) -> None:
+        """Record `target` undeliverable; the first to record it tells `on_undeliverable`."""
+        async with self._db.transaction() as repos:
+            first = await repos.outbox.mark_undeliverable(target, reason=code,
+                                                          now=self._clock.now())
+        if first:
+            log.warning("Slack refuses posts to %s for good (%s): not retried until it works",
+                        target, code)
+            if self.on_undeliverable is not None:
+                await self.on_undeliverable(target, code)
 
     async def once(self, key: str, *, kind: str, target: str,
                    send: Callable[[], Awaitable[object]],
                    payload: dict[str, Any] | None = None) -> Outcome:
-        """Claim `key`, `send`, mark delivered. A failing `send` releases the claim and raises."""
+        """Claim `key`, `send`, mark delivered. A failing `send` releases the claim and raises,
+        unless Slack said the target is gone: then UNDELIVERABLE (and Slack isn't called for
+        it again until it works)."""
+        if await self._reason_unreachable(target) is not None:
+            return Outcome.UNDELIVERABLE
         async with self._db.transaction() as repos:
             claimed = await repos.outbox.claim(key, kind=kind, target=target, holder=self.holder,
                                                now=self.claim_clock(), ttl=self.claim_ttl,
@@ -93,10 +150,14 @@ class SlackOutbox:
                 return Outcome.DONE if item and item.delivered_at else Outcome.BUSY
         try:
             await send()
-        except Exception:
+        except Exception as exc:
             async with self._db.transaction() as repos:
                 await repos.outbox.release(key, holder=self.holder)
-            raise
+            code = gone(exc)
+            if code is None:
+                raise
+            await self.give_up_on(target, code)
+            return Outcome.UNDELIVERABLE
         async with self._db.transaction() as repos:
             await repos.outbox.delivered(key, now=self._clock.now())
         return Outcome.POSTED
@@ -187,12 +248,26 @@ class SlackOutbox:
         """Edit the stored message; post it first if there is none. The first post is claimed
         (key `message/<kind>/<subject>`): a replica that finds another posting it waits for
         the coordinates and edits instead, so no replica posts a second card."""
+        code = await self._reason_unreachable(channel)
+        if code is not None and fallback_user is None:
+            if not create:
+                return  # nothing to retire where nothing can be seen
+            raise Unreachable(channel, code)
         async with self._db.transaction() as repos:
             ref = await repos.messages.get(kind, subject)
         key, stale = f"message/{kind}/{subject}", None
         if ref is not None:
-            if await self._edit(ref, message, kind=kind, subject=subject):
-                return
+            try:
+                if await self._edit(ref, message, kind=kind, subject=subject):
+                    return
+            except SlackApiError as exc:
+                code = gone(exc)
+                if code is None:
+                    raise
+                await self.give_up_on(ref.channel_id, code)
+                if not create:
+                    return
+                raise Unreachable(ref.channel_id, code) from exc
             key, stale = f"{key}/{ref.ts}", ref.ts  # deleted in Slack: a key of its own
         if not create:
             return
@@ -213,10 +288,14 @@ class SlackOutbox:
             return
         try:
             posted = await self._post(channel, message, fallback_user=fallback_user)
-        except Exception:
+        except Exception as exc:
             async with self._db.transaction() as repos:
                 await repos.outbox.release(key, holder=self.holder)
-            raise
+            code = gone(exc)
+            if code is None or fallback_user is not None:
+                raise
+            await self.give_up_on(channel, code)
+            raise Unreachable(channel, code) from exc
         async with self._db.transaction() as repos:  # coordinates and delivery: one commit
             await repos.messages.put(kind, subject,
                                      MessageRef(channel_id=posted["channel"], ts=posted["ts"]),

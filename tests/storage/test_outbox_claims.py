@@ -131,6 +131,29 @@ async def test_a_post_refused_again_and_again_is_given_up_after_max_attempts(db)
         assert await repos.outbox.retryable(now=T0) == []
 
 
+async def test_an_undeliverable_target_is_recorded_once_and_its_posts_wait_aside(db):
+    """Posts to a target Slack refuses for good are not offered for retry (a page of them
+    would starve every other post) until the target is reachable again."""
+    async with db.transaction() as repos:
+        for n in range(3):
+            assert await repos.outbox.claim(f"gone/{n}", kind="dm", target="U1", holder="a",
+                                            now=T0, ttl=TTL, payload={"user": "U1"})
+            await repos.outbox.release(f"gone/{n}", holder="a")
+        assert await repos.outbox.claim("other", kind="dm", target="U2", holder="a", now=T0,
+                                        ttl=TTL, payload={"user": "U2"})
+        await repos.outbox.release("other", holder="a")
+        assert await repos.outbox.mark_undeliverable("U1", reason="user_disabled", now=T0)
+        assert not await repos.outbox.mark_undeliverable("U1", reason="account_inactive",
+                                                          now=T0 + TTL)
+        [broken] = await repos.outbox.undeliverable()
+        assert (broken.target, broken.payload, broken.created_at) == (
+            "U1", {"reason": "user_disabled"}, T0)
+        assert [i.key for i in await repos.outbox.retryable(now=T0, limit=1)] == ["other"]
+        await repos.outbox.reachable_again("U1")
+        assert await repos.outbox.undeliverable() == []
+        assert len(await repos.outbox.retryable(now=T0)) == 4
+
+
 async def test_posts_rebuilt_at_delivery_store_no_payload_and_are_not_retried_here(db):
     async with db.transaction() as repos:
         assert await repos.outbox.claim("connection/c-1", kind="connection", target="U1",
