@@ -63,6 +63,7 @@ from bot.slack.directory import SlackDirectory
 from bot.slack.inflight import InFlight
 from bot.slack.notifier import SlackNotifier
 from bot.slack.retry import Sleep, retry_handlers
+from storage import sealing
 from storage.db import Database
 from storage.leases import Lease, replica_id
 
@@ -123,6 +124,10 @@ async def start(settings: Settings, *, clock: Clock | None = None,
                                               approvals_channel=settings.approvals_channel)
     async with AsyncExitStack() as stack:
         db = Database(settings.database_url)
+        # Environment values typed in the launch form are sealed with this key (or an ephemeral
+        # one) before any row holds them: storage/sealing.py.
+        sealing.configure(settings.workload_key.get_secret_value()
+                          if settings.workload_key else None)
         stack.push_async_callback(db.dispose)
         await db.migrate()
         metrics = Metrics(db=db, clock=clock, poll_interval_seconds=settings.poll_interval_seconds)
