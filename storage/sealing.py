@@ -3,9 +3,11 @@
 Values typed in the launch form's *Environment* box (tokens, passwords) are needed for one thing:
 the launch call to AI Reserve. The `SealedJSON` column type (requests.workload and
 launch_intents.body) encrypts every value of the document's `env` mapping on the way in
-(Fernet: AES-128-CBC + HMAC-SHA256) and leaves it sealed on the way out, so the database file, a
-row read for a card, a log line or an export only ever holds `sealed:v1:<token>`. `unseal` is
-called at exactly one place: building the provider call (bot/services/launching.py).
+(Fernet: AES-128-CBC + HMAC-SHA256), so the database file, a backup or a dump only ever holds
+`sealed:v1:<token>`; rows read back are opened again in memory (the values never reach a card, a
+log line, the audit trail or an export: tests/e2e/test_secrets.py, test_workload_secrets.py).
+A value this process can't open stays sealed, and the launch call (bot/services/launching.py,
+`unseal_env`) then fails it for good with a line saying why, instead of launching without it.
 
 The key is `WORKLOAD_KEY` (a Fernet key; may come from a file). Without one, this process makes
 an ephemeral key at start, kept in memory only: values stay unreadable at rest, and a launch
@@ -93,6 +95,23 @@ def _sealed_doc(value: Any) -> Any:
     return value
 
 
+def _opened_doc(value: Any) -> Any:
+    """Values this process can open come back open (rows round-trip); one it can't stays
+    sealed, so reading the row still works and only the launch (`unseal`) says why it can't."""
+    if isinstance(value, dict) and isinstance(value.get("env"), dict):
+        return {**value, "env": {k: _open_or_keep(v) for k, v in value["env"].items()}}
+    return value
+
+
+def _open_or_keep(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    try:
+        return unseal(value)
+    except UnreadableSecret:
+        return value
+
+
 class SealedJSON(sa.types.TypeDecorator[Any]):
     """A JSON document whose `env` values are sealed before they reach the database."""
 
@@ -101,3 +120,6 @@ class SealedJSON(sa.types.TypeDecorator[Any]):
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
         return _sealed_doc(value)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Any:
+        return _opened_doc(value)

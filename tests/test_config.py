@@ -183,6 +183,15 @@ def test_a_secret_file_that_cannot_be_used_is_one_line_each(tmp_path):
     assert "SECRETS_DIR:" in text and "not-a-token" not in text
 
 
+def test_the_workload_key_comes_from_a_file_and_a_bad_one_is_one_line(tmp_path):
+    key = "k3Jb1q0Vw9yq2oE4m5G6h7J8k9L0m1N2o3P4q5R6s7Y="
+    (tmp_path / "key").write_text(key + "\n")
+    settings = load_settings({"WORKLOAD_KEY_FILE": str(tmp_path / "key")})
+    assert settings.workload_key is not None and settings.workload_key.get_secret_value() == key
+    [line] = problems({"WORKLOAD_KEY": "hunter2-not-a-key"})
+    assert line.startswith("WORKLOAD_KEY:") and "Fernet" in line and "hunter2" not in line
+
+
 def test_version(capsys):
     with pytest.raises(SystemExit) as caught:
         main(["--version"])
