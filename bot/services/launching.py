@@ -43,8 +43,8 @@ from bot.services.audit import AuditLog
 from bot.services.linking import link_cluster
 from bot.services.quoting import QuotingService, orchestrator_wire
 from storage.db import Database
-from storage.sealing import UnreadableSecret, unseal_env
 from storage.repositories import Repos
+from storage.sealing import UnreadableSecret, unseal_env
 
 log = logging.getLogger(__name__)
 
