@@ -96,3 +96,13 @@ async def test_an_extension_is_spending_too(tmp_path):
         assert "requesters" in h.text_of(preview)
         assert (await h.record(cluster_id)).lifetime_hours == 4
         assert len(await audit_of(h, "extend", "refused")) == 1
+
+
+async def test_when_slack_cant_say_whether_someone_is_a_guest_nothing_is_requested(tmp_path):
+    async with bot(tmp_path, policy=policy()) as h:
+        h.slack.fail_next("users.info", error="internal_error", count=1)
+        await try_request(h, ALICE)
+        assert await h.requests_in_db() == []
+        assert "try again" in last_said(h, ALICE)
+        await h.request(user=ALICE)  # Slack answers again: she may
+        assert len(await h.requests_in_db()) == 1
