@@ -30,7 +30,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
-from storage.sealing import check_key
+from storage.sealing import check_key, derived_key
 
 _USER_ID = re.compile(r"^[UW][A-Z0-9]{2,}$")
 _CHANNEL_ID = re.compile(r"^[CGD][A-Z0-9]{2,}$")
@@ -85,8 +85,8 @@ class Settings(BaseSettings):
     # it changes (tests/procs.py moves every bot process's time together with the simulator's).
     clock_offset_file: Path | None = None
     log_level: str = "INFO"
-    # Seals the launch form's environment values at rest (storage/sealing.py). None: a key made
-    # at start and kept in memory only (a launch pending across a restart then fails, clearly).
+    # Seals the launch form's environment values at rest (storage/sealing.py). None: derived
+    # from the signing secret or app token (`workload_key`), else an in-memory key.
     workload_key: SecretStr | None = None
     log_format: Literal["text", "json"] = "text"
 
@@ -290,3 +290,15 @@ def secret_files(source: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
             continue
         values[name.lower()] = text
     return values, problems
+
+
+def workload_key(settings: Settings) -> str | None:
+    """The key sealing workload env values (storage/sealing.py): WORKLOAD_KEY, else one derived
+    from the signing secret or the app token (shared by every replica, in no row), else None
+    (an ephemeral key: the local workspace)."""
+    if settings.workload_key is not None:
+        return settings.workload_key.get_secret_value()
+    for secret in (settings.slack_signing_secret, settings.slack_app_token):
+        if secret is not None:
+            return derived_key(secret.get_secret_value())
+    return None

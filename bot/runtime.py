@@ -31,7 +31,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.clock import Clock, ProviderClock, SystemClock
-from bot.config import CannotListen, Settings
+from bot.config import CannotListen, Settings, workload_key
 from bot.domain.policy import Policy
 from bot.health import Health
 from bot.jobs.scheduler import SWEEPS_LEASE, build_scheduler, sweeps_lease_ttl
@@ -124,10 +124,8 @@ async def start(settings: Settings, *, clock: Clock | None = None,
                                               approvals_channel=settings.approvals_channel)
     async with AsyncExitStack() as stack:
         db = Database(settings.database_url)
-        # Environment values typed in the launch form are sealed with this key (or an ephemeral
-        # one) before any row holds them: storage/sealing.py.
-        sealing.configure(settings.workload_key.get_secret_value()
-                          if settings.workload_key else None)
+        # Environment values typed in the launch form are sealed before any row holds them.
+        sealing.configure(workload_key(settings))
         stack.push_async_callback(db.dispose)
         await db.migrate()
         metrics = Metrics(db=db, clock=clock, poll_interval_seconds=settings.poll_interval_seconds)

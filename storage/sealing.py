@@ -9,19 +9,24 @@ log line, the audit trail or an export: tests/e2e/test_secrets.py, test_workload
 A value this process can't open stays sealed, and the launch call (bot/services/launching.py,
 `unseal_env`) then fails it for good with a line saying why, instead of launching without it.
 
-The key is `WORKLOAD_KEY` (a Fernet key; may come from a file). Without one, this process makes
-an ephemeral key at start, kept in memory only: values stay unreadable at rest, and a launch
-still waiting when the process restarts can't read them back — it fails with a line saying so
-(`UnreadableSecret`) instead of launching without them. The keys of `env` stay readable (the
-approval card lists them).
+The key is `WORKLOAD_KEY` (a Fernet key; may come from a file). Without one it is derived from
+the Slack signing secret (or, in Socket Mode, the app token) — a secret every replica already
+shares and no row holds — so values survive restarts and move between replicas; regenerating
+that secret then makes launches still waiting unreadable. With neither (the local workspace's
+fake Slack), this process makes an ephemeral key kept in memory only. Either way a value that
+can't be opened fails its launch with a line saying so (`UnreadableSecret`) instead of
+launching without it. The keys of `env` stay readable (the approval card lists them).
 """
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import sqlalchemy as sa
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from sqlalchemy.engine import Dialect
 
 PREFIX = "sealed:v1:"
@@ -50,6 +55,14 @@ def configure(key: str | None) -> None:
     """Use `key` (a urlsafe-base64 32-byte Fernet key) from now on; None: the ephemeral key.
     A malformed key raises ValueError (settings validation checks it first)."""
     _KEYS.configured = Fernet(key.encode()) if key else None
+
+
+def derived_key(secret: str) -> str:
+    """A Fernet key derived (HKDF-SHA256) from another secret setting the bot already has —
+    the same on every replica and across restarts, never stored anywhere."""
+    raw = HKDF(algorithm=hashes.SHA256(), length=32, salt=None,
+               info=b"cluster-bot workload env v1").derive(secret.encode())
+    return base64.urlsafe_b64encode(raw).decode()
 
 
 def check_key(key: str) -> None:

@@ -66,13 +66,15 @@ async def _all_rows(engine: sa.ext.asyncio.AsyncEngine) -> str:
 
 async def test_a_launch_whose_values_cant_be_opened_fails_without_calling_the_provider(
         tmp_path, monkeypatch):
-    """No WORKLOAD_KEY: a request made before a restart holds values sealed with the old
-    process's key; its launch fails for good, saying why, and AI Reserve is never called."""
+    """The key changed while a request waited (WORKLOAD_KEY replaced, or the signing secret it
+    was derived from regenerated): its launch fails for good, saying why, and AI Reserve is
+    never called."""
     called: list[object] = []
     monkeypatch.setattr(QuoteDesk, "launch", lambda desk, req: called.append(req))
     async with bot(tmp_path) as h:
         card = await h.request(quote_text="quote h100x8 nodes=2", values={
             FIELD_ENV: {FIELD_ENV: f"HF_TOKEN={SECRET_VALUE}"}})
+        monkeypatch.setattr(sealing._KEYS, "configured", Fernet(Fernet.generate_key()))
         monkeypatch.setattr(sealing._KEYS, "ephemeral", Fernet(Fernet.generate_key()))
         await h.click(card, Action.APPROVE, user=BOB)
         await h.advance(60)
