@@ -30,13 +30,15 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from storage.sealing import check_key, derived_key
+
 _USER_ID = re.compile(r"^[UW][A-Z0-9]{2,}$")
 _CHANNEL_ID = re.compile(r"^[CGD][A-Z0-9]{2,}$")
 # The settings that may come from a file instead of the environment: `NAME_FILE=/path`, or a file
 # called NAME (or name) in SECRETS_DIR — how Docker/Compose secrets and Kubernetes Secret volumes
 # hand them over. The value is the file's text without its trailing newline.
 SECRET_SETTINGS = ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN",
-                   "AIRESERVE_API_KEY", "DATABASE_URL")
+                   "AIRESERVE_API_KEY", "DATABASE_URL", "WORKLOAD_KEY")
 _TOKEN_PREFIX = {"slack_bot_token": ("xoxb-", "a bot token"),
                  "slack_app_token": ("xapp-", "an app-level token")}
 _DATABASE_SCHEMES = {"sqlite": "sqlite", "sqlite+aiosqlite": "sqlite",
@@ -83,6 +85,9 @@ class Settings(BaseSettings):
     # it changes (tests/procs.py moves every bot process's time together with the simulator's).
     clock_offset_file: Path | None = None
     log_level: str = "INFO"
+    # Seals the launch form's environment values at rest (storage/sealing.py). None: derived
+    # from the signing secret or app token (`workload_key`), else an in-memory key.
+    workload_key: SecretStr | None = None
     log_format: Literal["text", "json"] = "text"
 
     @field_validator("slack_bot_token", "slack_app_token")
@@ -92,6 +97,18 @@ class Settings(BaseSettings):
         if value is not None and not value.get_secret_value().startswith(prefix):
             # Never echo the value: a token pasted into the wrong setting is still a secret.
             raise ValueError(f"not {what} (it starts with {prefix}…)")
+        return value
+
+    @field_validator("workload_key")
+    @classmethod
+    def _check_workload_key(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            try:
+                check_key(value.get_secret_value())
+            except (ValueError, TypeError):
+                raise ValueError("not a Fernet key (32 bytes, urlsafe base64: make one with "
+                                 "`python -c 'from cryptography.fernet import Fernet; "
+                                 "print(Fernet.generate_key().decode())'`)") from None
         return value
 
     @field_validator("database_url")
@@ -273,3 +290,15 @@ def secret_files(source: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
             continue
         values[name.lower()] = text
     return values, problems
+
+
+def workload_key(settings: Settings) -> str | None:
+    """The key sealing workload env values (storage/sealing.py): WORKLOAD_KEY, else one derived
+    from the signing secret or the app token (shared by every replica, in no row), else None
+    (an ephemeral key: the local workspace)."""
+    if settings.workload_key is not None:
+        return settings.workload_key.get_secret_value()
+    for secret in (settings.slack_signing_secret, settings.slack_app_token):
+        if secret is not None:
+            return derived_key(secret.get_secret_value())
+    return None

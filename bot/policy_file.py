@@ -28,8 +28,9 @@ _GROUP = (re.compile(r"^S[A-Z0-9]{2,}$"), "user group id (like S012ABCDEF)")
 MIN_NODES, MAX_NODES = 2, 8
 
 _TOP = frozenset({"approvals_channel", "approvers", "admins", "approval", "budgets", "limits",
-                  "overrides"})
+                  "overrides", "requesters", "allow_guests"})
 _APPROVERS = frozenset({"users", "group"})
+_REQUESTERS = frozenset({"users", "groups"})
 _APPROVAL = frozenset({"auto_approve_below", "one_approver_up_to"})
 _BUDGETS = frozenset({"default_user", "users", "teams"})
 _TEAM = frozenset({"members", "monthly"})
@@ -226,7 +227,34 @@ class _Reader:
             max_nodes=self.limit(limits, "max_nodes", MIN_NODES, MAX_NODES),
             max_lifetime_hours=lifetime, enforce_lifetime=self.enforce(limits, lifetime),
             overrides_by_admins=self.overrides(top, admins),
+            **self.requesters(top),
         )
+
+    def requesters(self, top: Entries) -> dict[str, object]:
+        """Who may spend: `requesters` (users, groups; absent: everyone) and `allow_guests`."""
+        found: dict[str, object] = {}
+        if "requesters" in top:
+            node, before = top["requesters"][1], len(self.problems)
+            section = self.mapping(node, "requesters", _REQUESTERS)
+            if "users" in section:
+                found["requester_ids"] = self.user_ids(section["users"][1], "requesters.users")
+            if "groups" in section:
+                groups = [self.slack_id(item, "requesters.groups", _GROUP) for item in
+                          self.items(section["groups"][1], "requesters.groups", "[S012ABCDEF]")]
+                found["requester_groups"] = frozenset(g for g in groups if g)
+            if len(self.problems) == before and not found.get("requester_ids") \
+                    and not found.get("requester_groups"):
+                self.problem(node, "requesters lists nobody: list users or groups, or remove it "
+                                   "to let everyone request")
+        if "allow_guests" in top:
+            node = top["allow_guests"][1]
+            value = self.value(node)
+            if isinstance(value, bool):
+                found["allow_guests"] = value
+            else:
+                self.problem(node, f"allow_guests must be true or false, not "
+                                   f"{self.describe(node)}")
+        return found
 
     def approvers(self, root: Node, top: Entries) -> tuple[frozenset[str], str | None]:
         before = len(self.problems)

@@ -31,7 +31,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.clock import Clock, ProviderClock, SystemClock
-from bot.config import CannotListen, Settings
+from bot.config import CannotListen, Settings, workload_key
 from bot.domain.policy import Policy
 from bot.health import Health
 from bot.jobs.scheduler import (
@@ -68,6 +68,7 @@ from bot.slack.directory import SlackDirectory
 from bot.slack.inflight import InFlight
 from bot.slack.notifier import SlackNotifier
 from bot.slack.retry import Sleep, retry_handlers
+from storage import sealing
 from storage.db import Database
 from storage.leases import Lease, replica_id
 
@@ -130,6 +131,8 @@ async def start(settings: Settings, *, clock: Clock | None = None,
                                               approvals_channel=settings.approvals_channel)
     async with AsyncExitStack() as stack:
         db = Database(settings.database_url)
+        # Environment values typed in the launch form are sealed before any row holds them.
+        sealing.configure(workload_key(settings))
         stack.push_async_callback(db.dispose)
         await db.migrate()
         metrics = Metrics(db=db, clock=clock, poll_interval_seconds=settings.poll_interval_seconds)

@@ -26,6 +26,7 @@ from pydantic import BaseModel, TypeAdapter
 from pydantic_core import to_jsonable_python
 from sqlmodel import Field, SQLModel
 
+from storage.sealing import SealedJSON
 from storage.types import UtcDateTime
 
 M = TypeVar("M", bound=BaseModel)
@@ -83,7 +84,7 @@ class RequestRow(Base, table=True):
     requester_id: str = Field(sa_type=sa.String)
     team_id: str | None = Field(default=None, sa_type=sa.String)
     channel_id: str = Field(sa_type=sa.String)
-    workload: dict[str, Any] = Field(sa_type=sa.JSON)
+    workload: dict[str, Any] = Field(sa_type=SealedJSON)  # env values sealed (storage/sealing)
     status: str = Field(index=True, sa_type=sa.String)
     hourly_cents: int = Field(sa_type=sa.BigInteger)
     # UNIQUE allows any number of NULLs on SQLite and PostgreSQL alike: "unique when not null".
@@ -125,7 +126,7 @@ class LaunchIntentRow(Base, table=True):
     idempotency_key: str = Field(primary_key=True, sa_type=sa.String)
     request_id: str = Field(foreign_key="requests.id", index=True, sa_type=sa.String)
     quote_id: str = Field(sa_type=sa.String)
-    body: dict[str, Any] = Field(sa_type=sa.JSON)
+    body: dict[str, Any] = Field(sa_type=SealedJSON)  # env values sealed (storage/sealing)
     state: str = Field(sa_type=sa.String)
     # No foreign key: the intent learns the cluster id before (or without) a cluster row.
     cluster_id: str | None = Field(default=None, sa_type=sa.String)

@@ -3,7 +3,7 @@
 import pytest
 
 from bot.cli import main
-from bot.config import ConfigError, load_settings
+from bot.config import ConfigError, load_settings, workload_key
 
 
 def problems(env):
@@ -181,6 +181,28 @@ def test_a_secret_file_that_cannot_be_used_is_one_line_each(tmp_path):
     assert "SLACK_SIGNING_SECRET and SLACK_SIGNING_SECRET_FILE are both set" in text
     assert "SLACK_BOT_TOKEN (from its file): not a bot token" in text
     assert "SECRETS_DIR:" in text and "not-a-token" not in text
+
+
+def test_the_workload_key_comes_from_a_file_and_a_bad_one_is_one_line(tmp_path):
+    key = "k3Jb1q0Vw9yq2oE4m5G6h7J8k9L0m1N2o3P4q5R6s7Y="
+    (tmp_path / "key").write_text(key + "\n")
+    settings = load_settings({"WORKLOAD_KEY_FILE": str(tmp_path / "key")})
+    assert settings.workload_key is not None and settings.workload_key.get_secret_value() == key
+    [line] = problems({"WORKLOAD_KEY": "hunter2-not-a-key"})
+    assert line.startswith("WORKLOAD_KEY:") and "Fernet" in line and "hunter2" not in line
+
+
+def test_without_a_workload_key_one_is_derived_from_the_signing_secret_or_app_token():
+    def key_of(env: dict[str, str]) -> str | None:
+        return workload_key(load_settings(env))
+
+    key = key_of({"SLACK_SIGNING_SECRET": "s3cret"})
+    assert key is not None and key == key_of({"SLACK_SIGNING_SECRET": "s3cret"})  # stable
+    assert "s3cret" not in key and key != key_of({"SLACK_SIGNING_SECRET": "other"})
+    assert key_of({"SLACK_APP_TOKEN": "xapp-1"}) is not None
+    assert key_of({}) is None  # the local workspace: an ephemeral key
+    own = "k3Jb1q0Vw9yq2oE4m5G6h7J8k9L0m1N2o3P4q5R6s7Y="
+    assert key_of({"SLACK_SIGNING_SECRET": "s3cret", "WORKLOAD_KEY": own}) == own
 
 
 def test_version(capsys):

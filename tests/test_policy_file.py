@@ -36,7 +36,24 @@ def test_the_example_file_loads_with_every_key():
         max_lifetime_hours=72,
         enforce_lifetime=False,
         overrides_by_admins=True,
+        requester_ids=frozenset({"U0ALICE", "U0DAVE"}),
+        requester_groups=frozenset({"S0MLTEAM"}),
+        allow_guests=False,
     )
+
+
+def test_requesters_and_guests_default_to_everyone_but_guests_and_are_checked():
+    policy = parse_policy("approvers: {users: [U0BOB]}\n")
+    assert (policy.requester_ids, policy.requester_groups, policy.allow_guests) == (
+        frozenset(), frozenset(), False)
+    assert problems("approvers: {users: [U0BOB]}\nrequesters: {users: [alice], groups: S0X}\n"
+                    "allow_guests: maybe\n") == [
+        "policy.yaml:2: requesters.users: 'alice' is not a Slack user id (like U012ABCDEF)",
+        "policy.yaml:2: requesters.groups must be a list like [S012ABCDEF], not 'S0X'",
+        "policy.yaml:3: allow_guests must be true or false, not 'maybe'"]
+    assert problems("approvers: {users: [U0BOB]}\nrequesters:\n  users: []\n") == [
+        "policy.yaml:3: requesters lists nobody: list users or groups, or remove it to let "
+        "everyone request"]
 
 
 def test_a_minimal_file_is_approvers_only_with_no_limits():

@@ -30,6 +30,8 @@ class SlackUser:
     real_name: str = ""
     tz: str = "UTC"
     is_admin: bool = False
+    is_restricted: bool = False  # a multi-channel guest
+    is_ultra_restricted: bool = False  # a single-channel guest
 
     def to_wire(self, *, team_id: str, now: datetime) -> dict[str, Any]:
         offset = ZoneInfo(self.tz).utcoffset(now)
@@ -45,6 +47,8 @@ class SlackUser:
             "is_admin": self.is_admin,
             "is_owner": False,
             "is_bot": False,
+            "is_restricted": self.is_restricted or self.is_ultra_restricted,
+            "is_ultra_restricted": self.is_ultra_restricted,
             "profile": {
                 "real_name": real_name,
                 "display_name": self.name,

@@ -22,6 +22,7 @@ class Actor(Frozen):
 
     user_id: str
     team_id: str | None = None
+    enterprise_id: str | None = None  # an Enterprise Grid org; None outside one
 
 
 class MessageRef(Frozen):

@@ -43,6 +43,10 @@ class Policy(Frozen):
     max_lifetime_hours: int | None = None  # the approved spend envelope of each cluster
     enforce_lifetime: bool = False  # an unanswered envelope ends in termination
     overrides_by_admins: bool = False  # a broken rule goes to the admins instead of a refusal
+    # Who may spend (bot/domain/spenders.py): both empty means everyone in the installed team.
+    requester_ids: frozenset[str] = frozenset()
+    requester_groups: frozenset[str] = frozenset()  # Slack user group ids, resolved by the bot
+    allow_guests: bool = False  # Slack guests (restricted / ultra-restricted accounts)
 
     @classmethod
     def simple(cls, *, approvers: Iterable[str], approvals_channel: str | None) -> Policy:

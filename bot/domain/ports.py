@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Protocol
 
 from bot.domain.models import ClusterRecord, ConnectionDetails, VolumeRecord
+from bot.domain.spenders import Installed
 
 
 class Notifier(Protocol):
@@ -68,7 +69,16 @@ class Notifier(Protocol):
 
 
 class Directory(Protocol):
-    """Who is in a Slack user group (the approvers' group of the spend policy)."""
+    """Who is in a Slack user group (the spend policy's approvers and requesters), and who is a
+    guest."""
 
     async def group_members(self, group_id: str) -> frozenset[str]:
+        ...
+
+    async def is_guest(self, user_id: str) -> bool:
+        """A restricted or ultra-restricted account (a Slack guest)."""
+        ...
+
+    async def installed(self) -> Installed:
+        """The workspace (or Enterprise organization) the app is installed in."""
         ...

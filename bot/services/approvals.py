@@ -99,6 +99,7 @@ class ApprovalService:
     @audited("request", subject="quote_id")
     async def submit(self, *, quote_id: str, workload: Workload, actor: Actor) -> LaunchRequest:
         """The requester asks for a launch from a quote they were shown."""
+        await self._people.ensure_may_spend(actor)  # requesters, guests, the installed team
         quote = await self.quote_for_request(quote_id=quote_id, actor=actor)
         verdict = await self.judge(quote, actor.user_id)
         if verdict.is_refusal:

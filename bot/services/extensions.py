@@ -61,6 +61,7 @@ class ExtensionService:
     async def preview(self, *, cluster_id: str, actor: Actor,
                       hours: int) -> tuple[ClusterRecord, ExtensionJudgement]:
         """What extending would add and who decides; nothing changes. A refusal raises."""
+        await self._people.ensure_may_spend(actor)
         is_approver = actor.user_id in await self._people.approvers()
         async with self._db.transaction() as repos:
             record = await _extendable(repos, cluster_id, actor, is_approver=is_approver)
@@ -73,6 +74,7 @@ class ExtensionService:
         """Extend now, or put it in front of the approvers, as the rule says (a confirmed
         Extend button or a slash command's Confirm). `shown_hours`: the envelope the asker saw;
         if it moved since, nothing happens and the answer says who extended it, to what."""
+        await self._people.ensure_may_spend(actor)  # requesters, guests, the installed team
         is_approver = actor.user_id in await self._people.approvers()
         now = self._clock.now()
         async with self._db.transaction() as repos:

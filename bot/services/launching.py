@@ -44,6 +44,7 @@ from bot.services.linking import link_cluster
 from bot.services.quoting import QuotingService, orchestrator_wire
 from storage.db import Database
 from storage.repositories import Repos
+from storage.sealing import UnreadableSecret, unseal_env
 
 log = logging.getLogger(__name__)
 
@@ -165,9 +166,14 @@ class LaunchService:
     async def _saga(self, request: LaunchRequest, intent: LaunchIntent) -> None:
         for _ in range(MAX_CALLS_PER_PASS):
             try:
+                kwargs = _kwargs(intent.body)
+            except UnreadableSecret as exc:  # no call made: nothing was launched or billed
+                await self._fail(request, intent, f"The launch can't be sent: {exc}. "
+                                 "Nothing was launched; request it again.")
+                return
+            try:
                 cluster = await self._provider.launch_cluster(
-                    intent.body.quote_id, idempotency_key=intent.idempotency_key,
-                    **_kwargs(intent.body))
+                    intent.body.quote_id, idempotency_key=intent.idempotency_key, **kwargs)
             except api.QuoteConsumed as exc:
                 # Our own earlier launch (its replay window lapsed, or another key): adopt it.
                 found = (await self._cluster(exc.cluster_id) if exc.cluster_id
@@ -379,7 +385,8 @@ def _kwargs(body: LaunchBody) -> dict[str, Any]:
     return {
         "name": body.name, "image": body.image,
         "docker_start_cmd": list(body.docker_start_cmd) if body.docker_start_cmd else None,
-        "env": dict(body.env) if body.env else None,
+        # The one place a sealed value is opened: the call to the provider (storage/sealing).
+        "env": unseal_env(dict(body.env)) if body.env else None,
         "ports": list(body.ports) if body.ports else None,
         "ssh_keys": list(body.ssh_keys) if body.ssh_keys else None,
         "auto_recovery": body.auto_recovery,

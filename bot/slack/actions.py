@@ -285,8 +285,11 @@ def _actor(body: dict[str, Any]) -> Actor:
     user = body["user"]
     team = body.get("team")
     team_id = user.get("team_id") or (team.get("id") if isinstance(team, dict) else None)
+    enterprise = body.get("enterprise")
+    enterprise_id = enterprise.get("id") if isinstance(enterprise, dict) else None
     # A malformed (fuzzed) team is no team, never a 500.
-    return Actor(user_id=user["id"], team_id=team_id if isinstance(team_id, str) else None)
+    return Actor(user_id=user["id"], team_id=team_id if isinstance(team_id, str) else None,
+                 enterprise_id=enterprise_id if isinstance(enterprise_id, str) else None)
 
 
 def _ref(kind: type[R], action: dict[str, Any]) -> R:

@@ -67,7 +67,8 @@ def register(app: AsyncApp, services: Services,
         if isinstance(cmd, HelpCommand):
             await ack(**common.help_message(unknown=cmd.unknown).as_kwargs(), **EPHEMERAL)
             return
-        actor = Actor(user_id=command["user_id"], team_id=command.get("team_id"))
+        actor = Actor(user_id=command["user_id"], team_id=command.get("team_id"),
+                      enterprise_id=command.get("enterprise_id") or None)
         now = services.clock.now
         reply: Message
         if isinstance(cmd, QuoteCommand):

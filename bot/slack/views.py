@@ -81,10 +81,12 @@ def register(app: AsyncApp, services: Services) -> None:
             ref = QuoteRef.unpack(view.get("private_metadata"))
         except ValueError as exc:
             raise StaleReference(str(exc)) from exc
-        user = body["user"]
+        user, enterprise = body["user"], body.get("enterprise")
         await services.approvals.submit(
             quote_id=ref.quote_id, workload=workload,
-            actor=Actor(user_id=user["id"], team_id=user.get("team_id")),
+            actor=Actor(user_id=user["id"], team_id=user.get("team_id"),
+                        enterprise_id=enterprise.get("id") if isinstance(enterprise, dict)
+                        else None),
         )
 
     @app.view(View.REJECT_REASON)

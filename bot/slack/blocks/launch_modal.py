@@ -62,7 +62,8 @@ ENV_HINT = (
     "(AI Reserve's docs): it stops glibc from creating one malloc arena per thread, which "
     "otherwise inflates host memory on many-GPU nodes. /dev/shm can't be sized through the "
     "cluster API: a workload that needs a larger shared-memory mount needs a provider-native "
-    "deployment. Values go to the provider only; Slack messages show the keys."
+    "deployment. Values go to the provider only (kept encrypted until the launch); Slack "
+    "messages show the keys."
 )
 SSH_HINT = "One OpenSSH public key per line. Without a key you can't log in to the nodes."
 RECOVERY_HINT = (

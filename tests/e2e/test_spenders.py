@@ -1,0 +1,108 @@
+"""Who may spend (issue 18, item 6): the policy's requesters, guests, and the installed
+workspace — checked where money is committed (a launch request, an extension), answered
+privately with the rule's name, audited, and nothing requested."""
+
+import logging
+
+import yaml
+
+from bot.devslack.models import SlackUser
+from bot.slack.ids import Action
+from tests.e2e.harness import ALICE, APPROVALS, BOB, CAROL, DAVE, LEADS, bot
+from tests.e2e.test_extensions import ask, audit_of, planned
+
+BASE = {"approvals_channel": APPROVALS, "approvers": {"users": [BOB], "group": LEADS}}
+
+
+def policy(**extra: object) -> str:
+    return yaml.safe_dump({**BASE, **extra})
+
+
+async def try_request(h, user: str) -> None:
+    """Quote, Request launch, submit the form — the submission is where money is asked for."""
+    card = await h.quote("quote h100x8 nodes=2", user=user)
+    await h.click(card, Action.QUOTE_REQUEST_LAUNCH, user=user)
+    modal = h.slack.last_view(user)
+    assert modal is not None
+    await h.submit(modal, user=user)
+
+
+def last_said(h, user: str) -> str:
+    """A refused form submission is answered where a view's answer goes: the App Home's
+    Messages tab (a post to the user's id; bot/slack/errors.py), or privately in the channel."""
+    return "\n".join(h.text_of(m) for m in [*h.slack.dms(user), *h.slack.ephemerals(user)])
+
+
+def guest(user_id: str, *, ultra: bool = False) -> SlackUser:
+    return SlackUser(user_id, user_id.lower(), is_restricted=not ultra, is_ultra_restricted=ultra)
+
+
+async def test_a_guest_is_refused_unless_the_policy_allows_guests(tmp_path):
+    async with bot(tmp_path, policy=policy()) as h:
+        h.slack.users[DAVE] = guest(DAVE, ultra=True)
+        await try_request(h, DAVE)
+        assert await h.requests_in_db() == []
+        assert "allow_guests" in last_said(h, DAVE) and "Guest" in last_said(h, DAVE)
+        [refused] = await audit_of(h, "request", "refused")
+        assert refused.actor_id == DAVE and "allow_guests" in (refused.detail or "")
+        await h.request(user=ALICE)  # a full member still may
+        assert len(await h.requests_in_db()) == 1
+    (tmp_path / "allowed").mkdir()
+    async with bot(tmp_path / "allowed", policy=policy(allow_guests=True)) as h:
+        h.slack.users[DAVE] = guest(DAVE)
+        await h.request(user=DAVE)
+        assert [r.requester_id for r in await h.requests_in_db()] == [DAVE]
+
+
+async def test_only_the_listed_requesters_their_groups_and_the_approvers_may_request(tmp_path):
+    async with bot(tmp_path, policy=policy(requesters={"users": [DAVE], "groups": ["S0ML"]})) \
+            as h:
+        h.slack.usergroups["S0ML"] = [ALICE]
+        await h.request(user=DAVE)  # listed by id
+        await h.request(user=ALICE)  # through the S0ML group
+        await h.request(user=CAROL)  # an approver (the leads group) is a requester by right
+        h.slack.usergroups["S0ML"] = []
+        await h.advance(6 * 60)  # the group's cached members expire: Alice is out
+        await try_request(h, ALICE)
+        assert sorted(r.requester_id for r in await h.requests_in_db()) == sorted(
+            [DAVE, ALICE, CAROL])
+        assert "requesters" in last_said(h, ALICE)
+        assert len(await audit_of(h, "request", "refused")) == 1
+
+
+async def test_a_request_from_another_workspace_is_refused_and_logged(tmp_path, caplog):
+    caplog.set_level(logging.WARNING)
+    async with bot(tmp_path, policy=policy()) as h:
+        h.requests.team_id = "T0ELSEWHERE"
+        await try_request(h, ALICE)
+        assert await h.requests_in_db() == []
+        assert "installed in" in last_said(h, ALICE)
+        [refused] = await audit_of(h, "request", "refused")
+        assert refused.actor_id == ALICE
+        assert any("T0ELSEWHERE" in r.getMessage() and "installed" in r.getMessage()
+                   for r in caplog.records)
+        h.requests.team_id = h.slack.team_id
+        await h.request(user=ALICE)
+        assert len(await h.requests_in_db()) == 1
+
+
+async def test_an_extension_is_spending_too(tmp_path):
+    async with bot(tmp_path, policy=policy(requesters={"users": [ALICE]})) as h:
+        cluster_id = await planned(h)
+        # Alice's rights are withdrawn (a new policy): she can't extend her own cluster now.
+        h.rt.services.people.policy = h.rt.services.people.policy.model_copy(
+            update={"requester_ids": frozenset({DAVE})})
+        preview = await ask(h, cluster_id, 1)
+        assert "requesters" in h.text_of(preview)
+        assert (await h.record(cluster_id)).lifetime_hours == 4
+        assert len(await audit_of(h, "extend", "refused")) == 1
+
+
+async def test_when_slack_cant_say_whether_someone_is_a_guest_nothing_is_requested(tmp_path):
+    async with bot(tmp_path, policy=policy()) as h:
+        h.slack.fail_next("users.info", error="internal_error", count=1)
+        await try_request(h, ALICE)
+        assert await h.requests_in_db() == []
+        assert "try again" in last_said(h, ALICE)
+        await h.request(user=ALICE)  # Slack answers again: she may
+        assert len(await h.requests_in_db()) == 1
