@@ -97,7 +97,10 @@ class Database:
         self._url = normalize_url(url)
         self._is_sqlite = self._url.startswith("sqlite")
         options: dict[str, Any] = {} if self._is_sqlite else {"pool_pre_ping": True}
-        self._engine = create_async_engine(self._url, echo=echo, **options)
+        # hide_parameters: SQLAlchemy's own log lines and error messages never carry the values
+        # bound to a statement (a workload's environment, before it is sealed, among them).
+        self._engine = create_async_engine(self._url, echo=echo, hide_parameters=True,
+                                           **options)
         if self._is_sqlite:
             event.listen(self._engine.sync_engine, "connect", _sqlite_on_connect)
             event.listen(self._engine.sync_engine, "begin", _sqlite_on_begin)

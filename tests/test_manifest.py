@@ -25,6 +25,7 @@ SCOPES = {
     "chat_postMessage": "chat:write", "chat_update": "chat:write",
     "chat_postEphemeral": "chat:write", "chat_delete": "chat:write",
     "conversations_open": "im:write", "users_info": "users:read",
+    "conversations_info": "channels:read",
     "views_open": None, "views_update": None, "views_publish": None, "views_push": None,
     "auth_test": None, "usergroups_users_list": "usergroups:read",
     "files_upload_v2": "files:write", "conversations_list": "channels:read",

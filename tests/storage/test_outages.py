@@ -119,3 +119,22 @@ async def test_a_postgresql_connection_ended_by_the_server_reconnects_quietly(
         assert not [r for r in caplog.records if r.exc_info]
     finally:
         await db.dispose()
+
+
+async def test_a_failed_statement_never_shows_the_values_bound_to_it(tmp_path):
+    """SQLAlchemy puts a statement's bound values in its error text (and its statement log):
+    a workload's environment before it is sealed, say. The engine hides them."""
+    import sqlalchemy as sa
+
+    from storage.db import Database
+
+    db = Database(f"sqlite:///{tmp_path / 'bot.db'}")
+    try:
+        async with db.engine.connect() as conn:
+            with pytest.raises(sa.exc.DBAPIError) as caught:
+                await conn.execute(sa.text("INSERT INTO nowhere VALUES (:v)"),
+                                   {"v": "hf_s3cret"})
+        assert "hf_s3cret" not in str(caught.value)
+        assert "nowhere" in str(caught.value)  # the statement itself still says what failed
+    finally:
+        await db.dispose()
