@@ -27,6 +27,8 @@ FLOORS = {"slack_sdk": logging.INFO, "slack_bolt": logging.INFO, "aiohttp": logg
           "aiosqlite": logging.WARNING, "sqlalchemy": logging.WARNING,
           "apscheduler.executors": logging.WARNING, "apscheduler.scheduler": logging.WARNING}
 
+_BEFORE: dict[str, int] = {}  # each floored logger's level before configure_logging
+
 # The fields a line may carry, in the order they are shown.
 FIELDS = ("request_id", "slack_user", "cluster_id", "error_ref")
 
@@ -113,14 +115,18 @@ def configure_logging(level: str, fmt: str = "text", *, stream: TextIO | None = 
     root.addHandler(handler)
     root.setLevel(level)
     for name, floor in FLOORS.items():
+        _BEFORE.setdefault(name, logging.getLogger(name).level)
         logging.getLogger(name).setLevel(max(logging.getLevelName(level), floor))
 
 
 def unconfigure_logging() -> None:
-    """Undo `configure_logging` (tests): its handler, the root level, the floors."""
+    """Undo `configure_logging` (tests): its handler, the root level, the floors — each logger
+    back to the level it had (SQLAlchemy sets its own to WARNING at import: left at NOTSET, a
+    later debug-level root would log every row a query returns, decrypted values included)."""
     root = logging.getLogger()
     for old in [h for h in root.handlers if isinstance(h, _BotHandler)]:
         root.removeHandler(old)
         root.setLevel(logging.WARNING)
-    for name in FLOORS:
-        logging.getLogger(name).setLevel(logging.NOTSET)
+    for name, before in _BEFORE.items():
+        logging.getLogger(name).setLevel(before)
+    _BEFORE.clear()
