@@ -11,7 +11,7 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from bot.reserve.simulator.config import SimConfig
 from bot.reserve.simulator.embedded import EmbeddedSimulator
 from bot.slack import ids
 from bot.slack.blocks.launch_modal import FIELD_NO_SSH_OK, NO_SSH_OK
+from bot.slack.blocks.story import FIELD_REASON
 from bot.slack.ids import Action
 from tests.loopwatch import starting_up
 
@@ -71,6 +72,26 @@ class Harness:
         await self.advance(60)
         assert (await self.record(cluster_id)).status.value == "running"
         return cluster_id
+
+    async def first_reminder(self, cluster_id: str) -> Message:
+        """An hour after the cluster was ready: the owner's first hourly reminder (a DM)."""
+        ready = self.sim.engine.get_cluster(cluster_id).ready_at
+        assert ready is not None
+        self.clock.set(ready + timedelta(hours=1))
+        await self.rt.services.watching.sync_live()
+        await self.rt.settle()
+        [reminder] = [m for m in self.slack.dms(ALICE)
+                      if Action.KEEP_RUNNING in self.text_of(m)]
+        return reminder
+
+    async def reject_with_reason(self, card: Message, reason: str, *,
+                                 user: str = BOB) -> dict[str, Any]:
+        """Reject with reason… on `card`, typing `reason` in its form; returns the form."""
+        await self.click(card, Action.REJECT_WITH_REASON, user=user)
+        form = self.slack.last_view(user)
+        assert form is not None
+        await self.submit(form, user=user, values={FIELD_REASON: {FIELD_REASON: reason}})
+        return form
 
     async def top(self, cluster_id: str) -> Message:
         """The cluster's top message: its request's progress message, or its adopted card."""
@@ -179,6 +200,24 @@ async def fake_slack(clock: ManualClock) -> AsyncIterator[FakeSlack]:
                          usergroups={LEADS: [CAROL]}) as slack:
         yield slack
         assert slack.violations == [], slack.violations
+
+
+
+@asynccontextmanager
+async def replicas(tmp_path: Path, count: int, *, database_url: str | None,
+                   slack: FakeSlack | None = None,
+                   socket_mode: bool = False) -> AsyncIterator[list[Harness]]:
+    """`count` bots on one database, one AI Reserve, one Slack and one clock: replicas. Each
+    harness's `.slack`, `.sim` and `.clock` are the shared ones."""
+    clock = slack.clock if slack is not None and isinstance(slack.clock, ManualClock) \
+        else ManualClock(START)
+    async with AsyncExitStack() as stack:
+        sim = await stack.enter_async_context(EmbeddedSimulator(SimConfig.fast(), clock))
+        if slack is None:
+            slack = await stack.enter_async_context(fake_slack(clock))
+        yield [await stack.enter_async_context(bot(
+            tmp_path, slack=slack, sim=sim, clock=clock, database_url=database_url,
+            socket_mode=socket_mode)) for _ in range(count)]
 
 
 @asynccontextmanager

@@ -225,11 +225,7 @@ async def test_retry_repeated_and_stale_launch_once(tmp_path):
 async def test_keep_running_repeated_and_stale_noted_once(tmp_path):
     async with bot(tmp_path) as h:
         cluster_id = await h.running_cluster()
-        ready = h.sim.engine.get_cluster(cluster_id).ready_at
-        h.clock.set(ready + timedelta(hours=1))
-        await h.rt.services.watching.sync_live()
-        await h.rt.settle()
-        [reminder] = [m for m in h.slack.dms(ALICE) if Action.KEEP_RUNNING in h.text_of(m)]
+        reminder = await h.first_reminder(cluster_id)
         await deliver(h, reminder, Action.KEEP_RUNNING, user=ALICE)
         await h.click(reminder, Action.KEEP_RUNNING, user=BOB)
         assert told(h, BOB, f"Already noted by <@{ALICE}>")

@@ -7,18 +7,15 @@ asked of AI Reserve, audit rows.
 """
 
 import asyncio
-from contextlib import AsyncExitStack
 
-from bot.clock import ManualClock
 from bot.devslack.requests import Reply
 from bot.domain.claims import EVENT, Delivery
 from bot.domain.models import RequestStatus
 from bot.jobs import sweeps
-from bot.reserve.simulator.config import SimConfig
-from bot.reserve.simulator.embedded import EmbeddedSimulator
 from bot.services.deliveries import KEEP
 from bot.slack.ids import Action
-from tests.e2e.harness import ALICE, START, bot, fake_slack
+from tests.e2e.harness import ALICE, bot
+from tests.e2e.harness import replicas as replicas_of
 from tests.e2e.test_extensions import planned, words
 from tests.e2e.test_extensions import policy as extension_policy
 
@@ -47,13 +44,7 @@ async def test_an_event_delivered_three_times_publishes_home_once(tmp_path):
 
 async def test_an_event_retried_to_two_replicas_acts_once(tmp_path, database_url):
     """Two bots on one database: Slack's first delivery and its retries race to both."""
-    clock = ManualClock(START)
-    async with AsyncExitStack() as stack:
-        sim = await stack.enter_async_context(EmbeddedSimulator(SimConfig.fast(), clock))
-        slack = await stack.enter_async_context(fake_slack(clock))
-        replicas = [await stack.enter_async_context(bot(
-            tmp_path, slack=slack, sim=sim, clock=clock, database_url=database_url))
-            for _ in range(2)]
+    async with replicas_of(tmp_path, 2, database_url=database_url) as replicas:
         for n in range(3):  # three events, each delivered 4 times at once, alternately
             replies = await asyncio.gather(*(
                 home_opened(replicas[i % 2], f"Ev0RACE{n}", i or None) for i in range(4)))

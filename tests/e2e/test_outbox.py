@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from contextlib import AsyncExitStack
 
 import sqlalchemy as sa
 
 from bot.clock import ManualClock
-from bot.reserve.simulator.config import SimConfig
-from bot.reserve.simulator.embedded import EmbeddedSimulator
 from bot.slack.ids import Action
 from bot.slack.notifier import SlackNotifier
-from tests.e2e.harness import ALICE, APPROVALS, BOB, START, Harness, bot, fake_slack
+from tests.e2e.harness import ALICE, APPROVALS, BOB, START, Harness, bot
+from tests.e2e.harness import replicas as replicas_of
 
 REPLICAS = 3
 
@@ -42,13 +40,8 @@ def _posted_twice(h: Harness) -> list[str]:
 
 
 async def test_replicas_delivering_at_once_post_each_notice_once(tmp_path, database_url):
-    clock = ManualClock(START)
-    async with AsyncExitStack() as stack:
-        sim = await stack.enter_async_context(EmbeddedSimulator(SimConfig.fast(), clock))
-        slack = await stack.enter_async_context(fake_slack(clock))
-        replicas = [await stack.enter_async_context(bot(
-            tmp_path, slack=slack, sim=sim, clock=clock, database_url=database_url))
-            for _ in range(REPLICAS)]
+    async with replicas_of(tmp_path, REPLICAS, database_url=database_url) as replicas:
+        sim, slack = replicas[0].sim, replicas[0].slack
         first = replicas[0]
         card = await first.request(quote_text="quote h100x8 nodes=2")
         await replicas[1].click(card, Action.APPROVE, user=BOB)
@@ -78,13 +71,8 @@ async def test_replicas_delivering_at_once_post_each_notice_once(tmp_path, datab
 
 
 async def test_a_deleted_card_is_posted_again_once_by_racing_replicas(tmp_path, database_url):
-    clock = ManualClock(START)
-    async with AsyncExitStack() as stack:
-        sim = await stack.enter_async_context(EmbeddedSimulator(SimConfig.fast(), clock))
-        slack = await stack.enter_async_context(fake_slack(clock))
-        replicas = [await stack.enter_async_context(bot(
-            tmp_path, slack=slack, sim=sim, clock=clock, database_url=database_url))
-            for _ in range(REPLICAS)]
+    async with replicas_of(tmp_path, REPLICAS, database_url=database_url) as replicas:
+        slack = replicas[0].slack
         card = await replicas[0].request()
         card.deleted = True  # someone deleted it in Slack
         [request] = await replicas[0].requests_in_db()
@@ -147,15 +135,10 @@ async def test_a_dm_flood_to_ten_owners_opens_each_dm_channel_once(tmp_path, dat
     from bot.slack.blocks.common import notice
 
     owners = [f"U0OWNER{i}" for i in range(10)]
-    clock = ManualClock(START)
-    async with AsyncExitStack() as stack:
-        users = (*DEFAULT_USERS, *(SlackUser(o, o.lower()) for o in owners))
-        slack = await stack.enter_async_context(FakeSlack(clock=clock, users=users,
-                                                          channels={APPROVALS: "approvals"}))
-        sim = await stack.enter_async_context(EmbeddedSimulator(SimConfig.fast(), clock))
-        replicas = [await stack.enter_async_context(bot(
-            tmp_path, slack=slack, sim=sim, clock=clock, database_url=database_url))
-            for _ in range(2)]
+    users = (*DEFAULT_USERS, *(SlackUser(o, o.lower()) for o in owners))
+    async with FakeSlack(clock=ManualClock(START), users=users,
+                         channels={APPROVALS: "approvals"}) as slack, \
+            replicas_of(tmp_path, 2, database_url=database_url, slack=slack) as replicas:
         await asyncio.gather(*(
             _notifier(replicas[n % 2]).outbox.dm_once(f"flood:{owner}:{n}", owner,
                                                        notice(f"notice {n} for {owner}"))

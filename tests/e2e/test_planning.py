@@ -282,12 +282,7 @@ async def test_list_rows_carry_status_and_terminate(tmp_path):
 
 async def test_a_rejection_carries_its_reason_to_the_card_and_the_requester(tmp_path):
     async with bot(tmp_path) as h:
-        card = await h.request()
-        await h.click(card, Action.REJECT_WITH_REASON, user=BOB)
-        form = h.slack.last_view(BOB)
-        assert form is not None
-        await h.submit(form, user=BOB,
-                       values={FIELD_REASON: {FIELD_REASON: "use h100x4 first <!channel>"}})
+        form = await h.reject_with_reason(await h.request(), "use h100x4 first <!channel>")
         [request] = await h.requests_in_db()
         assert request.status.value == "rejected"
         assert request.decision_note == "use h100x4 first <!channel>"

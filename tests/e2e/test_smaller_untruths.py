@@ -8,7 +8,6 @@ from datetime import timedelta
 
 import yaml
 
-from bot.slack.blocks.story import FIELD_REASON
 from bot.slack.ids import Action
 from tests.e2e.harness import ALICE, APPROVALS, BOB, GENERAL, bot
 
@@ -16,11 +15,7 @@ from tests.e2e.harness import ALICE, APPROVALS, BOB, GENERAL, bot
 async def test_keep_running_after_the_cluster_ended_says_it_changed_nothing(tmp_path):
     async with bot(tmp_path) as h:
         cluster_id = await h.running_cluster()
-        ready = h.sim.engine.get_cluster(cluster_id).ready_at
-        h.clock.set(ready + timedelta(hours=1))
-        await h.rt.services.watching.sync_live()
-        await h.rt.settle()
-        [reminder] = [m for m in h.slack.dms(ALICE) if Action.KEEP_RUNNING in h.text_of(m)]
+        reminder = await h.first_reminder(cluster_id)
         await h.click(await h.top(cluster_id), Action.TERMINATE, user=ALICE)
         await h.advance(60)
         assert (await h.record(cluster_id)).status.value == "terminated"
@@ -32,12 +27,7 @@ async def test_keep_running_after_the_cluster_ended_says_it_changed_nothing(tmp_
 
 async def test_a_reject_reason_with_angle_brackets_reads_as_typed_in_the_thread(tmp_path):
     async with bot(tmp_path) as h:
-        card = await h.request()
-        await h.click(card, Action.REJECT_WITH_REASON, user=BOB)
-        form = h.slack.last_view(BOB)
-        assert form is not None
-        await h.submit(form, user=BOB,
-                       values={FIELD_REASON: {FIELD_REASON: "use < 4 nodes & retry"}})
+        await h.reject_with_reason(await h.request(), "use < 4 nodes & retry")
         top = h.progress(GENERAL)[0]
         posted = [h.text_of(m) for m in h.slack.thread(GENERAL, top.ts)[1:]
                   if "Rejected by" in h.text_of(m)]

@@ -8,25 +8,20 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
-from contextlib import AsyncExitStack
 
 import aiohttp
 
-from bot.clock import ManualClock
-from bot.reserve.simulator.config import SimConfig
-from bot.reserve.simulator.embedded import EmbeddedSimulator
 from bot.slack.blocks.launch_modal import FIELD_NAME, FIELD_PORTS
 from bot.slack.ids import Action
 from tests.e2e.harness import (
     ALICE,
     APPROVALS,
     BOB,
-    START,
     Harness,
     bot,
-    fake_slack,
     launch_without_ssh,
 )
+from tests.e2e.harness import replicas as replicas_of
 
 
 def _acked_once_each(h: Harness) -> None:
@@ -143,13 +138,9 @@ async def test_two_replicas_share_the_envelopes_and_launch_once(tmp_path, databa
     """Two bots on one database, each with its own Socket Mode connection; Slack gives each
     envelope to one of them (taking turns), refreshes both connections mid-flow, and still one
     request, one card, one cluster, one SSH DM."""
-    clock = ManualClock(START)
-    async with AsyncExitStack() as stack:
-        sim = await stack.enter_async_context(EmbeddedSimulator(SimConfig.fast(), clock))
-        slack = await stack.enter_async_context(fake_slack(clock))
-        replicas = [await stack.enter_async_context(bot(
-            tmp_path, slack=slack, sim=sim, clock=clock, database_url=database_url,
-            socket_mode=True)) for _ in range(2)]
+    async with replicas_of(tmp_path, 2, database_url=database_url,
+                           socket_mode=True) as replicas:
+        sim, slack, clock = replicas[0].sim, replicas[0].slack, replicas[0].clock
         first = replicas[0]
 
         async def settle() -> None:
