@@ -1,4 +1,5 @@
-"""`cluster-bot` (also `python -m bot`): serve, run, simulator, migrate, audit-export.
+"""`cluster-bot` (also `python -m bot`): serve, run, simulator, migrate, db status,
+audit-export.
 
 Settings are read and checked here, once; a problem prints one line per setting and exits 2.
 """
@@ -108,10 +109,12 @@ def cmd_serve(_: argparse.Namespace) -> int:
     if problems:
         _die(ConfigError(problems))
     configure_logging(settings.log_level, settings.log_format)
+    from storage.schema import SchemaIncompatible
+
     try:
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(_serve(settings))
-    except CannotListen as exc:
+    except (CannotListen, SchemaIncompatible) as exc:
         print(f"cluster-bot: {exc}", file=sys.stderr)  # noqa: T201
         return 2
     return 0
@@ -142,7 +145,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         check_policy(settings)
     except ConfigError as exc:
         _die(exc)
-    return run_local(settings)  # no Slack credentials: a local workspace in this terminal
+    from storage.schema import SchemaIncompatible
+
+    try:
+        return run_local(settings)  # no Slack credentials: a local workspace in this terminal
+    except SchemaIncompatible as exc:
+        print(f"cluster-bot: {exc}", file=sys.stderr)  # noqa: T201
+        return 2
 
 
 def cmd_simulator(args: argparse.Namespace) -> int:
@@ -152,7 +161,11 @@ def cmd_simulator(args: argparse.Namespace) -> int:
 
 
 def cmd_migrate(_: argparse.Namespace) -> int:
+    """Apply this build's migrations. Two at once: the second waits for the first (a lock, see
+    storage/db.py) and finds nothing left; a database ahead of this build is left alone (exit
+    0 when this build runs on it, else one line and exit 2)."""
     from storage.db import Database
+    from storage.schema import SchemaIncompatible
 
     settings = _settings()
 
@@ -163,8 +176,18 @@ def cmd_migrate(_: argparse.Namespace) -> int:
         finally:
             await db.dispose()
 
-    asyncio.run(migrate())
+    try:
+        asyncio.run(migrate())
+    except SchemaIncompatible as exc:
+        print(f"cluster-bot: migrate: {exc}", file=sys.stderr)  # noqa: T201
+        return 2
     return 0
+
+
+def cmd_db_status(_: argparse.Namespace) -> int:
+    from bot import dbstatus
+
+    return dbstatus.run(_settings().database_url, version=version())
 
 
 async def _export_month(database_url: str, *, month: str | None) -> str:
@@ -244,6 +267,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     standalone.add_arguments(sim)
     sim.set_defaults(func=cmd_simulator)
     sub.add_parser("migrate", help="apply database migrations").set_defaults(func=cmd_migrate)
+    database = sub.add_parser("db", help="the database's schema").add_subparsers(
+        dest="db_command", required=True)
+    database.add_parser("status", help="the revision, this build's head, pending or ahead "
+                        "revisions, and whether this build can run on it (exit 0 yes, 3 after "
+                        "migrating, 2 no)").set_defaults(func=cmd_db_status)
     export = sub.add_parser("audit-export", help="a month's audit trail as CSV")
     export.add_argument("--month", default=None, help="YYYY-MM (default: this month, UTC)")
     export.add_argument("--out", default="-", help="the CSV file to write (default: stdout)")

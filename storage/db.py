@@ -23,6 +23,7 @@ errors.py) and is logged once per outage (storage/outages.py), not once per fail
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 import time
 from collections.abc import AsyncIterator
@@ -42,10 +43,13 @@ from sqlalchemy.orm import ORMExecuteState, Session
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from bot.domain.errors import StorageTrouble, StorageUnavailable
-from storage.migrations import head_revision, upgrade_head
+from storage.migrations import upgrade_head
 from storage.outages import OutageLog, trouble_of
 from storage.repositories import Repos
+from storage.schema import SchemaIncompatible, SchemaStatus, read_status
 from storage.tables import LEASES
+
+log = logging.getLogger(__name__)
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 # The probe's row: big enough that a database with no room left can't take it (4 SQLite
@@ -118,11 +122,17 @@ class Database:
     async def migrate(self) -> None:
         """Bring the schema to the newest migration (alembic upgrade head); a no-op when current.
 
-        A database already at the head costs one query (alembic is not even imported). One that
-        needs migrating is migrated on a thread of its own, with an engine of its own, so the
-        event loop is never held up by alembic (an in-memory SQLite database, which exists only
-        on this engine's connection, is migrated here)."""
-        if await self.at_head():
+        A database ahead of this build (a newer build migrated it) is left alone: this build
+        runs on it when the newer revisions say it can, else SchemaIncompatible (one line, see
+        storage/schema.py). A database already at the head costs one short read (alembic is not
+        even imported). One that needs migrating is migrated on a thread of its own, with an
+        engine of its own, so the event loop is never held up by alembic (an in-memory SQLite
+        database, which exists only on this engine's connection, is migrated here)."""
+        status = await self.schema_status()
+        if status.current == (status.head,):
+            return
+        if status.ahead:
+            _ahead(status)
             return
         if self._engine.url.database in (None, "", ":memory:") and self._is_sqlite:
             await self._migrate_here()
@@ -131,13 +141,13 @@ class Database:
 
     async def at_head(self) -> bool:
         """Whether the schema is at the newest migration already."""
-        try:
-            async with self._serialized(), self._engine.connect() as conn:
-                found = (await conn.execute(
-                    sa.text("SELECT version_num FROM alembic_version"))).scalars().all()
-        except sa.exc.DBAPIError:
-            return False  # no alembic_version table: a new database
-        return found == [head_revision()]
+        status = await self.schema_status()
+        return status.current == (status.head,)
+
+    async def schema_status(self) -> SchemaStatus:
+        """The revision the database is at, against this build's migrations (storage/schema)."""
+        async with self._serialized(), self._engine.connect() as conn:
+            return await conn.run_sync(read_status)
 
     async def _migrate_here(self) -> None:
         async with self._serialized(), self._engine.connect() as conn:
@@ -274,21 +284,40 @@ def _sqlite_on_begin(conn: Connection) -> None:
     conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
+def _ahead(status: SchemaStatus) -> None:
+    if not status.runnable:
+        raise SchemaIncompatible(status.refusal())
+    log.info("the database is at revision %s, ahead of this build (head %s); it records that "
+             "code from %s on runs on it: running without migrating",
+             ", ".join(status.current), status.head, status.recorded_oldest)
+
+
+def _upgrade(conn: Connection) -> None:
+    """Inside the migration's transaction, holding its lock: look again (another process may
+    have migrated meanwhile, even a newer build), then upgrade unless there is nothing to do."""
+    status = read_status(conn)
+    if status.ahead:
+        _ahead(status)
+    elif status.pending:
+        upgrade_head(conn)
+
+
 def _migrate(conn: Connection) -> None:
     if conn.dialect.name != "sqlite":
         with conn.begin():
             if conn.dialect.name == "postgresql":
-                # Replicas starting together: the first migrates, the others wait for it.
+                # Replicas (or two `cluster-bot migrate`) starting together: the first
+                # migrates, the others wait for it here and then find nothing left to do.
                 conn.execute(sa.text("SELECT pg_advisory_xact_lock(7410262001)"))
-            upgrade_head(conn)
+            _upgrade(conn)
         return
     # Alembic's batch mode changes a SQLite table by copy, drop and rename; with foreign keys
     # enforced, dropping a referenced table fails. SQLite's own recipe: switch enforcement off
     # (only possible outside a transaction), migrate, check every key, switch it back on.
     _sqlite_pragma(conn, "foreign_keys = OFF")
     try:
-        with conn.begin():
-            upgrade_head(conn)
+        with conn.begin():  # BEGIN IMMEDIATE: a second migrating process waits for this one
+            _upgrade(conn)
             broken = conn.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
             if broken:
                 raise RuntimeError(f"migration left broken foreign keys: {broken[:5]}")

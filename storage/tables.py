@@ -258,6 +258,18 @@ class LeaseRow(Base, table=True):
     capability: int = Field(sa_type=sa.Integer, sa_column_kwargs=_default(sa.text("0")))
 
 
+class SchemaCompatRow(Base, table=True):
+    """What code may run on this schema, for builds that don't know its newest revisions: one
+    row, rewritten by every migration run (storage/schema.py). Read by revision id only, so an
+    older build can answer from it without knowing anything newer."""
+
+    __tablename__ = "schema_compat"
+
+    revision: str = Field(primary_key=True, sa_type=sa.String)  # the schema's revision
+    oldest_compatible: str = Field(sa_type=sa.String)  # the oldest code head that runs on it
+    migrated_at: datetime = Field(sa_type=UtcDateTime)
+
+
 class DmChannelRow(Base, table=True):
     """The DM channel of each person (conversations.open once per user, not once per post)."""
 
@@ -432,6 +444,7 @@ DM_CHANNELS = metadata.tables["dm_channels"]
 TERMINATIONS = metadata.tables["terminations"]
 READINESS = metadata.tables["readiness"]
 EXTENSIONS = metadata.tables["extensions"]
+SCHEMA_COMPAT = metadata.tables["schema_compat"]
 
 
 # -- rows <-> domain models ------------------------------------------------------------------

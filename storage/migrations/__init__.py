@@ -9,6 +9,7 @@ with DATABASE_URL set).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,6 +19,53 @@ if TYPE_CHECKING:  # alembic costs ~0.15 s to import: only when a migration must
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent
 _REVISION = re.compile(r"^(down_)?revision\s*(?::[^=]*)?=\s*['\"]?([\w]+)?['\"]?", re.M)
+# Every migration says whether the previous release's code keeps running on the schema it
+# produces (expand-then-contract, docs/operations.md "Upgrading"): True for additive changes
+# only (a new table, a nullable or defaulted column, an index); False for anything that drops,
+# renames, narrows or makes a column required that older code writes without.
+MARKER = "compatible_with_previous"
+_MARKER = re.compile(rf"^{MARKER}\s*(?::[^=]*)?=\s*(True|False)\s*(?:#.*)?$", re.M)
+
+
+@dataclass(frozen=True)
+class Migration:
+    revision: str
+    down_revision: str | None
+    compatible_with_previous: bool | None  # None: the file doesn't say (a test refuses that)
+    path: Path
+
+
+def migrations() -> list[Migration]:
+    """This build's migrations, oldest first (read from the files: alembic is not imported)."""
+    found: dict[str, Migration] = {}
+    for path in (MIGRATIONS_DIR / "versions").glob("*.py"):
+        text = path.read_text()
+        ids = {bool(m[1]): m[2] for m in _REVISION.finditer(text)}
+        if not ids.get(False):
+            continue
+        marker = _MARKER.search(text)
+        down = ids.get(True)
+        found[ids[False]] = Migration(
+            revision=ids[False], down_revision=None if down in (None, "None") else down,
+            compatible_with_previous=None if marker is None else marker[1] == "True",
+            path=path)
+    chain: list[Migration] = []
+    by_down = {m.down_revision: m for m in found.values()}
+    step = by_down.get(None)
+    while step is not None:
+        chain.append(step)
+        step = by_down.get(step.revision)
+    return chain
+
+
+def oldest_compatible(revision: str) -> str:
+    """The oldest revision whose code can run on the schema at `revision`: walk back while each
+    migration says the code before it keeps running (additive steps compose)."""
+    by_id = {m.revision: m for m in migrations()}
+    oldest = revision
+    while (step := by_id.get(oldest)) and step.compatible_with_previous and step.down_revision:
+        oldest = step.down_revision
+    return oldest
 
 
 def head_revision() -> str:

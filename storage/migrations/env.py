@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
 from storage.db import normalize_url
+from storage.schema import record_compat
 from storage.tables import metadata
 
 
@@ -26,6 +27,9 @@ def _run(connection: Connection) -> None:
     )
     with context.begin_transaction():
         context.run_migrations()
+        # In the same transaction: a build that doesn't know this revision reads it to decide
+        # whether it may run (storage/schema.py).
+        record_compat(connection)
 
 
 def _cli_url() -> str:

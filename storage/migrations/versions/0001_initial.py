@@ -20,6 +20,7 @@ revision: str = "0001"
 down_revision: str | Sequence[str] | None = None
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
+compatible_with_previous = False  # the first schema: there is no previous release
 
 
 def _utc() -> sa.DateTime:

@@ -22,6 +22,7 @@ revision: str = "0002"
 down_revision: str | Sequence[str] | None = "0001"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
+compatible_with_previous = False  # clusters.owner_id became nullable: older code needs it
 
 
 def _utc() -> sa.DateTime:

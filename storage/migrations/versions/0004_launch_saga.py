@@ -21,6 +21,7 @@ revision: str = "0004"
 down_revision: str | Sequence[str] | None = "0003"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
+compatible_with_previous = False  # older code writes requests without their request_quotes row
 
 
 def _utc() -> sa.DateTime:

@@ -18,6 +18,7 @@ revision: str = "0006"
 down_revision: str | Sequence[str] | None = "0005"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
+compatible_with_previous = True  # additive only
 
 
 def upgrade() -> None:
