@@ -1,0 +1,62 @@
+"""Another release of this tree, built at test time: for upgrade and rollback tests.
+
+The release before this one (main at 39e1bb8) predates the compatibility record, so it can't be
+shown running on a newer schema; and "this tree minus its newest migration" stops being a real
+release once the integrator chains other branches' migrations (their code reads their columns).
+So the pair is THIS build and the NEXT one: a copy of `bot/` and `storage/` with one more
+migration on top of this build's head — additive and marked compatible (a new table and a
+nullable column, as an expand step is), or a contract step marked incompatible. Run as real
+processes (PYTHONPATH = the copy), the next release upgrades this build's database while this
+build's replicas run; rolling back is this build starting on the next release's schema.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from storage.migrations import head_revision
+
+REPO = Path(__file__).resolve().parent.parent
+NEXT_REVISION = "9001_next"
+
+_EXPAND = '''
+def upgrade() -> None:
+    op.create_table("next_notes", sa.Column("id", sa.Integer(), primary_key=True),
+                    sa.Column("note", sa.Text(), nullable=False))
+    op.add_column("clusters", sa.Column("next_note", sa.Text(), nullable=True))
+
+
+def downgrade() -> None:
+    op.drop_column("clusters", "next_note")
+    op.drop_table("next_notes")
+'''
+_CONTRACT = '''
+def upgrade() -> None:
+    # Older code writes this column: a contract step, so marked incompatible.
+    op.drop_column("requests", "decision_note")
+
+
+def downgrade() -> None:
+    op.add_column("requests", sa.Column("decision_note", sa.Text(), nullable=True))
+'''
+
+
+def next_release(directory: Path, *, compatible: bool = True) -> Path:
+    """A copy of this build with one more migration; returns the directory for PYTHONPATH."""
+    root = directory / ("next" if compatible else "next-incompatible")
+    for package in ("bot", "storage"):
+        shutil.copytree(REPO / package, root / package,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    body = _EXPAND if compatible else _CONTRACT
+    (root / "storage" / "migrations" / "versions" / f"{NEXT_REVISION}.py").write_text(
+        f'"""the next release: {"expand" if compatible else "contract"}"""\n\n'
+        "import sqlalchemy as sa\nfrom alembic import op\n\n"
+        f'revision = "{NEXT_REVISION}"\ndown_revision = "{head_revision()}"\n'
+        "branch_labels = None\ndepends_on = None\n"
+        f"compatible_with_previous = {compatible}\n{body}")
+    return root
+
+
+def migrations_dir(release: Path) -> Path:
+    return release / "storage" / "migrations"
