@@ -38,7 +38,8 @@ _CHANNEL_ID = re.compile(r"^[CGD][A-Z0-9]{2,}$")
 # called NAME (or name) in SECRETS_DIR — how Docker/Compose secrets and Kubernetes Secret volumes
 # hand them over. The value is the file's text without its trailing newline.
 SECRET_SETTINGS = ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN",
-                   "AIRESERVE_API_KEY", "DATABASE_URL", "WORKLOAD_KEY")
+                   "AIRESERVE_API_KEY", "DATABASE_URL", "WORKLOAD_KEY",
+                   "SLACK_SIGNING_SECRET_PREVIOUS", "WORKLOAD_KEY_PREVIOUS")
 _TOKEN_PREFIX = {"slack_bot_token": ("xoxb-", "a bot token"),
                  "slack_app_token": ("xapp-", "an app-level token")}
 _DATABASE_SCHEMES = {"sqlite": "sqlite", "sqlite+aiosqlite": "sqlite",
@@ -64,6 +65,9 @@ class Settings(BaseSettings):
 
     slack_bot_token: SecretStr | None = None
     slack_signing_secret: SecretStr | None = None
+    # While rotating the signing secret: the one being replaced, still accepted (docs/
+    # operations.md "Rotating secrets"). Remove it once every replica has the new one.
+    slack_signing_secret_previous: SecretStr | None = None
     slack_app_token: SecretStr | None = None
     slack_api_url: str = "https://slack.com/api/"
     port: int = Field(default=3000, ge=0, le=65535)
@@ -88,6 +92,7 @@ class Settings(BaseSettings):
     # Seals the launch form's environment values at rest (storage/sealing.py). None: derived
     # from the signing secret or app token (`workload_key`), else an in-memory key.
     workload_key: SecretStr | None = None
+    workload_key_previous: SecretStr | None = None  # still opens values sealed before a rotation
     log_format: Literal["text", "json"] = "text"
 
     @field_validator("slack_bot_token", "slack_app_token")
@@ -99,7 +104,7 @@ class Settings(BaseSettings):
             raise ValueError(f"not {what} (it starts with {prefix}…)")
         return value
 
-    @field_validator("workload_key")
+    @field_validator("workload_key", "workload_key_previous")
     @classmethod
     def _check_workload_key(cls, value: SecretStr | None) -> SecretStr | None:
         if value is not None:
@@ -290,6 +295,17 @@ def secret_files(source: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
             continue
         values[name.lower()] = text
     return values, problems
+
+
+def previous_workload_keys(settings: Settings) -> list[str]:
+    """Keys that still open values sealed before a rotation (never used to seal): the previous
+    WORKLOAD_KEY, or the key derived from the previous signing secret when the key is derived."""
+    keys = []
+    if settings.workload_key_previous is not None:
+        keys.append(settings.workload_key_previous.get_secret_value())
+    if settings.workload_key is None and settings.slack_signing_secret_previous is not None:
+        keys.append(derived_key(settings.slack_signing_secret_previous.get_secret_value()))
+    return keys
 
 
 def workload_key(settings: Settings) -> str | None:

@@ -31,7 +31,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.clock import Clock, ProviderClock, SystemClock
-from bot.config import CannotListen, Settings, workload_key
+from bot.config import CannotListen, Settings, previous_workload_keys, workload_key
 from bot.domain.policy import Policy
 from bot.health import Health
 from bot.jobs.scheduler import (
@@ -132,7 +132,7 @@ async def start(settings: Settings, *, clock: Clock | None = None,
     async with AsyncExitStack() as stack:
         db = Database(settings.database_url)
         # Environment values typed in the launch form are sealed before any row holds them.
-        sealing.configure(workload_key(settings))
+        sealing.configure(workload_key(settings), previous=previous_workload_keys(settings))
         stack.push_async_callback(db.dispose)
         await db.migrate()
         metrics = Metrics(db=db, clock=clock, poll_interval_seconds=settings.poll_interval_seconds)
@@ -332,7 +332,9 @@ async def http_site(runtime: Runtime, *, host: str = "0.0.0.0",
     answered a moment to finish (their listeners' work is drained by `start`)."""
     secret = runtime.settings.slack_signing_secret
     assert secret is not None
-    app = http_app(runtime.bolt, signing_secret=secret.get_secret_value())
+    previous = runtime.settings.slack_signing_secret_previous
+    secrets_ = [s.get_secret_value() for s in (secret, previous) if s is not None]
+    app = http_app(runtime.bolt, signing_secrets=secrets_)
     runtime.health.add_routes(app)
     runtime.metrics.add_routes(app)
     async with _site(app, host=host, port=port, runtime=runtime) as url:

@@ -21,6 +21,7 @@ launching without it. The keys of `env` stay readable (the approval card lists t
 from __future__ import annotations
 
 import base64
+from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -41,20 +42,25 @@ class _Keys:
     def __init__(self) -> None:
         self.ephemeral = Fernet(Fernet.generate_key())
         self.configured: Fernet | None = None
+        self.previous: list[Fernet] = []
 
     @property
     def sealer(self) -> MultiFernet:
         # Seal with the configured key; open with it or with this process's ephemeral key.
-        return MultiFernet([k for k in (self.configured, self.ephemeral) if k is not None])
+        # MultiFernet seals with the first and opens with any.
+        keys = [self.configured] if self.configured is not None else []
+        return MultiFernet([*keys, *self.previous, self.ephemeral])
 
 
 _KEYS = _Keys()
 
 
-def configure(key: str | None) -> None:
+def configure(key: str | None, *, previous: Sequence[str] = ()) -> None:
     """Use `key` (a urlsafe-base64 32-byte Fernet key) from now on; None: the ephemeral key.
-    A malformed key raises ValueError (settings validation checks it first)."""
+    `previous` keys still open what they sealed (a rotation), never seal. A malformed key
+    raises ValueError (settings validation checks it first)."""
     _KEYS.configured = Fernet(key.encode()) if key else None
+    _KEYS.previous = [Fernet(k.encode()) for k in previous]
 
 
 def derived_key(secret: str) -> str:

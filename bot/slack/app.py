@@ -11,7 +11,7 @@ import asyncio
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import aiohttp
@@ -114,6 +114,10 @@ def build_app(*, services: Services, client: AsyncWebClient, signing_secret: str
     app = AckingApp(
         client=client,
         signing_secret=signing_secret,
+        # HTTP requests are verified before Bolt sees them (http_app), against the current AND
+        # the previous secret during a rotation; Bolt knows one secret only. Socket Mode has no
+        # signature to check.
+        request_verification_enabled=False,
         process_before_response=False,  # ack first; the listener's work runs after the 200
         raise_error_for_unhandled_request=False,
         logger=_bolt_logger(),
@@ -146,15 +150,17 @@ def build_app(*, services: Services, client: AsyncWebClient, signing_secret: str
     return app
 
 
-def http_app(bolt: AsyncApp, *, signing_secret: str) -> web.Application:
-    """The aiohttp application Slack's HTTP mode talks to."""
+def http_app(bolt: AsyncApp, *, signing_secrets: Sequence[str]) -> web.Application:
+    """The aiohttp application Slack's HTTP mode talks to. A request signed with any of
+    `signing_secrets` is Slack's: the current one, and during a rotation the previous one."""
     refused = {"error": "invalid request"}
 
     async def events(request: web.Request) -> web.Response:
         raw = await request.read()
         # Verify before parsing: a forged body never reaches a parser (Bolt checks again).
         # Anything wrong before authentication — a 400-digit timestamp included — is a 401.
-        if not inbound.verified(raw, request.headers, secret=signing_secret):
+        if not any(inbound.verified(raw, request.headers, secret=secret)
+                   for secret in signing_secrets):
             log.info("refused a Slack request that is unsigned, forged or stale (401)")
             return web.json_response(refused, status=401)
         problem = inbound.malformed(raw, request.content_type)
