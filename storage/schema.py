@@ -98,7 +98,7 @@ def read_status(conn: Connection) -> SchemaStatus:
 def record_compat(conn: Connection) -> None:
     """After a migration run, inside its transaction: record the schema's revision and the
     oldest code that can run on it (skipped while the table doesn't exist yet: a schema from
-    before 0014_upgrades, downgraded to it)."""
+    before 0014, downgraded to it)."""
     if not sa.inspect(conn).has_table("schema_compat"):
         return
     versions = [str(v) for (v,) in conn.execute(

@@ -31,7 +31,7 @@ TABLES = {
     "action_claims", "request_quotes", "launch_intents", "terminations", "readiness",
     "extensions", "schema_compat",
 } | NEW_IN_0005
-HEAD = "0014_upgrades"
+HEAD = "0014"
 SAGA = {"request_quotes", "launch_intents"}  # 0004
 CLAIMS = {"action_claims"}  # 0006
 TERMINATIONS = {"terminations"}  # 0007

@@ -1,6 +1,6 @@
 """upgrades: the schema says which code may run on it
 
-Revision ID: 0014_upgrades
+Revision ID: 0014
 Revises: 0013
 Create Date: 2026-12-01 22:30:00
 
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0014_upgrades"
+revision: str = "0014"
 down_revision: str | Sequence[str] | None = "0013"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
