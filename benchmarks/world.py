@@ -123,7 +123,8 @@ class World:
             "SLACK_API_URL": self.slack["api_url"], "DATABASE_URL": self.database_url,
             "AIRESERVE_API_URL": self.sim.base_url, "AIRESERVE_API_KEY": self.sim.api_key,
             "APPROVALS_CHANNEL": "C0APPROVALS", "APPROVERS": "U0BOB,U0CAROL",
-            "POLL_INTERVAL_SECONDS": str(POLL_SECONDS), "PORT": "0", "LOG_LEVEL": "DEBUG"}
+            "POLL_INTERVAL_SECONDS": str(POLL_SECONDS), "PORT": "0", "INTERNAL_PORT": "0",
+            "LOG_LEVEL": "DEBUG"}
 
     async def start_bot(self) -> str:
         self.bot = Child([sys.executable, "-m", "bot", "serve"], self.bot_env(),

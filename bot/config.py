@@ -71,6 +71,14 @@ class Settings(BaseSettings):
     slack_app_token: SecretStr | None = None
     slack_api_url: str = "https://slack.com/api/"
     port: int = Field(default=3000, ge=0, le=65535)
+    # /healthz, /readyz and /metrics listen apart from Slack's port: burn rate and month spend
+    # stay off the port the internet reaches. INTERNAL_HOST: the bind host, if not the public's.
+    internal_port: int = Field(default=3001, ge=0, le=65535)
+    internal_host: str | None = None
+    # /readyz turns red when Slack or AI Reserve has given no answer (or only 5xx) for this
+    # long (bot/reachability.py); the Socket Mode WebSocket gets a shorter one.
+    unreachable_budget_seconds: int = Field(default=120, ge=1, le=3600)
+    socket_budget_seconds: int = Field(default=30, ge=1, le=3600)
     database_url: str = "sqlite:///cluster-bot.db"
     aireserve_api_url: str | None = None
     aireserve_api_key: SecretStr | None = None
@@ -165,6 +173,13 @@ class Settings(BaseSettings):
         if value.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
             raise ValueError("must be DEBUG, INFO, WARNING or ERROR")
         return value.upper()
+
+    @model_validator(mode="after")
+    def _ports_apart(self) -> Settings:
+        if self.port == self.internal_port != 0:
+            raise ValueError(f"INTERNAL_PORT and PORT are both {self.port}: health and metrics "
+                             "listen on a port of their own (default 3001)")
+        return self
 
     @model_validator(mode="after")
     def _provider_pair(self) -> Settings:

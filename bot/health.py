@@ -6,8 +6,11 @@ inserted and deleted, committed: a full disk or a read-only file still answers r
 scheduler runs, the process isn't stopping and — on the replica holding the sweeps lease — the
 last watch sweep completed within 3 poll intervals (of this replica's holding it: a run that
 raised or was skipped doesn't count). A replica without the lease isn't red for not sweeping:
-that's its job; otherwise 503 with `{"ready": false, "reasons": [...]}` naming each failed check.
-Both are served in HTTP mode beside `/slack/events` and, in Socket Mode, on their own on `PORT`.
+that's its job — and Slack and AI Reserve have answered within their budget (bot/reachability.py:
+from real calls' outcomes, a 429 backlog counting as an answer) and, in Socket Mode, the WebSocket
+is connected (or was, within a short budget); otherwise 503 with `{"ready": false, "reasons":
+[...]}` naming each failed check. Both are served on the internal port (INTERNAL_PORT, with
+`/metrics`), never on the public one Slack reaches.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from aiohttp import web
 
 from bot.domain.errors import StorageUnavailable
 from bot.jobs.tracker import Sweeps
+from bot.reachability import Connection, Reachability
 from storage.db import Database
 
 DB_TIMEOUT_SECONDS = 3.0
@@ -46,6 +50,8 @@ class Health:
     scheduler_running: Callable[[], bool]
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
     replica: str = "bot"  # names this replica's probe row (replicas probe side by side)
+    reaches: list[Reachability] = field(default_factory=list)  # Slack, AI Reserve
+    connection: Connection | None = None  # the Socket Mode WebSocket (None: HTTP mode)
 
     async def reasons(self) -> list[str]:
         """Every readiness check that fails, in words; empty when ready."""
@@ -61,6 +67,11 @@ class Health:
                            f"completed {age:.0f} s ago (more than "
                            f"{STALE_AFTER_POLLS} poll intervals of "
                            f"{self.poll_interval_seconds} s)")
+        # Read, never probed here: a /readyz hit costs no call to Slack or AI Reserve.
+        for watched in (*self.reaches, self.connection):
+            problem = watched.problem() if watched is not None else None
+            if problem is not None:
+                reasons.append(problem)
         return reasons
 
     async def _database(self) -> list[str]:
@@ -106,7 +117,7 @@ class Health:
         app.router.add_get("/readyz", self.ready)
 
     def app(self) -> web.Application:
-        """The health endpoints alone (Socket Mode's listener on PORT)."""
+        """The health endpoints alone (the internal port adds `/metrics`)."""
         app = web.Application()
         self.add_routes(app)
         return app

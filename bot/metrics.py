@@ -33,11 +33,13 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
+from bot import reachability
 from bot.cli import version
 from bot.clock import Clock
 from bot.domain import spend
 from bot.domain.errors import StorageUnavailable
 from bot.domain.models import ClusterState
+from bot.reachability import Reachability
 from storage import gauges
 from storage.db import Database
 from storage.leases import wall_clock
@@ -167,18 +169,26 @@ class CountingWebClient(AsyncWebClient):
     """The Slack Web API client, counting each call by method and outcome (after retries)."""
 
     metrics: Metrics | None = None
+    reach: Reachability | None = None  # Slack's reachability (/readyz), from these outcomes
 
     async def api_call(self, api_method: str, **kwargs: Any) -> AsyncSlackResponse:
         try:
             response = await super().api_call(api_method, **kwargs)
         except SlackApiError as exc:
             self._count(api_method, slack_outcome(str(exc.response.get("error") or "error")))
+            self._reached(exc.response.status_code, None)
             raise
-        except Exception:
+        except Exception as exc:
             self._count(api_method, "failed")  # no answer: a connection error, a timeout
+            self._reached(None, type(exc).__name__)
             raise
         self._count(api_method, "ok")
+        self._reached(response.status_code, None)
         return response
+
+    def _reached(self, status: int | None, error: str | None) -> None:
+        if self.reach is not None:
+            reachability.slack_outcome(self.reach, status=status, error=error)
 
     def _count(self, method: str, outcome: str) -> None:
         if self.metrics is not None:

@@ -6,9 +6,9 @@
 `start()` yields a running `Runtime`; leaving it stops gracefully — the scheduler stops, the
 listeners, launches and sweeps in flight finish (bounded by DRAIN_SECONDS), then everything closes
 in reverse order. `serve()` exposes the Bolt app over HTTP (`/slack/events`) or Socket Mode, and
-the health endpoints (bot/health.py) either way, until its `stop` event is set (SIGTERM/SIGINT in
-bot/cli.py). Nothing at start waits for Slack or AI Reserve: work left by an earlier run is
-resumed in the background, retried until they answer.
+the health endpoints and metrics on the internal port (bot/listeners.py) either way, until its
+`stop` event is set (SIGTERM/SIGINT in bot/cli.py). Nothing at start waits for Slack or AI
+Reserve: work left by an earlier run is resumed in the background, retried until they answer.
 """
 
 from __future__ import annotations
@@ -25,13 +25,12 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 import aiohttp
-from aiohttp import web
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.clock import Clock, ProviderClock, SystemClock
-from bot.config import CannotListen, Settings, previous_workload_keys, workload_key
+from bot.config import Settings, previous_workload_keys, workload_key
 from bot.domain.policy import Policy
 from bot.health import Health
 from bot.jobs.scheduler import (
@@ -41,8 +40,10 @@ from bot.jobs.scheduler import (
     sweeps_lease_ttl,
 )
 from bot.jobs.tracker import Sweeps
+from bot.listeners import internal_site, site, start_prober, watch_connection
 from bot.metrics import CountingWebClient, Metrics
 from bot.policy_file import load_policy_or_default
+from bot.reachability import Connection, Reachability, provider_outcome
 from bot.reserve.client import AsyncAIReserveClient
 from bot.services.approvals import ApprovalService
 from bot.services.audit import AuditLog
@@ -83,7 +84,6 @@ DRAIN_SECONDS = 20.0  # a graceful stop waits this long for in-flight work, then
 START_WAIT_SECONDS = 5.0  # start waits this long for the resume before serving regardless
 FIRST_RETRY_SECONDS = 1.0  # then doubling up to RETRY_CAP_SECONDS
 RETRY_CAP_SECONDS = 60.0
-HTTP_SHUTDOWN_SECONDS = 5.0  # an ack takes milliseconds; the work after it is drained apart
 
 
 @dataclass
@@ -105,6 +105,8 @@ class Runtime:
     http_url: str | None = None  # where `http_site` listens, once it does (from this host)
     jobs: AsyncIOScheduler | None = None  # the sweeps' scheduler (None: started without one)
     bound: str | None = None  # the address it binds, as given (0.0.0.0:3000: every interface)
+    internal_url: str | None = None  # where /healthz, /readyz, /metrics answer (this host)
+    internal_bound: str | None = None  # the internal port's address, as given
 
     async def settle(self) -> None:
         """Wait until no listener and no launch is still working (after an ack)."""
@@ -152,8 +154,17 @@ async def start(settings: Settings, *, clock: Clock | None = None,
             assert settings.aireserve_api_url and settings.aireserve_api_key
             base_url = settings.aireserve_api_url
             key = settings.aireserve_api_key.get_secret_value()
+        # Fresh at start: the first idle probe comes a third of the budget later, not now.
+        reach_slack, reach_provider = (
+            Reachability(name, settings.unreachable_budget_seconds,
+                         last_outcome_at=time.monotonic()) for name in ("slack", "AI Reserve"))
+
+        def observe(route: str, status: str) -> None:
+            metrics.provider_request(route, status)
+            provider_outcome(reach_provider, status)
+
         provider = AsyncAIReserveClient(session, base_url, key, clock=clock, sleep=sleep,
-                                        observe=metrics.provider_request)
+                                        observe=observe)
         log.info("%s", start_line(settings))
 
         token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
@@ -162,7 +173,7 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         slack_session = await stack.enter_async_context(aiohttp.ClientSession())
         slack = CountingWebClient(token=token, base_url=settings.slack_api_url,
                                   retry_handlers=retry_handlers(sleep), session=slack_session)
-        slack.metrics = metrics
+        slack.metrics, slack.reach = metrics, reach_slack
         approvals_channel = policy.approvals_channel or settings.approvals_channel or ""
         people = People(policy=policy, directory=SlackDirectory(slack), clock=clock)
         home = HomeService(db=db, people=people, clock=clock)
@@ -232,7 +243,7 @@ async def start(settings: Settings, *, clock: Clock | None = None,
             lambda: float(jobs is not None and sweeps.holder))
         health = Health(db=db, poll_interval_seconds=settings.poll_interval_seconds,
                         sweeps=sweeps, scheduler_running=lambda: bool(jobs and jobs.running),
-                        replica=replica)
+                        replica=replica, reaches=[reach_slack, reach_provider])
         rt = Runtime(settings=settings, clock=clock, db=db, provider=provider,
                      simulator=simulator, slack=slack, services=services, bolt=bolt,
                      inflight=inflight, health=health, sweeps=sweeps, metrics=metrics,
@@ -326,7 +337,8 @@ async def _drain(rt: Runtime) -> None:
 @asynccontextmanager
 async def http_site(runtime: Runtime, *, host: str = "0.0.0.0",
                     port: int | None = None) -> AsyncIterator[str]:
-    """Serve `/slack/events` and the health endpoints over HTTP; yields the base URL.
+    """Serve `/slack/events` — Slack only: health and metrics are on the internal port
+    (`listeners.internal_site`) — over HTTP; yields the base URL.
 
     Leaving it closes the listening socket first (no new work), then gives requests being
     answered a moment to finish (their listeners' work is drained by `start`)."""
@@ -335,41 +347,23 @@ async def http_site(runtime: Runtime, *, host: str = "0.0.0.0",
     previous = runtime.settings.slack_signing_secret_previous
     secrets_ = [s.get_secret_value() for s in (secret, previous) if s is not None]
     app = http_app(runtime.bolt, signing_secrets=secrets_)
-    runtime.health.add_routes(app)
-    runtime.metrics.add_routes(app)
-    async with _site(app, host=host, port=port, runtime=runtime) as url:
+    wanted = runtime.settings.port if port is None else port
+    async with site(app, host=host, port=wanted, setting="PORT") as (bound, url):
+        runtime.bound, runtime.http_url = bound, url
         yield url
 
 
-@asynccontextmanager
-async def _site(app: web.Application, *, host: str, port: int | None,
-                runtime: Runtime) -> AsyncIterator[str]:
-    # No access log: a line per Slack request costs ~10 % of an ack's CPU under load, and what
-    # matters is logged where it happens (refusals in bot/slack/app.py, work by the listeners).
-    runner = web.AppRunner(app, shutdown_timeout=HTTP_SHUTDOWN_SECONDS, access_log=None)
-    await runner.setup()
-    wanted = runtime.settings.port if port is None else port
-    site = web.TCPSite(runner, host, wanted)
-    try:
-        await site.start()
-    except OSError as exc:
-        await runner.cleanup()
-        raise CannotListen(f"PORT: can't listen on {host}:{wanted}: {exc.strerror or exc} "
-                           "(another process has it? set PORT)") from None
-    try:
-        bound = runner.addresses[0][1]
-        runtime.bound = f"{host}:{bound}"
-        runtime.http_url = f"http://{'127.0.0.1' if host == '0.0.0.0' else host}:{bound}"
-        yield runtime.http_url
-    finally:
-        await runner.cleanup()
+async def _cancel(tasks: list[asyncio.Task[None]]) -> None:
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def serve(runtime: Runtime, *, stop: asyncio.Event | None = None,
                 host: str = "0.0.0.0") -> None:
     """Serve until `stop` is set (or forever): Socket Mode when an app token is set, HTTP
-    otherwise. Socket Mode still serves the health endpoints on PORT, and keeps trying to
-    connect while Slack is unreachable instead of exiting."""
+    otherwise; the internal port (health, metrics) either way. Socket Mode keeps trying to
+    connect while Slack is unreachable instead of exiting (and /readyz says so)."""
     stop = stop or asyncio.Event()
     # What start-up built (modules, schemas, table metadata: most of the heap) never becomes
     # garbage: frozen, full collections no longer walk it, so their pauses stay short. Frozen
@@ -377,22 +371,28 @@ async def serve(runtime: Runtime, *, stop: asyncio.Event | None = None,
     # objects. The collector was off until now under `cluster-bot serve` (bot/__main__.py).
     gc.freeze()
     gc.enable()
-    if runtime.settings.slack_app_token is not None:
-        from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
+    async with AsyncExitStack() as stack:
+        internal = await stack.enter_async_context(internal_site(runtime, host=host))
+        watchers = [start_prober(runtime)]
+        stack.push_async_callback(_cancel, watchers)
+        health = f"health and metrics on {runtime.internal_bound} (this host: {internal}/readyz)"
+        if runtime.settings.slack_app_token is not None:
+            from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 
-        handler = AsyncSocketModeHandler(
-            runtime.bolt, runtime.settings.slack_app_token.get_secret_value())
-        beside = runtime.health.app()
-        runtime.metrics.add_routes(beside)
-        async with _site(beside, host=host, port=None, runtime=runtime) as url:
-            log.info("connecting to Slack over Socket Mode; health checks on %s (this host: "
-                     "%s/readyz)", runtime.bound, url)
+            handler = AsyncSocketModeHandler(
+                runtime.bolt, runtime.settings.slack_app_token.get_secret_value())
+            runtime.health.connection = connection = Connection(
+                runtime.settings.socket_budget_seconds)
+            connection.down()  # until the first hello: red if it never comes within budget
+            log.info("connecting to Slack over Socket Mode; %s", health)
+            watchers.append(watch_connection(connection, lambda: handler.client.is_connected()))
             connect = _keep_trying(runtime, "connect to Slack over Socket Mode",
                                    handler.connect_async)
             await stop.wait()
             connect.cancel()
             await handler.close_async()  # type: ignore[no-untyped-call]
-        return
-    async with http_site(runtime, host=host) as url:
-        log.info("listening for Slack on %s (this host: %s/slack/events)", runtime.bound, url)
+            return
+        url = await stack.enter_async_context(http_site(runtime, host=host))
+        log.info("listening for Slack on %s (this host: %s/slack/events); %s", runtime.bound,
+                 url, health)
         await stop.wait()

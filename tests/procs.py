@@ -19,12 +19,14 @@
   SIGKILLed, the simulator stopped, and FakeSlack must have seen no protocol violation.
 - `w.bot(name="bot", env=None, policy=None)` starts a bot (several may share the world: replicas).
   Its env: FakeSlack, the simulator, the database, APPROVALS_CHANNEL/APPROVERS (bob, carol),
-  POLL_INTERVAL_SECONDS=1, PORT=0 (the bound URL is read from its log), CLOCK_OFFSET_FILE;
+  POLL_INTERVAL_SECONDS=1, PORT=0 and INTERNAL_PORT=0 (the bound URLs are read from its log),
+  CLOCK_OFFSET_FILE;
   `env` adds or overrides (a value None removes). The process runs with cwd=`tmp_path` (no
   stray `.env`) and PYTHONPATH=this repository, so the worktree's code is what runs.
-- `BotProcess`: `url`, `requests` (SlackRequests on this bot), `pid`, `running`, `get(path)`
-  → (status, body), `signal(sig)`, `wait(within)` → rc, `stop(sig, within)` → rc, `kill()`
-  (SIGKILL + wait), `start()` (again, after an exit), `logs()`, `wait_for_log(text)`.
+- `BotProcess`: `url`, `internal_url`, `requests` (SlackRequests on this bot), `pid`,
+  `running`, `get(path, public=False)` → (status, body) from the internal port (or the
+  public), `signal(sig)`, `wait(within)` → rc, `stop(sig, within)` → rc, `kill()` (SIGKILL +
+  wait), `start()` (again, after an exit), `logs()`, `wait_for_log(text)`.
 - `SimProcess` (`w.sim`): `base_url`, `api_key`, `admin(path, body, method)` on `/_sim`,
   `advance(seconds)`, `fault(route, status=…, count=…, delay_seconds=…, retry_after_seconds=…)`,
   `clear_faults()`, `fail_node(cluster_id, rank, mode)`, `clusters()` (the provider's view).
@@ -79,6 +81,7 @@ API_KEY = "test-key"
 START_TIMEOUT = 60.0  # a cold interpreter importing Bolt + SQLAlchemy on a busy 2-core machine
 STOP_TIMEOUT = 30.0
 _LISTENING = re.compile(r"listening for Slack on .*?(http://\S+)/slack/events")
+_INTERNAL = re.compile(r"health and metrics on \S+ \(this host: (http://\S+)/readyz\)")
 _SIM_BANNER = re.compile(r"listening on (http://\S+) .* controls at (http://\S+) with")
 T = TypeVar("T")
 
@@ -255,7 +258,8 @@ class BotProcess:
         self._slack = slack
         self._proc = _Proc(argv=[sys.executable, "-m", "bot", "serve"], env=env,
                            log_path=directory / f"{name}.log", cwd=directory)
-        self.url = ""
+        self.url = ""  # the public port: Slack's requests
+        self.internal_url = ""  # the internal port: /healthz, /readyz, /metrics
         self._requests: SlackRequests | None = None
         self._session: aiohttp.ClientSession | None = None
 
@@ -283,6 +287,9 @@ class BotProcess:
                                  within: float = START_TIMEOUT) -> None:
         match = await self._proc.wait_for_log(_LISTENING, offset=offset, within=within)
         self.url = match[1]
+        internal = _INTERNAL.search(self.logs(), offset)
+        assert internal is not None, "the listening line names the internal port"
+        self.internal_url = internal[1]
         if self._requests is not None:
             await self._requests.aclose()
         self._requests = SlackRequests(events_url=f"{self.url}/slack/events",
@@ -315,11 +322,13 @@ class BotProcess:
     async def kill(self) -> int:
         return await self.stop(signals.SIGKILL)
 
-    async def get(self, path: str) -> tuple[int, Any]:
-        """GET `path` on the bot's HTTP port: (status, parsed JSON or text)."""
+    async def get(self, path: str, *, public: bool = False) -> tuple[int, Any]:
+        """GET `path` on the bot's internal port (health, metrics), or with `public` on the
+        port Slack reaches: (status, parsed JSON or text)."""
         if self._session is None:
             self._session = aiohttp.ClientSession()
-        async with self._session.get(f"{self.url}{path}") as response:
+        async with self._session.get(f"{self.url if public else self.internal_url}{path}"
+                                     ) as response:
             text = await response.text()
             try:
                 return response.status, json.loads(text)
@@ -365,6 +374,7 @@ class World:
             "APPROVERS": f"{BOB},{CAROL}",
             "POLL_INTERVAL_SECONDS": "1",
             "PORT": "0",
+            "INTERNAL_PORT": "0",
             "LOG_LEVEL": "INFO",
             "CLOCK_OFFSET_FILE": str(self.clock_file),
         }

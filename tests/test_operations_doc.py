@@ -7,7 +7,7 @@ Each ```sh block is tagged by the HTML comment before it with where it runs:
   tree's (`python -m bot`), the guide's paths under a scratch directory;
 - `postgres`: the same on the throwaway PostgreSQL (tests/pg.py), its URL for the guide's;
 - `serve`: a bot serving on the embedded simulator (`AIRESERVE_SIMULATOR=embedded`), ready,
-  its address for `localhost:3000`.
+  its internal address (health and metrics) for `localhost:3001`.
 An untagged block, or a tag no test runs, fails here; so does a setting the guide doesn't name.
 """
 
@@ -30,9 +30,9 @@ REPO = Path(__file__).resolve().parent.parent
 GUIDE = REPO / "docs" / "operations.md"
 _BLOCK = re.compile(r"(?:<!-- ops-test: (?P<tag>[\w-]+) -->\n)?```sh\n(?P<body>.*?)```", re.S)
 GUIDE_PG_URL = "postgresql://cluster-bot:secret@db.internal:5432/clusterbot"
-GUIDE_BOT_URL = "http://localhost:3000"
+GUIDE_BOT_URL = "http://localhost:3001"  # the internal port: health and metrics
 TAGS = {"install", "sqlite", "postgres", "serve"}
-_LISTENING = re.compile(r"this host: (http://\S+)/slack/events")
+_LISTENING = re.compile(r"this host: (http://\S+)/readyz")
 
 
 def blocks(tag: str | None = None) -> list[str]:
@@ -130,7 +130,7 @@ def test_the_running_bot_commands_run(tmp_path):
             tmp_path, SLACK_BOT_TOKEN="xoxb-test", SLACK_SIGNING_SECRET="s",
             SLACK_API_URL="http://127.0.0.1:9/api/", AIRESERVE_SIMULATOR="embedded",
             APPROVALS_CHANNEL="C0APPROVALS", APPROVERS="U0BOB", POLL_INTERVAL_SECONDS="1",
-            PORT="0", DATABASE_URL=f"sqlite:///{tmp_path / 'bot.db'}"))
+            PORT="0", INTERNAL_PORT="0", DATABASE_URL=f"sqlite:///{tmp_path / 'bot.db'}"))
     try:
         url = _until(lambda: _match(tmp_path / "bot.log"), what="the bot serving")
         _until(lambda: _status(f"{url}/readyz") == 200, what="the bot ready")

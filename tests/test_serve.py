@@ -4,9 +4,11 @@ import slack_bolt.adapter.socket_mode.aiohttp as socket_mode
 
 from bot import runtime
 from bot.config import load_settings
+from tests.procs import wait_for
 
 ENV = {"SLACK_BOT_TOKEN": "xoxb-test", "APPROVALS_CHANNEL": "C0APPROVALS",
        "APPROVERS": "U0BOB", "SLACK_API_URL": "http://127.0.0.1:9/api/"}
+PORTS = {"PORT": "0", "INTERNAL_PORT": "0"}  # any free ones: never 3000/3001 on a shared host
 
 
 async def test_socket_mode_when_an_app_token_is_set(tmp_path, monkeypatch):
@@ -22,9 +24,9 @@ async def test_socket_mode_when_an_app_token_is_set(tmp_path, monkeypatch):
             started.append((app, app_token))
 
         async def connect_async(self):
-            # Connected: the health endpoints answer on PORT meanwhile.
+            # Connected: the health endpoints answer on the internal port meanwhile.
             async with aiohttp.ClientSession() as session, \
-                    session.get(f"{rt.http_url}/healthz") as response:
+                    session.get(f"{rt.internal_url}/healthz") as response:
                 health.append(response.status)
             stop.set()
 
@@ -32,27 +34,62 @@ async def test_socket_mode_when_an_app_token_is_set(tmp_path, monkeypatch):
             started.append("closed")
 
     monkeypatch.setattr(socket_mode, "AsyncSocketModeHandler", Handler)
-    settings = load_settings({**ENV, "SLACK_APP_TOKEN": "xapp-1-test", "PORT": "0",
+    settings = load_settings({**ENV, "SLACK_APP_TOKEN": "xapp-1-test", **PORTS,
                               "DATABASE_URL": f"sqlite:///{tmp_path / 'b.db'}"})
     settings.require_slack()  # no signing secret needed in Socket Mode
     async with runtime.start(settings, scheduler=False) as rt:
         await runtime.serve(rt, stop=stop)
     assert started == [(rt.bolt, "xapp-1-test"), "closed"]
     assert health == [200]
+    assert rt.http_url is None  # Socket Mode: no public port at all
 
 
-async def test_http_mode_serves_slack_events_and_health(tmp_path):
+async def test_the_public_port_serves_slack_only_and_the_internal_one_the_rest(tmp_path, caplog):
+    import asyncio
+    import logging
+
     import aiohttp
 
-    settings = load_settings({**ENV, "SLACK_SIGNING_SECRET": "s",
+    settings = load_settings({**ENV, "SLACK_SIGNING_SECRET": "s", "PORT": "0",
+                              "INTERNAL_PORT": "0",
                               "DATABASE_URL": f"sqlite:///{tmp_path / 'b.db'}"})
-    async with runtime.start(settings, scheduler=False) as rt, \
-            runtime.http_site(rt, host="127.0.0.1", port=0) as url, \
-            aiohttp.ClientSession() as session:
-        async with session.get(f"{url}/healthz") as response:
+    stop = asyncio.Event()
+    caplog.set_level(logging.INFO, logger="bot.runtime")
+    async with runtime.start(settings, scheduler=False) as rt, aiohttp.ClientSession() as http:
+        serving = asyncio.create_task(runtime.serve(rt, stop=stop, host="127.0.0.1"))
+        await wait_for(lambda: rt.http_url and rt.internal_url, what="both listeners")
+        assert rt.http_url != rt.internal_url
+        for path in ("/healthz", "/readyz", "/metrics"):
+            async with http.get(f"{rt.http_url}{path}") as response:
+                assert response.status == 404, path  # not on the port Slack reaches
+        async with http.post(f"{rt.http_url}/slack/events", data=b"command=/cluster") as r:
+            assert r.status == 401  # Slack's endpoint is there (unsigned: refused)
+        async with http.get(f"{rt.internal_url}/healthz") as response:
             assert response.status == 200
-        async with session.post(f"{url}/slack/events", data=b"command=/cluster") as response:
-            assert response.status == 401  # unsigned
+        async with http.get(f"{rt.internal_url}/metrics") as response:
+            assert response.status == 200 and "clusterbot_build_info" in await response.text()
+        async with http.post(f"{rt.internal_url}/slack/events", data=b"") as response:
+            assert response.status in (404, 405)  # and Slack's isn't on the internal one
+        stop.set()
+        await serving
+    [line] = [r.getMessage() for r in caplog.records if "listening for Slack" in r.getMessage()]
+    # The line names both bind addresses as bound (port 0 resolved).
+    assert line.startswith(f"listening for Slack on {rt.bound} ") and rt.bound != "127.0.0.1:0"
+    assert f"health and metrics on {rt.internal_bound} " in line
+    assert rt.internal_bound != "127.0.0.1:0"
+
+
+def test_the_internal_port_is_its_own():
+    import pytest
+
+    from bot.config import ConfigError
+
+    assert load_settings(ENV).internal_port == 3001
+    assert load_settings({**ENV, "INTERNAL_HOST": "127.0.0.1"}).internal_host == "127.0.0.1"
+    with pytest.raises(ConfigError) as caught:
+        load_settings({**ENV, "PORT": "3005", "INTERNAL_PORT": "3005"})
+    [problem] = caught.value.problems
+    assert "INTERNAL_PORT and PORT are both 3005" in problem
 
 
 async def test_socket_mode_keeps_trying_while_slack_is_down(tmp_path, monkeypatch):
@@ -78,7 +115,7 @@ async def test_socket_mode_keeps_trying_while_slack_is_down(tmp_path, monkeypatc
 
     monkeypatch.setattr(socket_mode, "AsyncSocketModeHandler", Handler)
     monkeypatch.setattr(runtime, "FIRST_RETRY_SECONDS", 0.01)
-    settings = load_settings({**ENV, "SLACK_APP_TOKEN": "xapp-1-test", "PORT": "0",
+    settings = load_settings({**ENV, "SLACK_APP_TOKEN": "xapp-1-test", **PORTS,
                               "DATABASE_URL": f"sqlite:///{tmp_path / 'b.db'}"})
     async with runtime.start(settings, scheduler=False) as rt:
         await asyncio.wait_for(runtime.serve(rt, stop=stop), 10)
@@ -108,7 +145,7 @@ async def test_serve_turns_the_collector_back_on(tmp_path, monkeypatch):
             pass
 
     monkeypatch.setattr(socket_mode_adapter, "AsyncSocketModeHandler", Handler)
-    settings = load_settings({**ENV, "SLACK_APP_TOKEN": "xapp-1-test", "PORT": "0",
+    settings = load_settings({**ENV, "SLACK_APP_TOKEN": "xapp-1-test", **PORTS,
                               "DATABASE_URL": f"sqlite:///{tmp_path / 'b.db'}"})
     gc.disable()
     try:

@@ -4,6 +4,7 @@ AIRESERVE_SIMULATOR=embedded, logs JSON lines, serves /metrics, and reloads its 
 
 import asyncio
 import json
+import re
 import signal
 import sys
 
@@ -33,7 +34,8 @@ def env_for(tmp_path, **extra):
     return _base_env() | {
         "SLACK_BOT_TOKEN": "xoxb-devslack", "SLACK_SIGNING_SECRET": "s3cret",
         "APPROVALS_CHANNEL": "C0APPROVALS", "APPROVERS": "U0BOB,U0CAROL",
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'bot.db'}", "PORT": "0", **extra}
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'bot.db'}", "PORT": "0",
+        "INTERNAL_PORT": "0", **extra}
 
 
 async def test_serve_without_a_provider_stops_with_one_line(tmp_path):
@@ -92,11 +94,14 @@ async def test_serve_embedded_metrics_json_logs_and_policy_reload(tmp_path):
             assert str(policy) in start["message"]
             listening = await lines.until(says("listening for Slack on "))
             assert listening["message"].startswith("listening for Slack on 0.0.0.0:")
-            url = listening["message"].split("this host: ", 1)[1].removesuffix(
-                "/slack/events)")
-            async with aiohttp.ClientSession() as http, http.get(f"{url}/metrics") as response:
-                assert response.status == 200
-                assert "clusterbot_burn_cents_per_hour 0.0" in await response.text()
+            public, internal = re.findall(r"this host: (http://[^/\s]+)/",
+                                          listening["message"])
+            async with aiohttp.ClientSession() as http:
+                async with http.get(f"{internal}/metrics") as response:
+                    assert response.status == 200
+                    assert "clusterbot_burn_cents_per_hour 0.0" in await response.text()
+                async with http.get(f"{public}/metrics") as response:
+                    assert response.status == 404  # spend is not on the port Slack reaches
 
             policy.write_text(BAD)
             proc.send_signal(signal.SIGHUP)
@@ -134,7 +139,8 @@ async def test_make_run_without_slack_still_runs_the_local_workspace(tmp_path):
     assert "configuration:" not in err.decode()
 
 
-async def test_a_port_in_use_is_one_line_and_exit_2(tmp_path):
+@pytest.mark.parametrize("setting", ["PORT", "INTERNAL_PORT"])
+async def test_a_port_in_use_is_one_line_and_exit_2(tmp_path, setting):
     import socket
 
     with socket.socket() as taken:
@@ -143,9 +149,11 @@ async def test_a_port_in_use_is_one_line_and_exit_2(tmp_path):
         port = taken.getsockname()[1]
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "bot", "serve", cwd=tmp_path,
-            env=env_for(tmp_path, PORT=str(port), AIRESERVE_SIMULATOR="embedded"),
+            env=env_for(tmp_path, **{setting: str(port)}, AIRESERVE_SIMULATOR="embedded"),
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         _, err = await asyncio.wait_for(proc.communicate(), WAIT)
     assert proc.returncode == 2
     text = err.decode()
-    assert f"PORT: can't listen on 0.0.0.0:{port}" in text and "Traceback" not in text
+    [line] = [line for line in text.splitlines() if "can't listen" in line]
+    assert line.startswith(f"cluster-bot: {setting}: can't listen on 0.0.0.0:{port}: ")
+    assert f"set {setting})" in line and "Traceback" not in text

@@ -4,6 +4,7 @@ through a connection refresh, and a SIGTERM closes the connection and exits 0.""
 
 from __future__ import annotations
 
+import re
 import signal
 
 import pytest
@@ -47,3 +48,37 @@ async def test_a_bot_process_in_socket_mode_launches_through_a_refresh(tmp_path)
             w.slack.app_token] * 2
         assert len(socket.acks) == len(socket.envelopes) == 4
         assert w.slack.app_token not in bot.logs()
+
+
+async def test_readyz_is_red_while_the_socket_mode_connection_is_down(tmp_path):
+    """The WebSocket drops and Slack won't hand out a new one for a while: past
+    SOCKET_BUDGET_SECONDS /readyz says so; reconnected, it is green again."""
+    async with world(tmp_path) as w:
+        socket = w.slack.socket
+        bot = await w.bot(env={"SLACK_APP_TOKEN": w.slack.app_token, "SLACK_SIGNING_SECRET": None,
+                               "SOCKET_BUDGET_SECONDS": "1"}, wait=False)
+        await wait_for(lambda: socket.connected, within=60, what="a Socket Mode connection")
+        line = await wait_for(lambda: re.search(r"health and metrics on \S+ \(this host: "
+                                                r"(http://\S+)/readyz\)", bot.logs()),
+                              what="the internal port in the log")
+        bot.internal_url = line[1]
+
+        async def ready() -> bool:
+            return (await bot.get("/readyz"))[0] == 200
+        await wait_for(ready, within=30, what="/readyz 200 while connected")
+
+        # The link drops and Slack's WebSocket end refuses the next tries (503).
+        socket.refuse(3)
+        await socket.close()
+
+        async def socket_reason() -> list[str]:
+            status, body = await bot.get("/readyz")
+            return [r for r in body.get("reasons", []) if "Socket Mode" in r] if status == 503 \
+                else []
+        [reason] = await wait_for(socket_reason, within=30, what="/readyz red for the socket")
+        assert reason.startswith("slack: the Socket Mode connection is down for ")
+        assert (await bot.get("/healthz"))[0] == 200  # alive: only not ready
+
+        await wait_for(lambda: socket.connected, within=60, what="the reconnection")
+        await wait_for(ready, within=30, what="/readyz 200 once reconnected")
+        assert await bot.stop(signal.SIGTERM) == 0

@@ -72,6 +72,7 @@ class SocketModeServer:
         self.acks: list[Ack] = []  # every ack received, in order
         self.problems: list[str] = []  # frames Slack would not understand
         self.connections_opened = 0
+        self.refusing = 0  # the next this many connection attempts are refused (`refuse`)
         self._tickets: set[str] = set()
         self._live: list[_Connection] = []
         self._pending: dict[str, asyncio.Future[Ack]] = {}
@@ -164,14 +165,22 @@ class SocketModeServer:
                     await asyncio.wait_for(connection.closed.wait(), CLOSE_GRACE)
                 await connection.ws.close()
 
+    def refuse(self, count: int) -> None:
+        """Slack's WebSocket end is down: the next `count` upgrades answer 503 (the ticket
+        stays good for a later try, as a URL does while Slack is away)."""
+        self.refusing = count
+
     async def close(self) -> None:
-        """Close every connection (FakeSlack is stopping)."""
+        """Close every connection (FakeSlack is stopping; or the link drops)."""
         for connection in list(self._live):
             await connection.ws.close()
 
     # -- the WebSocket -----------------------------------------------------------------------
 
     async def _serve(self, request: web.Request) -> web.StreamResponse:
+        if self.refusing > 0:
+            self.refusing -= 1
+            raise web.HTTPServiceUnavailable(text="socket mode is unavailable")
         ticket = request.query.get("ticket", "")
         if ticket not in self._tickets:  # unknown or already used: Slack refuses the upgrade
             raise web.HTTPUnauthorized(text="invalid ticket")

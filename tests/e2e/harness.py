@@ -25,6 +25,7 @@ from bot.devslack.requests import Reply, SlackRequests
 from bot.devslack.socketrequests import SocketRequests
 from bot.devslack.webapi import FakeSlack
 from bot.domain.models import ClusterRecord, LaunchRequest, RequestStatus
+from bot.listeners import internal_site
 from bot.reserve.simulator.config import SimConfig
 from bot.reserve.simulator.embedded import EmbeddedSimulator
 from bot.slack import ids
@@ -241,7 +242,8 @@ async def bot(tmp_path: Path, *, slack: FakeSlack | None = None,
             slack = await stack.enter_async_context(fake_slack(clock))
         env = {
             "SLACK_BOT_TOKEN": slack.bot_token,
-            **({"SLACK_APP_TOKEN": slack.app_token, "PORT": "0"} if socket_mode
+            **({"SLACK_APP_TOKEN": slack.app_token, "PORT": "0", "INTERNAL_PORT": "0"}
+               if socket_mode
                else {"SLACK_SIGNING_SECRET": SECRET}),
             "SLACK_API_URL": slack.api_url,
             "DATABASE_URL": database_url or f"sqlite:///{tmp_path / 'bot.db'}",
@@ -271,6 +273,8 @@ async def bot(tmp_path: Path, *, slack: FakeSlack | None = None,
         else:
             url = await stack.enter_async_context(runtime.http_site(rt, host="127.0.0.1",
                                                                     port=0))
+            # /healthz, /readyz, /metrics: on their own port (`rt.internal_url`), as served.
+            await stack.enter_async_context(internal_site(rt, host="127.0.0.1", port=0))
             requests = await stack.enter_async_context(SlackRequests(
                 events_url=f"{url}/slack/events", signing_secret=SECRET, slack=slack))
         simulator = sim or rt.simulator

@@ -39,13 +39,13 @@ QUOTE = "quote h100x8 nodes=4"
 
 async def readyz(h: Harness) -> tuple[int, dict[str, Any]]:
     h.rt.health.scheduler_running = lambda: True  # the harness ticks by hand: only the DB counts
-    base = h.requests.events_url.removesuffix("/slack/events")
+    base = h.rt.internal_url
     async with aiohttp.ClientSession() as session, session.get(f"{base}/readyz") as response:
         return response.status, await response.json()
 
 
 async def healthz(h: Harness) -> int:
-    base = h.requests.events_url.removesuffix("/slack/events")
+    base = h.rt.internal_url
     async with aiohttp.ClientSession() as session, session.get(f"{base}/healthz") as response:
         return response.status
 

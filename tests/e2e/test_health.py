@@ -10,6 +10,7 @@ import sqlalchemy as sa
 
 from bot import runtime
 from bot.config import load_settings
+from bot.listeners import internal_site
 from tests.procs import wait_for, world
 
 ENV = {"SLACK_BOT_TOKEN": "xoxb-test", "SLACK_SIGNING_SECRET": "s", "APPROVALS_CHANNEL": "C0A",
@@ -57,7 +58,7 @@ async def test_not_ready_without_scheduler_behind_migrations_or_with_a_stale_swe
     settings = load_settings({**ENV, "DATABASE_URL": f"sqlite:///{tmp_path / 'b.db'}",
                               "POLL_INTERVAL_SECONDS": "5"})
     async with runtime.start(settings, scheduler=False) as rt, \
-            runtime.http_site(rt, host="127.0.0.1", port=0) as url:
+            internal_site(rt, host="127.0.0.1", port=0) as url:
         status, body = await _readyz(rt, url)
         assert status == 503 and body["reasons"] == ["scheduler: not running"]
 
@@ -104,7 +105,7 @@ async def test_only_the_lease_holder_is_red_for_a_stale_sweep_and_a_failed_one_d
     settings = load_settings({**ENV, "DATABASE_URL": f"sqlite:///{tmp_path / 'b.db'}",
                               "POLL_INTERVAL_SECONDS": "5"})
     async with runtime.start(settings, scheduler=False) as rt, \
-            runtime.http_site(rt, host="127.0.0.1", port=0) as url:
+            internal_site(rt, host="127.0.0.1", port=0) as url:
         rt.health.scheduler_running = lambda: True
         long_ago = time.monotonic() - 60  # > 3 polls of 5 s
         rt.sweeps.started_at = long_ago

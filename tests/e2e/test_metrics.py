@@ -29,7 +29,7 @@ NAMES = ("clusterbot_clusters", "clusterbot_burn_cents_per_hour", "clusterbot_mo
 
 async def scrape(h):
     async with aiohttp.ClientSession() as session, \
-            session.get(f"{h.rt.http_url}/metrics") as response:
+            session.get(f"{h.rt.internal_url}/metrics") as response:
         assert response.status == 200
         assert response.headers["Content-Type"].startswith("text/plain")
         text = await response.text()
@@ -139,14 +139,14 @@ async def test_socket_mode_serves_metrics_beside_the_health_checks(tmp_path):
         settings = load_settings({
             "SLACK_BOT_TOKEN": slack.bot_token, "SLACK_APP_TOKEN": "xapp-1-test",
             "SLACK_API_URL": slack.api_url, "APPROVALS_CHANNEL": "C0APPROVALS",
-            "APPROVERS": "U0BOB", "PORT": "0",
+            "APPROVERS": "U0BOB", "PORT": "0", "INTERNAL_PORT": "0",
             "DATABASE_URL": f"sqlite:///{tmp_path / 'bot.db'}"})
         async with runtime.start(settings, scheduler=False) as rt:
             stop = asyncio.Event()
             serving = asyncio.create_task(runtime.serve(rt, stop=stop))
-            await wait_for(lambda: rt.http_url, what="the health listener")
+            await wait_for(lambda: rt.internal_url, what="the internal listener")
             async with aiohttp.ClientSession() as session, \
-                    session.get(f"{rt.http_url}/metrics") as response:
+                    session.get(f"{rt.internal_url}/metrics") as response:
                 assert response.status == 200
                 families = {f.name for f in text_string_to_metric_families(
                     await response.text())}

@@ -45,8 +45,8 @@ async def test_quote_request_approve_launch_over_socket_mode_through_reconnects(
         [opened] = h.slack.calls_to("apps.connections.open")
         assert opened.token == h.slack.app_token and opened.ok
         async with aiohttp.ClientSession() as session, \
-                session.get(f"{h.rt.http_url}/healthz") as health:
-            assert health.status == 200  # health on PORT in Socket Mode too
+                session.get(f"{h.rt.internal_url}/healthz") as health:
+            assert health.status == 200  # health on the internal port in Socket Mode too
 
         # A slash command: its ack carries the ephemeral answer.
         reply = await h.slash("quote h100x8 nodes=4")

@@ -204,6 +204,12 @@ class FaultInjector:
                 return rule
         return None
 
+    def refuse(self, method: str, path: str) -> None:
+        """Raise the error of a status fault armed on this request (one use of it), if any."""
+        rule = self.take(method, path)
+        if rule is not None and rule.status is not None:
+            raise rule.error()
+
     def clear(self) -> None:
         self.rules.clear()
         self.items.clear()

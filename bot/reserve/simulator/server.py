@@ -9,11 +9,10 @@ Parsing lives in http_io.py, the `/_sim` handlers in control.py.
 Every request runs through one middleware, in this order:
 
 1. a fresh `X-Request-Id` (`req_…`), stamped on whatever answer leaves, errors included;
-2. `/_sim/*` needs `X-Sim-Admin: 1` (else 403) and no bearer; `GET /v1/health` needs nothing;
+2. `/_sim/*` needs `X-Sim-Admin: 1` (else 403) and no bearer; `GET /v1/health` only a fault;
 3. `/v1/*`: bearer auth (401) → rate limits (429; headers on every later answer) → unknown
    route or method (404) → injected fault → JSON body (400) → Idempotency-Key (replay / 409 /
    422) → the handler, whose typed errors become the contract's envelope.
-
 Anything else escaping a handler is a simulator bug: logged once, answered 500.
 """
 
@@ -111,6 +110,7 @@ async def _pipeline(request: web.Request, handler: Handler) -> web.StreamRespons
         if path == "/_sim" or path.startswith("/_sim/"):
             return await _serve_control(request, handler)
         if request.method == "GET" and path == "/v1/health":
+            state.faults.refuse("GET", path)  # an outage armed on it takes it down too
             return await handler(request)
         if path.startswith("/v1/"):
             return await _serve_v1(request, handler, state)
