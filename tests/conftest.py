@@ -27,6 +27,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "procs: starts real bot/simulator processes and times what they do; under "
         "pytest-xdist these run one at a time, on one worker"
     )
+    config.addinivalue_line(
+        "markers", "image: builds and runs the container image (minutes, mostly waiting on "
+        "downloads and disk): scheduled first, so that it overlaps the rest of the suite"
+    )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -41,6 +45,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # writes to Node._nodeid; pytest 9.2 keeps the id in Node._id instead, so that write is
     # lost and the group silently vanishes (pytest-xdist 3.8). Here the suffix goes where
     # pytest 9.2 keeps the id, and is checked (below): should the id move again, the run stops.
+    items.sort(key=lambda item: item.get_closest_marker("image") is None)  # stable: first
     for item in items:
         if item.get_closest_marker("procs") is None:
             continue
