@@ -14,23 +14,28 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 PYTHONDONTWRITEBYTECODE=1
 WORKDIR /src
 # The tools that build the product's wheel (requirements/build.txt), then every dependency as
 # the wheel whose hash the lockfile names (requirements/runtime.txt): binary wheels only, so
-# nothing is compiled and no compiler is needed in either stage.
+# nothing is compiled and no compiler is needed in either stage. The product's venv is made
+# here without pip; the build venv's pip installs into it.
 COPY requirements/build.txt requirements/runtime.txt requirements/
 RUN python3 -m venv /opt/build \
     && /opt/build/bin/pip install --no-cache-dir --require-hashes --no-deps \
         -r requirements/build.txt \
     && /opt/build/bin/pip wheel --no-cache-dir --require-hashes --no-deps \
-        --only-binary=:all: --wheel-dir /wheels -r requirements/runtime.txt
+        --only-binary=:all: --wheel-dir /wheels -r requirements/runtime.txt \
+    && python3 -m venv --without-pip /opt/cluster-bot \
+    && /opt/build/bin/pip --python /opt/cluster-bot/bin/python install --no-cache-dir \
+        --no-index --no-deps /wheels/*.whl \
+    && rm -r /wheels
 # The product: bot/ and storage/ (.dockerignore leaves out the tests, the simulator and the
-# local Slack stand-in), built offline with the tools just installed.
+# local Slack stand-in), built offline with the tools above. A layer of its own: a change to
+# the code rebuilds only this one.
 COPY pyproject.toml README.md ./
 COPY storage/ storage/
 COPY bot/ bot/
 RUN /opt/build/bin/pip wheel --no-cache-dir --no-build-isolation --no-deps --no-index \
-        --wheel-dir /wheels . \
-    && python3 -m venv --without-pip /opt/cluster-bot \
+        --wheel-dir /src/dist . \
     && /opt/build/bin/pip --python /opt/cluster-bot/bin/python install --no-cache-dir \
-        --no-index --no-deps /wheels/*.whl
+        --no-index --no-deps /src/dist/*.whl
 
 FROM ${BASE}
 ENV PATH=/opt/cluster-bot/bin:$PATH PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1

@@ -36,6 +36,7 @@ SUITE = "bookworm"  # Python 3.11, the product's
 BASE_PACKAGES = ("python3", "python3-venv", "passwd")
 BASE_REPO = "localhost/cluster-bot-test-base"
 IMAGE = "localhost/cluster-bot-test:latest"
+BUILDER = "localhost/cluster-bot-test-builder:latest"
 BUILD_TIMEOUT = 20 * 60.0  # a cold build downloads ~60 MB of wheels
 CA_IN_BUILD = "/etc/ssl/host-ca.crt"
 
@@ -106,11 +107,15 @@ def _ca_bundle() -> Path | None:
 
 
 def build(workdir: Path) -> str:
-    """`buildah bud` of the repository's Dockerfile on the local base; the image's tag."""
+    """`buildah bud` of the repository's Dockerfile on the local base; the image's tag.
+
+    Layers are kept for the next run (the dependencies' downloads above all); the images an
+    earlier build tagged are removed once the new ones have their tags, so repeated runs with
+    changed code don't pile up a venv each."""
     # --format docker: OCI image configs have no HEALTHCHECK; --force-rm: a failed build leaves
     # no working container behind.
     argv = ["buildah", "bud", "--isolation", "chroot", "--layers", "--force-rm",
-            "--format", "docker", "--build-arg", f"BASE={base_image()}", "--tag", IMAGE]
+            "--format", "docker", "--build-arg", f"BASE={base_image()}"]
     ca = _ca_bundle()
     if ca is not None:
         # Mounted for the RUN steps only: volumes are not layers, nothing of this host's
@@ -118,8 +123,21 @@ def build(workdir: Path) -> str:
         conf = workdir / "pip.conf"
         conf.write_text(f"[global]\ncert = {CA_IN_BUILD}\n")
         argv += ["--volume", f"{conf}:/etc/pip.conf:ro", "--volume", f"{ca}:{CA_IN_BUILD}:ro"]
-    _run([*argv, str(REPO)], timeout=BUILD_TIMEOUT)
+    earlier = {tag: _image_id(tag) for tag in (BUILDER, IMAGE)}
+    # The builder stage tagged too (its layers come from the cache in the second build): its
+    # layers are then an image's, not dangling ones a clean-up would take.
+    _run([*argv, "--target", "builder", "--tag", BUILDER, str(REPO)], timeout=BUILD_TIMEOUT)
+    _run([*argv, "--tag", IMAGE, str(REPO)], timeout=BUILD_TIMEOUT)
+    for tag, was in earlier.items():
+        if was is not None and was != _image_id(tag):
+            subprocess.run(["podman", "rmi", was], capture_output=True, check=False)
     return IMAGE
+
+
+def _image_id(tag: str) -> str | None:
+    done = subprocess.run(["podman", "image", "inspect", "--format", "{{.Id}}", tag],
+                          capture_output=True, text=True, check=False)
+    return done.stdout.strip() if done.returncode == 0 else None
 
 
 def config(image: str) -> dict[str, Any]:

@@ -75,37 +75,54 @@ def product_copy(tmp_path: Path) -> Path:
     return root
 
 
-async def cluster_bot(root: Path, cwd: Path, *args: str,
-                      **env: str) -> tuple[int, str]:
+# One interpreter runs each command line in turn (`cluster-bot` is `bot.cli.main`): one import of
+# the product, not one per command, on a machine the suite keeps busy.
+COMMANDS = """\
+import contextlib, io, json, os, sys
+from bot.cli import main
+results, base = [], dict(os.environ)
+for argv, env in json.loads(sys.argv[1]):
+    os.environ.clear()
+    os.environ.update(base | env)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        try:
+            code = main(argv)
+        except SystemExit as exc:
+            code = exc.code
+    results.append([code, out.getvalue()])
+print(json.dumps(results))
+"""
+
+
+async def commands(root: Path, cwd: Path,
+                   *runs: tuple[list[str], dict[str, str]]) -> list[tuple[int, str]]:
+    """(exit code, output) of each `cluster-bot` command line, with bot/ from `root`."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot", *args, cwd=cwd,
-        env=_base_env() | {"PYTHONPATH": str(root), **env},
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        sys.executable, "-c", COMMANDS, json.dumps(runs), cwd=cwd,
+        env=_base_env() | {"PYTHONPATH": str(root)}, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT)
     out, _ = await asyncio.wait_for(proc.communicate(), 120)
-    assert proc.returncode is not None
-    return proc.returncode, out.decode()
+    assert proc.returncode == 0, out.decode()
+    return [(code, text) for code, text in json.loads(out)]
 
 
 async def test_the_product_starts_without_the_development_packages(tmp_path):
-    root = product_copy(tmp_path)
-    code, out = await cluster_bot(root, tmp_path, "--version")
-    assert (code, out.split()[0]) == (0, "cluster-bot"), out
     db = f"sqlite:///{tmp_path / 'bot.db'}"
-    assert await cluster_bot(root, tmp_path, "migrate", DATABASE_URL=db) == (0, "")
-    assert (tmp_path / "bot.db").is_file()
-
-    # What needs them says so in one line and exits 2: no traceback.
     slack = {"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_SIGNING_SECRET": "s", "DATABASE_URL": db,
              "APPROVALS_CHANNEL": "C0APPROVALS", "APPROVERS": "U0BOB"}
-    code, out = await cluster_bot(root, tmp_path, "serve", AIRESERVE_SIMULATOR="embedded",
-                                  **slack)
-    assert code == 2 and "Traceback" not in out, out
-    assert "AIRESERVE_SIMULATOR=embedded: the simulator is not installed here" in out
-    code, out = await cluster_bot(root, tmp_path, "run", DATABASE_URL=db)
-    assert code == 2 and "Traceback" not in out, out
-    assert "local Slack and simulator that `run` shows without them are not installed" in out
-    code, out = await cluster_bot(root, tmp_path, "simulator")
-    assert code == 2 and "invalid choice: 'simulator'" in out, out
+    version, migrate, embedded, run, simulator = await commands(
+        product_copy(tmp_path), tmp_path, (["--version"], {}), (["migrate"], {"DATABASE_URL": db}),
+        (["serve"], slack | {"AIRESERVE_SIMULATOR": "embedded"}), (["run"], {"DATABASE_URL": db}),
+        (["simulator"], {}))
+    assert (version[0], version[1].split()[0]) == (0, "cluster-bot"), version
+    assert migrate == (0, "") and (tmp_path / "bot.db").is_file()
+    # What needs them says so in one line and exits 2: no traceback.
+    assert embedded[0] == 2, embedded
+    assert "AIRESERVE_SIMULATOR=embedded: the simulator is not installed here" in embedded[1]
+    assert run[0] == 2, run
+    assert "local Slack and simulator that `run` shows without them are not installed" in run[1]
+    assert simulator[0] == 2 and "invalid choice: 'simulator'" in simulator[1], simulator
 
 
 PROBE = """\
