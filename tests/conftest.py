@@ -35,6 +35,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # The image test (minutes, mostly waiting on downloads and disk) goes first: xdist hands out
+    # work in this order (after the groups: the procs group, the biggest, starts first on one
+    # worker), so it starts at once on another and overlaps the suite instead of trailing it.
+    items.sort(key=lambda item: item.get_closest_marker("image") is None)  # a stable sort
     # `make test` runs the suite on parallel workers (pytest-xdist, --dist loadgroup). Tests that
     # start real processes assert on wall-clock bounds (a 20 s drain, a takeover within 6 s, a
     # quiet window's call count): two of them side by side, each with a bot or three and a
@@ -45,7 +49,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # writes to Node._nodeid; pytest 9.2 keeps the id in Node._id instead, so that write is
     # lost and the group silently vanishes (pytest-xdist 3.8). Here the suffix goes where
     # pytest 9.2 keeps the id, and is checked (below): should the id move again, the run stops.
-    items.sort(key=lambda item: item.get_closest_marker("image") is None)  # stable: first
     for item in items:
         if item.get_closest_marker("procs") is None:
             continue

@@ -236,3 +236,12 @@ async def test_the_image_builds_and_serves(tmp_path):
 
 async def ready(health: str) -> bool:
     return (await get(f"{health}/readyz"))[0] == 200
+
+
+def test_without_the_tools_the_reason_names_them(monkeypatch):
+    # What the image test skips with (or fails with, under CI=true) on a machine without them.
+    monkeypatch.setattr(image.shutil, "which",
+                        lambda tool: None if tool in ("podman", "buildah") else "/usr/bin/x")
+    reason = image.unavailable()
+    assert reason is not None
+    assert reason.startswith("podman, buildah not installed") and ".ci/run" in reason
