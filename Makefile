@@ -3,12 +3,16 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test lint typecheck unit simulator bench clean
+.PHONY: run test lint typecheck unit simulator bench lock clean
 
-$(STAMP): pyproject.toml
+## The dependencies come from the lockfile (requirements/dev.txt: exact versions, each file's
+## hash), the project itself after them with --no-deps: what CI tests is what the image ships
+## (requirements/runtime.txt, the same pins). pyproject.toml keeps the ranges for library users.
+$(STAMP): pyproject.toml requirements/dev.txt
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,postgres]'
+	$(PY) -m pip install --quiet --require-hashes -r requirements/dev.txt
+	$(PY) -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
 ## make run: with Slack credentials, the bot; without, the bot plus a local Slack stand-in.
@@ -44,6 +48,20 @@ simulator: $(STAMP)
 ## throughput); benchmarks, not tests — they never fail on a number.
 bench: $(STAMP)
 	$(PY) -m benchmarks
+
+## make lock: compile the lockfiles again from pyproject.toml (after changing a range there, or
+## to take newer releases: delete requirements/*.txt first). The runtime pins (the image's)
+## constrain the dev ones, so both files agree on every package they share; build.txt pins what
+## builds the image's wheel of the project (pyproject.toml's build-system).
+UV_COMPILE := $(VENV)/bin/uv pip compile pyproject.toml --quiet --universal --python-version 3.11 \
+	--generate-hashes --custom-compile-command 'make lock'
+lock:
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet 'uv==0.13.9'
+	$(UV_COMPILE) --extra postgres -o requirements/runtime.txt
+	$(UV_COMPILE) --extra postgres --extra test -c requirements/runtime.txt -o requirements/dev.txt
+	$(PY) -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['build-system']['requires'], sep='\n')" \
+		| $(UV_COMPILE:pyproject.toml=-) -o requirements/build.txt
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import contextlib
 import gc
+import importlib.util
 import logging
 import signal
 import sys
@@ -22,6 +23,15 @@ from bot.config import CannotListen, ConfigError, Settings, load_settings
 from bot.logs import configure_logging
 
 __all__ = ["configure_logging", "main"]
+
+# Development tools, not the product: the container image leaves them out (.dockerignore), and
+# the product's commands must start without them.
+SIMULATOR = "bot.reserve.simulator"
+LOCAL_SLACK = "bot.devslack"
+
+
+def _installed(package: str) -> bool:
+    return importlib.util.find_spec(package) is not None
 
 
 def _settings() -> Settings:
@@ -101,7 +111,7 @@ def cmd_serve(_: argparse.Namespace) -> int:
     settings = _settings()
     problems: list[str] = []
     for check in (settings.require_slack, settings.require_provider,
-                  lambda: check_policy(settings)):
+                  lambda: check_policy(settings), lambda: _check_simulator(settings)):
         try:
             check()
         except ConfigError as exc:
@@ -118,6 +128,13 @@ def cmd_serve(_: argparse.Namespace) -> int:
         print(f"cluster-bot: {exc}", file=sys.stderr)  # noqa: T201
         return 2
     return 0
+
+
+def _check_simulator(settings: Settings) -> None:
+    if settings.uses_simulator and not _installed(SIMULATOR):
+        raise ConfigError(["AIRESERVE_SIMULATOR=embedded: the simulator is not installed here "
+                           "(a production install ships the bot only); set AIRESERVE_API_URL "
+                           "and AIRESERVE_API_KEY"])
 
 
 def check_policy(settings: Settings) -> None:
@@ -138,6 +155,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     settings = _settings()
     if settings.has_slack_credentials:
         return cmd_serve(args)
+    if not (_installed(LOCAL_SLACK) and _installed(SIMULATOR)):
+        _die(ConfigError(["no Slack credentials (SLACK_BOT_TOKEN …), and the local Slack and "
+                          "simulator that `run` shows without them are not installed here (a "
+                          "production install ships `serve` only)"]))
     from bot.local import run_local
 
     gc.enable()  # `serve` turns it on once listening; the local workspace doesn't serve
@@ -266,11 +287,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         func=cmd_serve)
     sub.add_parser("run", help="serve with Slack credentials, else a local Slack in this "
                    "terminal").set_defaults(func=cmd_run)
-    sim = sub.add_parser("simulator", help="the AI Reserve simulator on its own")
-    from bot.reserve.simulator import standalone
+    if _installed(SIMULATOR):  # a development install; the image has no `simulator`
+        from bot.reserve.simulator import standalone
 
-    standalone.add_arguments(sim)
-    sim.set_defaults(func=cmd_simulator)
+        sim = sub.add_parser("simulator", help="the AI Reserve simulator on its own")
+        standalone.add_arguments(sim)
+        sim.set_defaults(func=cmd_simulator)
     sub.add_parser("migrate", help="apply database migrations").set_defaults(func=cmd_migrate)
     database = sub.add_parser("db", help="the database's schema").add_subparsers(
         dest="db_command", required=True)

@@ -27,10 +27,18 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "procs: starts real bot/simulator processes and times what they do; under "
         "pytest-xdist these run one at a time, on one worker"
     )
+    config.addinivalue_line(
+        "markers", "image: builds and runs the container image (minutes, mostly waiting on "
+        "downloads and disk): scheduled first, so that it overlaps the rest of the suite"
+    )
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # The image test (minutes, mostly waiting on downloads and disk) goes first: xdist hands out
+    # work in this order (after the groups: the procs group, the biggest, starts first on one
+    # worker), so it starts at once on another and overlaps the suite instead of trailing it.
+    items.sort(key=lambda item: item.get_closest_marker("image") is None)  # a stable sort
     # `make test` runs the suite on parallel workers (pytest-xdist, --dist loadgroup). Tests that
     # start real processes assert on wall-clock bounds (a 20 s drain, a takeover within 6 s, a
     # quiet window's call count): two of them side by side, each with a bot or three and a

@@ -252,11 +252,12 @@ class BotProcess:
     """`python -m bot serve` against the world's FakeSlack, simulator and database."""
 
     def __init__(self, *, name: str, env: dict[str, str], directory: Path,
-                 slack: FakeSlack) -> None:
+                 slack: FakeSlack, argv: list[str] | None = None) -> None:
         self.name = name
         self.env = env
         self._slack = slack
-        self._proc = _Proc(argv=[sys.executable, "-m", "bot", "serve"], env=env,
+        # `argv`: another way to start the same bot (tests/test_image.py: the container image)
+        self._proc = _Proc(argv=argv or [sys.executable, "-m", "bot", "serve"], env=env,
                            log_path=directory / f"{name}.log", cwd=directory)
         self.url = ""  # the public port: Slack's requests
         self.internal_url = ""  # the internal port: /healthz, /readyz, /metrics
