@@ -38,7 +38,7 @@ REPO = image.REPO
 # The setting whose port serves /healthz and /readyz in this build. The image's HEALTHCHECK
 # asks INTERNAL_PORT (default 3001), where the health endpoints live once they leave the public
 # port; until then they answer on PORT, and the test points the HEALTHCHECK there.
-HEALTH_PORT = "PORT"
+HEALTH_PORT = "INTERNAL_PORT"
 DEV_PACKAGES = ("bot/reserve/simulator", "bot/devslack")  # left out by .dockerignore
 
 
