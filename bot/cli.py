@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from bot import devtools
 from bot.clock import SystemClock
 from bot.config import CannotListen, ConfigError, Settings, load_settings
 from bot.logs import configure_logging
@@ -135,20 +136,28 @@ def cmd_run(args: argparse.Namespace) -> int:
     settings = _settings()
     if settings.has_slack_credentials:
         return cmd_serve(args)
-    from bot.local import run_local
-
+    try:
+        local = devtools.load("devslack.local", "the local Slack workspace")
+    except devtools.DevToolMissing as exc:
+        return _refuse(exc)
     gc.enable()  # `serve` turns it on once listening; the local workspace doesn't serve
     try:
         check_policy(settings)
     except ConfigError as exc:
         _die(exc)
-    return run_local(settings)  # no Slack credentials: a local workspace in this terminal
+    code: int = local.run_local(settings)
+    return code  # no Slack credentials: a local workspace in this terminal
 
 
 def cmd_simulator(args: argparse.Namespace) -> int:
-    from bot.reserve.simulator import standalone
+    from aireserve_sim import standalone  # present: main() only offers it when it is
 
     return standalone.run(args)
+
+
+def _refuse(exc: Exception) -> int:
+    print(f"cluster-bot: {exc}", file=sys.stderr)  # noqa: T201
+    return 2
 
 
 def cmd_migrate(_: argparse.Namespace) -> int:
@@ -238,11 +247,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         func=cmd_serve)
     sub.add_parser("run", help="serve with Slack credentials, else a local Slack in this "
                    "terminal").set_defaults(func=cmd_run)
-    sim = sub.add_parser("simulator", help="the AI Reserve simulator on its own")
-    from bot.reserve.simulator import standalone
+    sim = sub.add_parser("simulator", help="the AI Reserve simulator on its own (development)")
+    if devtools.available(devtools.SIMULATOR):
+        from aireserve_sim import standalone
 
-    standalone.add_arguments(sim)
-    sim.set_defaults(func=cmd_simulator)
+        standalone.add_arguments(sim)
+        sim.set_defaults(func=cmd_simulator)
+    else:
+        sim.set_defaults(func=lambda _args: _refuse(devtools.DevToolMissing(
+            devtools.SIMULATOR, "`cluster-bot simulator`")))
     sub.add_parser("migrate", help="apply database migrations").set_defaults(func=cmd_migrate)
     export = sub.add_parser("audit-export", help="a month's audit trail as CSV")
     export.add_argument("--month", default=None, help="YYYY-MM (default: this month, UTC)")
