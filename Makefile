@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml requirements/dev.txt
 
 ## make run: with Slack credentials, the bot; without, the bot plus a local Slack stand-in.
 run: $(STAMP)
-	@$(PY) -m compileall -q bot storage  # bytecode even where PYTHONDONTWRITEBYTECODE is set
+	@$(PY) -m compileall -q bot storage aireserve_sim devslack  # bytecode even where PYTHONDONTWRITEBYTECODE is set
 	$(PY) -m bot run
 
 ## make test: lint, type-check and the whole suite (what CI runs).
@@ -37,7 +37,7 @@ typecheck: $(STAMP)
 ## test starts imports bot/ (PYTHONDONTWRITEBYTECODE may be set).
 TEST_WORKERS ?= 3
 unit: $(STAMP)
-	@$(PY) -m compileall -q bot storage
+	@$(PY) -m compileall -q bot storage aireserve_sim devslack
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 ## make simulator: the AI Reserve simulator alone on 127.0.0.1:8787 with a virtual clock.

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks.report import Table, gc_pauses, ms, percentile
-from bot.devslack.models import ACK_DEADLINE, ApiCall
 from bot.domain.models import RequestStatus
 from bot.slack.ids import Action
+from devslack.models import ACK_DEADLINE, ApiCall
 from tests.e2e.harness import ALICE, BOB, CAROL, DAVE, Harness, bot
 
 COMMANDS = 100

@@ -21,12 +21,12 @@ import random
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from aireserve_sim.config import SimConfig
+from aireserve_sim.engine import SimulatorEngine
 from benchmarks.report import Table
 from bot.clock import ManualClock
 from bot.domain.envelope import PROVIDER_ALLOWANCE, ends_at, margin_for, next_stage
 from bot.reserve.schemas import LaunchRequest, QuoteRequest, ShapeRequest
-from bot.reserve.simulator.config import SimConfig
-from bot.reserve.simulator.engine import SimulatorEngine
 from bot.services.observing import record_from_wire
 
 START = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)

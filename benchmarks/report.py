@@ -14,8 +14,8 @@ from typing import Any
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bot.devslack.models import ApiCall
-from bot.devslack.webapi import FakeSlack
+from devslack.models import ApiCall
+from devslack.webapi import FakeSlack
 
 # FakeSlack records these next to Web API calls; they are not calls the bot made to the API.
 NOT_WEB_API = frozenset({"ack", "response_url", "scheduled_message"})

@@ -19,8 +19,8 @@ import time
 from aiohttp import web
 
 from benchmarks.serving import serve_until_sigterm
-from bot.devslack.models import DEFAULT_USERS, ApiCall, SlackUser
-from bot.devslack.webapi import FakeSlack
+from devslack.models import DEFAULT_USERS, ApiCall, SlackUser
+from devslack.webapi import FakeSlack
 from tests.e2e.harness import APPROVALS, DAVE, GENERAL, LEADS
 
 

@@ -10,7 +10,6 @@ import argparse
 import asyncio
 import contextlib
 import gc
-import importlib.util
 import logging
 import signal
 import sys
@@ -18,21 +17,12 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from bot import devtools
 from bot.clock import SystemClock
 from bot.config import CannotListen, ConfigError, Settings, load_settings
 from bot.logs import configure_logging
 
 __all__ = ["configure_logging", "main"]
-
-# Development tools, not the product: the container image leaves them out (.dockerignore), and
-# the product's commands must start without them.
-SIMULATOR = "bot.reserve.simulator"
-LOCAL_SLACK = "bot.devslack"
-
-
-def _installed(package: str) -> bool:
-    return importlib.util.find_spec(package) is not None
-
 
 def _settings() -> Settings:
     try:
@@ -111,7 +101,7 @@ def cmd_serve(_: argparse.Namespace) -> int:
     settings = _settings()
     problems: list[str] = []
     for check in (settings.require_slack, settings.require_provider,
-                  lambda: check_policy(settings), lambda: _check_simulator(settings)):
+                  lambda: check_policy(settings)):
         try:
             check()
         except ConfigError as exc:
@@ -128,13 +118,6 @@ def cmd_serve(_: argparse.Namespace) -> int:
         print(f"cluster-bot: {exc}", file=sys.stderr)  # noqa: T201
         return 2
     return 0
-
-
-def _check_simulator(settings: Settings) -> None:
-    if settings.uses_simulator and not _installed(SIMULATOR):
-        raise ConfigError(["AIRESERVE_SIMULATOR=embedded: the simulator is not installed here "
-                           "(a production install ships the bot only); set AIRESERVE_API_URL "
-                           "and AIRESERVE_API_KEY"])
 
 
 def check_policy(settings: Settings) -> None:
@@ -155,12 +138,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     settings = _settings()
     if settings.has_slack_credentials:
         return cmd_serve(args)
-    if not (_installed(LOCAL_SLACK) and _installed(SIMULATOR)):
-        _die(ConfigError(["no Slack credentials (SLACK_BOT_TOKEN …), and the local Slack and "
-                          "simulator that `run` shows without them are not installed here (a "
-                          "production install ships `serve` only)"]))
-    from bot.local import run_local
-
+    try:
+        local = devtools.load("devslack.local", "`run` without Slack credentials (SLACK_BOT_TOKEN "
+                              "…): the local Slack workspace", "; use `serve`")
+    except devtools.DevToolMissing as exc:
+        return _refuse(exc)
     gc.enable()  # `serve` turns it on once listening; the local workspace doesn't serve
     try:
         check_policy(settings)
@@ -169,16 +151,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     from storage.schema import SchemaIncompatible
 
     try:
-        return run_local(settings)  # no Slack credentials: a local workspace in this terminal
+        code: int = local.run_local(settings)  # no Slack credentials: a local workspace here
     except SchemaIncompatible as exc:
-        print(f"cluster-bot: {exc}", file=sys.stderr)  # noqa: T201
-        return 2
+        return _refuse(exc)
+    return code
 
 
 def cmd_simulator(args: argparse.Namespace) -> int:
-    from bot.reserve.simulator import standalone
+    from aireserve_sim import standalone  # present: main() only offers it when it is
 
     return standalone.run(args)
+
+
+def _refuse(exc: Exception) -> int:
+    print(f"cluster-bot: {exc}", file=sys.stderr)  # noqa: T201
+    return 2
 
 
 def cmd_migrate(_: argparse.Namespace) -> int:
@@ -287,12 +274,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         func=cmd_serve)
     sub.add_parser("run", help="serve with Slack credentials, else a local Slack in this "
                    "terminal").set_defaults(func=cmd_run)
-    if _installed(SIMULATOR):  # a development install; the image has no `simulator`
-        from bot.reserve.simulator import standalone
+    sim = sub.add_parser("simulator", help="the AI Reserve simulator on its own (development)")
+    if devtools.available(devtools.SIMULATOR):
+        from aireserve_sim import standalone
 
-        sim = sub.add_parser("simulator", help="the AI Reserve simulator on its own")
         standalone.add_arguments(sim)
         sim.set_defaults(func=cmd_simulator)
+    else:
+        sim.set_defaults(func=lambda _args: _refuse(devtools.DevToolMissing(
+            devtools.SIMULATOR, "`cluster-bot simulator`")))
     sub.add_parser("migrate", help="apply database migrations").set_defaults(func=cmd_migrate)
     database = sub.add_parser("db", help="the database's schema").add_subparsers(
         dest="db_command", required=True)

@@ -30,6 +30,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from bot import devtools
 from storage.sealing import check_key, derived_key
 
 _USER_ID = re.compile(r"^[UW][A-Z0-9]{2,}$")
@@ -206,6 +207,10 @@ class Settings(BaseSettings):
             raise ConfigError(["AIRESERVE_API_URL and AIRESERVE_API_KEY are missing (AI "
                                "Reserve's API); set AIRESERVE_SIMULATOR=embedded to serve "
                                "the embedded simulator's fake clusters on purpose"])
+        if self.uses_simulator and not devtools.available(devtools.SIMULATOR):
+            raise ConfigError([str(devtools.DevToolMissing(
+                devtools.SIMULATOR, "AIRESERVE_SIMULATOR=embedded",
+                "; set AIRESERVE_API_URL and AIRESERVE_API_KEY"))])
 
     @property
     def uses_simulator(self) -> bool:

@@ -74,8 +74,8 @@ from storage.db import Database
 from storage.leases import Lease, replica_id
 
 if TYPE_CHECKING:  # the simulator is imported only when the bot embeds one
-    from bot.reserve.simulator.config import SimConfig
-    from bot.reserve.simulator.embedded import EmbeddedSimulator
+    from aireserve_sim.config import SimConfig
+    from aireserve_sim.embedded import EmbeddedSimulator
 
 log = logging.getLogger(__name__)
 
@@ -142,8 +142,8 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         session = await stack.enter_async_context(aiohttp.ClientSession())
         simulator: EmbeddedSimulator | None = None
         if settings.uses_simulator:
-            from bot.reserve.simulator.config import SimConfig
-            from bot.reserve.simulator.embedded import EmbeddedSimulator
+            from aireserve_sim.config import SimConfig
+            from aireserve_sim.embedded import EmbeddedSimulator
 
             # A fresh seed per process: ids from an earlier run (kept in the database) must
             # never be issued again by this run's simulator, whose state starts empty.

@@ -56,10 +56,10 @@ from typing import Any, TypeVar
 
 import aiohttp
 
-from bot.devslack.models import DEFAULT_USERS, Message, SlackUser
-from bot.devslack.requests import SlackRequests
-from bot.devslack.webapi import FakeSlack
 from bot.slack.ids import Action
+from devslack.models import DEFAULT_USERS, Message, SlackUser
+from devslack.requests import SlackRequests
+from devslack.webapi import FakeSlack
 from storage.db import Database
 from tests.e2e.harness import (
     ALICE,

@@ -13,8 +13,8 @@ import pytest
 import yaml
 from slack_bolt.request.async_request import AsyncBoltRequest
 
-from bot.devslack.requests import signed_headers
 from bot.slack.ids import Action, View
+from devslack.requests import signed_headers
 from tests.e2e.harness import ALICE, SECRET, bot
 
 ROOT = Path(__file__).parent.parent

@@ -16,7 +16,7 @@ import pytest
 
 from bot import runtime
 from bot.config import load_settings, previous_workload_keys, workload_key
-from bot.devslack.requests import signed_headers
+from devslack.requests import signed_headers
 from storage import sealing
 from tests.test_serve import ENV
 

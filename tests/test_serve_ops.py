@@ -11,7 +11,7 @@ import sys
 import aiohttp
 import pytest
 
-from bot.devslack.webapi import FakeSlack
+from devslack.webapi import FakeSlack
 from tests.procs import REPO, _base_env, wait_for
 
 pytestmark = pytest.mark.procs  # real processes: one at a time (tests/conftest.py)

@@ -9,8 +9,8 @@ import signal
 
 import pytest
 
-from bot.devslack.socketrequests import SocketRequests
 from bot.slack.ids import Action
+from devslack.socketrequests import SocketRequests
 from tests.e2e.harness import launch_without_ssh
 from tests.procs import ALICE, APPROVALS, BOB, GENERAL, wait_for, world
 

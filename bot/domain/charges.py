@@ -11,7 +11,7 @@ A volume (§5.4) is paid by the cluster holding it at each mark that cluster is 
 hour), and bills on its own, one hour at a time at its size then, at every other time until it
 is deleted. `volume_span` replays that from what the bot recorded — when the volume was made
 and with which cluster, every cluster that mounted it and its charged and uncharged marks, each
-price the volume had — exactly as AI Reserve's simulator books it (bot/reserve/simulator/
+price the volume had — exactly as AI Reserve's simulator books it (aireserve_sim/
 billing.py): the own hours run in a chain from where the last paid hour ended; a cluster's
 charge stops the chain, an uncharged mark or the cluster's end restarts it.
 """

@@ -20,7 +20,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.clock import ManualClock
-from bot.devslack import FakeSlack, SlackRequests
+from devslack import FakeSlack, SlackRequests
 
 SECRET = "devslack-test-signing-secret"
 ALICE, BOB, CAROL = "U0ALICE", "U0BOB", "U0CAROL"

@@ -13,7 +13,7 @@ from slack_sdk.models.blocks import (
     SectionBlock,
 )
 
-from bot.devslack.blockkit import (
+from devslack.blockkit import (
     block_problems,
     buttons,
     initial_state,

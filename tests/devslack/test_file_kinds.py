@@ -7,8 +7,8 @@ import io
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.devslack import FakeSlack
-from bot.devslack.screen import Screen
+from devslack import FakeSlack
+from devslack.screen import Screen
 
 
 async def test_a_csv_upload_is_announced_as_csv_and_a_png_as_png(slack: FakeSlack,

@@ -8,7 +8,7 @@ import pytest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.devslack import FakeSlack
+from devslack import FakeSlack
 
 from .conftest import ALICE
 
@@ -70,7 +70,7 @@ async def test_an_upload_to_an_unknown_channel_is_refused(slack: FakeSlack,
 async def test_the_local_screen_shows_a_shared_file(slack: FakeSlack, client: AsyncWebClient):
     import io
 
-    from bot.devslack.screen import Screen
+    from devslack.screen import Screen
 
     out = io.StringIO()
     slack.subscribe(Screen(slack, out).on_call)

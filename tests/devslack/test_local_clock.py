@@ -1,15 +1,15 @@
-"""`make run`'s `sim advance` (bot/local.py) keeps time as a real clock would: AI Reserve's clock
-and the bot's move in steps no longer than the poll interval, each step's sweeps run to the end,
-so an enforced envelope is terminated before AI Reserve charges an hour beyond it — as it is in
-production — instead of the clock jumping past the deadline between two polls."""
+"""`make run`'s `sim advance` (devslack/local.py) keeps time as a real clock would: AI Reserve's
+clock and the bot's move in steps no longer than the poll interval, each step's sweeps run to
+the end, so an enforced envelope is terminated before AI Reserve charges an hour beyond it — as
+it is in production — instead of the clock jumping past the deadline between two polls."""
 
 from __future__ import annotations
 
 import io
 
-from bot.devslack.workspace import LocalWorkspace
-from bot.local import ClusterTerminal
 from bot.slack.ids import Action
+from devslack.local import ClusterTerminal
+from devslack.workspace import LocalWorkspace
 from tests.e2e.harness import BOB, SECRET, bot
 
 

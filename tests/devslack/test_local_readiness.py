@@ -1,14 +1,14 @@
-"""`make run`'s terminal (bot/local.py): `sim log` makes the workload print its readiness line,
+"""`make run`'s terminal (devslack/local.py): `sim log` makes the workload print its readiness line,
 and the launch reaches **Serving** in the local workspace."""
 
 from __future__ import annotations
 
 import io
 
-from bot.devslack.workspace import LocalWorkspace
-from bot.local import ClusterTerminal
 from bot.slack.blocks.launch_modal import FIELD_READINESS
 from bot.slack.ids import Action
+from devslack.local import ClusterTerminal
+from devslack.workspace import LocalWorkspace
 from tests.e2e.harness import BOB, SECRET, bot
 
 

@@ -3,10 +3,10 @@
 Every ```console block right after a `<!-- local session -->` line in README.md is a transcript:
 lines at a prompt (`alice@#general> /cluster quote …`), a form field's prompt with its answer
 (`  No SSH key? [(empty)]: 1`) and a confirm's answer (`  Approve $62.43/h (y) / Cancel (n)? y`)
-are typed, in order, into `bot.local.session` (the bot, the embedded simulator and the terminal,
-as `make run` starts them); every other line is what the terminal must show by then, in that
-order (`…` stands for anything within a line). So a walkthrough that stops being true — a
-button that moved, a text that changed — fails here, not in a reader's terminal.
+are typed, in order, into `devslack.local.session` (the bot, the embedded simulator and the
+terminal, as `make run` starts them); every other line is what the terminal must show by then,
+in that order (`…` stands for anything within a line). So a walkthrough that stops being true —
+a button that moved, a text that changed — fails here, not in a reader's terminal.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from bot.config import load_settings
-from bot.local import session
+from devslack.local import session
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 BLOCK = re.compile(r"<!-- local session -->\n```console\n(.*?)```", re.S)

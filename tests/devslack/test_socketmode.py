@@ -10,7 +10,7 @@ import pytest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.devslack import FakeSlack
+from devslack import FakeSlack
 
 
 async def _url(slack: FakeSlack) -> str:

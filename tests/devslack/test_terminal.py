@@ -8,10 +8,10 @@ from typing import Any
 import pytest_asyncio
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.devslack import FakeSlack
-from bot.devslack.render import mrkdwn
-from bot.devslack.terminal import run_repl
-from bot.devslack.workspace import LocalWorkspace
+from devslack import FakeSlack
+from devslack.render import mrkdwn
+from devslack.terminal import run_repl
+from devslack.workspace import LocalWorkspace
 
 from .conftest import SECRET, Demo
 

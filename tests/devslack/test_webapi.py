@@ -11,7 +11,7 @@ import pytest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.devslack import ApiCall, FakeSlack
+from devslack import ApiCall, FakeSlack
 
 from .conftest import ALICE, BOB, small_modal
 

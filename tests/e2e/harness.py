@@ -17,21 +17,21 @@ from typing import Any
 
 import aiohttp
 
+from aireserve_sim.config import SimConfig
+from aireserve_sim.embedded import EmbeddedSimulator
 from bot import runtime
 from bot.clock import ManualClock
 from bot.config import load_settings
-from bot.devslack.models import DEFAULT_USERS, Message, SlackUser
-from bot.devslack.requests import Reply, SlackRequests
-from bot.devslack.socketrequests import SocketRequests
-from bot.devslack.webapi import FakeSlack
 from bot.domain.models import ClusterRecord, LaunchRequest, RequestStatus
 from bot.listeners import internal_site
-from bot.reserve.simulator.config import SimConfig
-from bot.reserve.simulator.embedded import EmbeddedSimulator
 from bot.slack import ids
 from bot.slack.blocks.launch_modal import FIELD_NO_SSH_OK, NO_SSH_OK
 from bot.slack.blocks.story import FIELD_REASON
 from bot.slack.ids import Action
+from devslack.models import DEFAULT_USERS, Message, SlackUser
+from devslack.requests import Reply, SlackRequests
+from devslack.socketrequests import SocketRequests
+from devslack.webapi import FakeSlack
 from tests.loopwatch import starting_up
 
 ALICE, BOB, CAROL, DAVE = "U0ALICE", "U0BOB", "U0CAROL", "U0DAVE"  # bob, carol approve

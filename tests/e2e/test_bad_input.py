@@ -7,9 +7,9 @@ from urllib.parse import urlencode
 
 import pytest
 
-from bot.devslack.requests import signed_headers
 from bot.slack.blocks.launch_modal import FIELD_ENV, FIELD_NAME, FIELD_PORTS, FIELD_SSH_KEYS
 from bot.slack.ids import Action
+from devslack.requests import signed_headers
 from tests.e2e.harness import ALICE, BOB, SECRET, bot
 
 

@@ -13,9 +13,9 @@ import logging
 
 import pytest
 
-from bot.devslack.models import Message
 from bot.services.unreadable import UNREADABLE_SWEEPS
 from bot.slack.blocks.format import money
+from devslack.models import Message
 from tests.e2e.harness import ALICE, APPROVALS, BOB, Harness, bot
 
 SWEEP = 30  # seconds between the watcher's polls in these tests

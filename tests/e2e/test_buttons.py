@@ -10,9 +10,9 @@ import asyncio
 import copy
 from datetime import timedelta
 
-from bot.devslack.requests import FORM, Reply
 from bot.domain.models import RequestStatus
 from bot.slack.ids import Action
+from devslack.requests import FORM, Reply
 from tests.e2e.harness import ALICE, BOB, CAROL, DAVE, bot
 from tests.e2e.test_policy import policy
 

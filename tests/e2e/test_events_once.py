@@ -8,12 +8,12 @@ asked of AI Reserve, audit rows.
 
 import asyncio
 
-from bot.devslack.requests import Reply
 from bot.domain.claims import EVENT, Delivery
 from bot.domain.models import RequestStatus
 from bot.jobs import sweeps
 from bot.services.deliveries import KEEP
 from bot.slack.ids import Action
+from devslack.requests import Reply
 from tests.e2e.harness import ALICE, bot
 from tests.e2e.harness import replicas as replicas_of
 from tests.e2e.test_extensions import planned, words

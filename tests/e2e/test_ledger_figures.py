@@ -31,13 +31,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from aireserve_sim.config import SimConfig
+from aireserve_sim.embedded import EmbeddedSimulator
 from bot.clock import ManualClock
-from bot.devslack.models import Message
 from bot.domain.spend import accruals_before
 from bot.reserve.schemas import ClusterStatus, VolumeCreateRequest
-from bot.reserve.simulator.config import SimConfig
-from bot.reserve.simulator.embedded import EmbeddedSimulator
 from bot.slack.ids import Action
+from devslack.models import Message
 from tests.e2e.harness import ALICE, BOB, Harness, bot
 
 # 16 in the suite (~35 s); `LEDGER_LIFECYCLES=32` for the figure the report quotes.

@@ -14,8 +14,8 @@ import time
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
-from bot.devslack.requests import FORM, Reply
 from bot.slack.ids import Action
+from devslack.requests import FORM, Reply
 from tests.e2e.harness import ALICE, BOB, SECRET, bot
 
 SEED = 9

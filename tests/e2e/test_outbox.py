@@ -130,9 +130,9 @@ async def test_a_dm_refused_every_time_is_given_up_after_max_attempts(tmp_path, 
 async def test_a_dm_flood_to_ten_owners_opens_each_dm_channel_once(tmp_path, database_url):
     """Ten owners, five DMs each, all at once from two replicas: conversations.open (Tier 3)
     is called at most once per owner — the channel id is kept in the database."""
-    from bot.devslack.models import DEFAULT_USERS, SlackUser
-    from bot.devslack.webapi import FakeSlack
     from bot.slack.blocks.common import notice
+    from devslack.models import DEFAULT_USERS, SlackUser
+    from devslack.webapi import FakeSlack
 
     owners = [f"U0OWNER{i}" for i in range(10)]
     users = (*DEFAULT_USERS, *(SlackUser(o, o.lower()) for o in owners))

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from aireserve_sim.catalog import ACCELERATORS, LOCATIONS
 from bot.reserve.schemas import Availability
-from bot.reserve.simulator.catalog import ACCELERATORS, LOCATIONS
 from bot.slack.ids import Action, QuoteRef
 from tests.e2e.harness import ALICE, bot
 from tests.e2e.test_volumes import attached_volume, terminated

@@ -8,10 +8,10 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from aireserve_sim.config import SimConfig
+from aireserve_sim.embedded import EmbeddedSimulator
 from bot.clock import ManualClock
 from bot.domain.models import RequestStatus
-from bot.reserve.simulator.config import SimConfig
-from bot.reserve.simulator.embedded import EmbeddedSimulator
 from bot.slack.ids import Action
 from tests.e2e.harness import BOB, START, bot, fake_slack
 from tests.e2e.test_policy import policy

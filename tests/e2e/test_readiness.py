@@ -3,11 +3,11 @@ readiness line and posts **Serving** once — on the first poll, after hours, ac
 on a degraded cluster — or, when the limit passes first, asks the owner (once per limit) with
 the last lines, what not serving billed, and Terminate / Keep waiting."""
 
+from aireserve_sim.config import SimConfig
+from aireserve_sim.embedded import EmbeddedSimulator
 from bot.clock import ManualClock
 from bot.domain.readiness import PRESETS
 from bot.domain.watch import NoticeKind
-from bot.reserve.simulator.config import SimConfig
-from bot.reserve.simulator.embedded import EmbeddedSimulator
 from bot.slack.blocks.launch_modal import (
     FIELD_READINESS,
     FIELD_READINESS_ALL,

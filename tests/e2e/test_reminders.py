@@ -3,9 +3,9 @@ downtime, none once terminated. Untracked clusters are adopted; orphaned volumes
 
 from datetime import timedelta
 
+from aireserve_sim.config import SimConfig
+from aireserve_sim.embedded import EmbeddedSimulator
 from bot.clock import ManualClock
-from bot.reserve.simulator.config import SimConfig
-from bot.reserve.simulator.embedded import EmbeddedSimulator
 from bot.slack.ids import Action
 from tests.e2e.harness import ALICE, APPROVALS, BOB, CAROL, START, bot, fake_slack
 

@@ -3,10 +3,10 @@ bot edits the messages it posted before the restart instead of posting new ones.
 
 import sqlalchemy as sa
 
+from aireserve_sim.config import SimConfig
+from aireserve_sim.embedded import EmbeddedSimulator
 from bot.clock import ManualClock
 from bot.domain.models import RequestStatus
-from bot.reserve.simulator.config import SimConfig
-from bot.reserve.simulator.embedded import EmbeddedSimulator
 from bot.slack.ids import Action
 from storage.tables import ClusterRow
 from tests.e2e.harness import BOB, GENERAL, START, bot, fake_slack

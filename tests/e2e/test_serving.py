@@ -6,11 +6,11 @@ the line appears again."""
 
 import re
 
+from aireserve_sim.config import SimConfig
+from aireserve_sim.embedded import EmbeddedSimulator
 from bot.clock import ManualClock
 from bot.domain.hours import HourState
 from bot.domain.watch import NoticeKind
-from bot.reserve.simulator.config import SimConfig
-from bot.reserve.simulator.embedded import EmbeddedSimulator
 from bot.slack.ids import Action
 from tests.e2e.harness import ALICE, START, bot, fake_slack
 from tests.e2e.test_readiness import VLLM_LINE, launched, readiness, say

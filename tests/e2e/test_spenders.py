@@ -6,8 +6,8 @@ import logging
 
 import yaml
 
-from bot.devslack.models import SlackUser
 from bot.slack.ids import Action
+from devslack.models import SlackUser
 from tests.e2e.harness import ALICE, APPROVALS, BOB, CAROL, DAVE, LEADS, bot
 from tests.e2e.test_extensions import ask, audit_of, planned
 

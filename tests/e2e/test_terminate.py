@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from aireserve_sim.config import SimConfig
+from aireserve_sim.embedded import EmbeddedSimulator
 from bot.clock import ManualClock
 from bot.domain.termination import TerminationState, retry_delay
-from bot.reserve.simulator.config import SimConfig
-from bot.reserve.simulator.embedded import EmbeddedSimulator
 from bot.slack.ids import Action
 from tests.e2e.harness import ALICE, GENERAL, START, bot, fake_slack
 from tests.procs import wait_for, world

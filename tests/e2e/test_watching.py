@@ -1,10 +1,10 @@
 """The watcher: each transition at AI Reserve becomes exactly one notice in the cluster's thread,
 over many polls, provider faults and restarts; buttons act on the current state."""
 
+from aireserve_sim.config import SimConfig
+from aireserve_sim.embedded import EmbeddedSimulator
 from bot.clock import ManualClock
 from bot.domain.watch import NoticeKind
-from bot.reserve.simulator.config import SimConfig
-from bot.reserve.simulator.embedded import EmbeddedSimulator
 from bot.slack.ids import Action
 from tests.e2e.harness import ALICE, BOB, DAVE, START, bot, fake_slack
 

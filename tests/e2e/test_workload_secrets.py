@@ -9,8 +9,8 @@ import pytest
 import sqlalchemy as sa
 from cryptography.fernet import Fernet
 
+from aireserve_sim.quotes import QuoteDesk
 from bot.domain.models import RequestStatus
-from bot.reserve.simulator.quotes import QuoteDesk
 from bot.slack.blocks.launch_modal import FIELD_ENV
 from bot.slack.ids import Action
 from storage import sealing

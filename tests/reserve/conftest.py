@@ -252,8 +252,8 @@ class Admin:
 
 @pytest_asyncio.fixture
 async def sim() -> AsyncIterator[Any]:
-    from bot.reserve.simulator.config import SimConfig
-    from bot.reserve.simulator.embedded import EmbeddedSimulator
+    from aireserve_sim.config import SimConfig
+    from aireserve_sim.embedded import EmbeddedSimulator
 
     async with EmbeddedSimulator(SimConfig.fast(), ManualClock(START)) as simulator:
         yield simulator

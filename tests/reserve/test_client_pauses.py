@@ -80,10 +80,10 @@ async def test_a_quota_policy_pauses_every_route_it_applies_to(fake_api, make_cl
 async def test_against_the_simulators_limits_the_client_never_spends_a_429():
     import aiohttp
 
+    from aireserve_sim.config import SimConfig
+    from aireserve_sim.embedded import EmbeddedSimulator
     from bot.clock import ManualClock
     from bot.reserve.client import AsyncAIReserveClient
-    from bot.reserve.simulator.config import SimConfig
-    from bot.reserve.simulator.embedded import EmbeddedSimulator
     from tests.reserve.conftest import API_KEY, START
 
     statuses: list[int] = []

@@ -50,8 +50,8 @@ async def test_inv11_an_injected_429_carries_retry_after(sim, session, admin):
 
 @pytest_asyncio.fixture
 async def limited_sim():
-    from bot.reserve.simulator.config import SimConfig
-    from bot.reserve.simulator.embedded import EmbeddedSimulator
+    from aireserve_sim.config import SimConfig
+    from aireserve_sim.embedded import EmbeddedSimulator
 
     config = SimConfig.fast().model_copy(update={"rate_limits": True})
     async with EmbeddedSimulator(config, ManualClock(START)) as simulator:

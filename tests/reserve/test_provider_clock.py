@@ -12,11 +12,11 @@ from email.utils import format_datetime
 import aiohttp
 import pytest
 
+from aireserve_sim.config import SimConfig
+from aireserve_sim.embedded import EmbeddedSimulator
+from aireserve_sim.standalone import add_arguments, build
 from bot.clock import ManualClock, ProviderClock, SystemClock
 from bot.reserve.client import AsyncAIReserveClient
-from bot.reserve.simulator.config import SimConfig
-from bot.reserve.simulator.embedded import EmbeddedSimulator
-from bot.reserve.simulator.standalone import add_arguments, build
 
 T0 = datetime(2026, 11, 29, 10, 0, 0, 250_000, tzinfo=UTC)
 

@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aireserve_sim.config import SimConfig
+from aireserve_sim.embedded import EmbeddedSimulator
 from bot.clock import ManualClock
 from bot.domain.models import RequestStatus
-from bot.reserve.simulator.config import SimConfig
-from bot.reserve.simulator.embedded import EmbeddedSimulator
 from bot.slack.ids import Action
 from tests.e2e.harness import ALICE, BOB, START, Harness, bot, fake_slack
 from tests.procs import wait_for

@@ -18,11 +18,11 @@ import copy
 import json
 from collections import Counter
 
+from aireserve_sim.config import SimConfig
+from aireserve_sim.embedded import EmbeddedSimulator
 from bot.clock import ManualClock
 from bot.domain.launch import IntentState
 from bot.domain.models import RequestStatus
-from bot.reserve.simulator.config import SimConfig
-from bot.reserve.simulator.embedded import EmbeddedSimulator
 from bot.slack.ids import Action
 from tests.e2e.harness import ALICE, APPROVALS, BOB, GENERAL, START, Harness, bot, fake_slack
 from tests.saga.crash import arm_kill, wait_for

@@ -16,9 +16,9 @@ import pytest
 import pytest_asyncio
 from multidict import CIMultiDictProxy
 
+from aireserve_sim.config import SimConfig
+from aireserve_sim.embedded import EmbeddedSimulator
 from bot.clock import ManualClock
-from bot.reserve.simulator.config import SimConfig
-from bot.reserve.simulator.embedded import EmbeddedSimulator
 
 API_KEY = "sk-sim-test-key"
 START = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
@@ -117,7 +117,7 @@ def _no_simulator_bugs(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
     """No request in these tests may reach the server's 500 path (it logs each bug once)."""
     yield
     bugs = [r for r in caplog.records
-            if r.name == "bot.reserve.simulator.server" and r.levelno >= logging.ERROR]
+            if r.name == "aireserve_sim.server" and r.levelno >= logging.ERROR]
     assert not bugs, [r.getMessage() for r in bugs]
 
 

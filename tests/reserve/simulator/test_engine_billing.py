@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from aireserve_sim.engine import SimulatorEngine
 from bot.clock import ManualClock
 from bot.reserve import errors as e
 from bot.reserve.schemas import Cluster, ClusterStatus, PaymentStatus, Quote, VolumeStatus
-from bot.reserve.simulator.engine import SimulatorEngine
 from tests.reserve.simulator.test_engine_support import (
     PROVISION,
     charges,

@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import pytest
 
+from aireserve_sim.validation import RESERVED_ENV
 from bot.reserve import errors as e
 from bot.reserve.schemas import (
     Availability,
@@ -18,7 +19,6 @@ from bot.reserve.schemas import (
     StorageRequest,
     VolumeStatus,
 )
-from bot.reserve.simulator.validation import RESERVED_ENV
 from tests.reserve.simulator.test_engine_support import (
     H100,
     PROVISION,

@@ -6,17 +6,17 @@ from datetime import timedelta
 
 import pytest
 
-from bot.reserve import errors as e
-from bot.reserve.schemas import Availability, QuoteRequest, ShapeRequest, StorageRequest
-from bot.reserve.simulator.catalog import (
+from aireserve_sim.catalog import (
     ACCELERATORS,
     HOURS_PER_MONTH,
     AcceleratorSpec,
     round_half_up,
     volume_hourly_cents,
 )
-from bot.reserve.simulator.config import SimConfig
-from bot.reserve.simulator.engine import SimulatorEngine
+from aireserve_sim.config import SimConfig
+from aireserve_sim.engine import SimulatorEngine
+from bot.reserve import errors as e
+from bot.reserve.schemas import Availability, QuoteRequest, ShapeRequest, StorageRequest
 from tests.reserve.simulator.test_engine_support import H100, START, make, quote, quote_req
 
 # --- catalog ------------------------------------------------------------------------------

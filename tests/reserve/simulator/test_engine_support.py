@@ -8,6 +8,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from aireserve_sim.config import SimConfig
+from aireserve_sim.engine import LedgerEntry, SimulatorEngine
 from bot.clock import ManualClock
 from bot.reserve.schemas import (
     Cluster,
@@ -18,8 +20,6 @@ from bot.reserve.schemas import (
     ShapeRequest,
     StorageRequest,
 )
-from bot.reserve.simulator.config import SimConfig
-from bot.reserve.simulator.engine import LedgerEntry, SimulatorEngine
 
 START = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
 H100 = "h100-sxm-80gb"

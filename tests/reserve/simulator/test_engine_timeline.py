@@ -7,6 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from aireserve_sim.config import SimConfig
+from aireserve_sim.engine import SimulatorEngine
+from aireserve_sim.timeline import Timeline
 from bot.clock import ManualClock
 from bot.reserve import errors as e
 from bot.reserve.schemas import (
@@ -16,9 +19,6 @@ from bot.reserve.schemas import (
     QuoteRequest,
     ShapeRequest,
 )
-from bot.reserve.simulator.config import SimConfig
-from bot.reserve.simulator.engine import SimulatorEngine
-from bot.reserve.simulator.timeline import Timeline
 from tests.reserve.simulator.test_engine_support import (
     H100,
     PROVISION,

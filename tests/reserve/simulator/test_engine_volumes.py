@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from aireserve_sim.engine import SimulatorEngine
 from bot.reserve import errors as e
 from bot.reserve.schemas import (
     ClusterStatus,
@@ -15,7 +16,6 @@ from bot.reserve.schemas import (
     VolumeStatus,
     VolumeUpdateRequest,
 )
-from bot.reserve.simulator.engine import SimulatorEngine
 from tests.reserve.simulator.test_engine_support import (
     PROVISION,
     START,

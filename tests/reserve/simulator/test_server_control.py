@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from aireserve_sim.config import SimConfig
+from aireserve_sim.embedded import EmbeddedSimulator
 from bot.clock import SystemClock
-from bot.reserve.simulator.config import SimConfig
-from bot.reserve.simulator.embedded import EmbeddedSimulator
 from tests.reserve.simulator.conftest import Api, assert_error
 
 

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from bot.reserve.simulator.faults import FaultInjector, FaultRequest
+from aireserve_sim.faults import FaultInjector, FaultRequest
 from tests.reserve.simulator.conftest import Api, assert_error
 
 
@@ -145,7 +145,7 @@ async def test_a_simulator_bug_is_a_logged_500_envelope(api: Api, monkeypatch, c
     monkeypatch.setattr(api.sim.engine, "create_volume", broken)
     error = assert_error(await api.call("GET", "/v1/account"), 500, "internal_error")
     assert "boom" not in error["message"]  # internals stay in the log
-    bugs = [r for r in caplog.records if r.name == "bot.reserve.simulator.server"]
+    bugs = [r for r in caplog.records if r.name == "aireserve_sim.server"]
     assert len(bugs) == 1 and bugs[0].exc_info is not None
 
     # A 5xx produced after execution began is stored under the key (contract §8).

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest_asyncio
 
-from bot.reserve.simulator.config import SimConfig
-from bot.reserve.simulator.ratelimit import LAUNCH, OVERALL, QUOTE, RateLimiter
+from aireserve_sim.config import SimConfig
+from aireserve_sim.ratelimit import LAUNCH, OVERALL, QUOTE, RateLimiter
 from tests.reserve.simulator.conftest import SHAPE, Api, assert_error
 
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from aireserve_sim.config import SimConfig
+from aireserve_sim.embedded import EmbeddedSimulator
+from aireserve_sim.standalone import add_arguments, build, run, serve
 from bot.clock import ManualClock, SystemClock
-from bot.reserve.simulator.config import SimConfig
-from bot.reserve.simulator.embedded import EmbeddedSimulator
-from bot.reserve.simulator.standalone import add_arguments, build, run, serve
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -94,7 +94,7 @@ async def test_serve_announces_and_stops(http_session) -> None:
 def test_run_until_ctrl_c_or_sigterm(sig: signal.Signals) -> None:
     code = (
         "import argparse, sys\n"
-        "from bot.reserve.simulator.standalone import add_arguments, run\n"
+        "from aireserve_sim.standalone import add_arguments, run\n"
         "p = argparse.ArgumentParser(); add_arguments(p)\n"
         "sys.exit(run(p.parse_args(['--port', '0', '--virtual-clock'])))\n"
     )

@@ -1,0 +1,39 @@
+"""devslack: a local stand-in for Slack.
+
+`FakeSlack` serves the Web API and response_urls on 127.0.0.1 and records everything;
+`SlackRequests` sends the bot exactly what Slack would (signed slash commands, clicks, view
+submissions, events); `LocalWorkspace` and `terminal.run_repl` put both in a terminal so the
+bot can be used without Slack credentials. Generic over Slack's protocol: nothing here knows
+what the bot does.
+"""
+
+from devslack.blockkit import Button
+from devslack.models import (
+    DEFAULT_CHANNELS,
+    DEFAULT_USERS,
+    ApiCall,
+    Message,
+    SlackUser,
+    Violation,
+)
+from devslack.requests import Reply, SlackRequests, signed_headers
+from devslack.terminal import run_repl
+from devslack.webapi import FakeSlack, MonotonicClock
+from devslack.workspace import LocalWorkspace
+
+__all__ = [
+    "DEFAULT_CHANNELS",
+    "DEFAULT_USERS",
+    "ApiCall",
+    "Button",
+    "FakeSlack",
+    "LocalWorkspace",
+    "Message",
+    "MonotonicClock",
+    "Reply",
+    "SlackRequests",
+    "SlackUser",
+    "Violation",
+    "run_repl",
+    "signed_headers",
+]
