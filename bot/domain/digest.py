@@ -15,8 +15,6 @@ from bot.domain.models import ClusterRecord, ClusterState
 
 # More than this many clusters degraded in one channel within one poll is a storm.
 STORM_THRESHOLD = 5
-# The rows a digest lists (the rest are counted): Slack's 50 blocks and ~13k characters.
-ROWS_SHOWN = 40
 
 
 def storms(channels: Iterable[str], *, threshold: int = STORM_THRESHOLD) -> set[str]:

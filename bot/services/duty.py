@@ -16,7 +16,7 @@ from bot.clock import Clock
 from bot.domain import policies
 from bot.domain.duty import SNOOZE, Duty, Escalation, episode_of, escalation_due, lost_cents
 from bot.domain.errors import Conflict, UnknownResource
-from bot.domain.models import Actor, ClusterRecord, ClusterState
+from bot.domain.models import Actor, ClusterRecord
 from bot.domain.policy import money
 from bot.domain.ports import DutyNotifier
 from bot.services.audit import AuditLog, audited
@@ -89,8 +89,7 @@ class DutyService:
         after = timedelta(minutes=policy.escalate_after_minutes)
         now = self._clock.now()
         async with self._db.transaction() as repos:
-            degraded = [r for r in await repos.clusters.list_live()
-                        if r.status is ClusterState.DEGRADED]
+            degraded = await repos.clusters.list_degraded()
             due: list[tuple[ClusterRecord, int, Escalation]] = []
             for record in degraded:
                 episode = episode_of(record)

@@ -13,15 +13,25 @@ from collections.abc import Mapping, Sequence
 from slack_sdk.models.blocks import Block
 
 from bot.domain import recovery
-from bot.domain.digest import ROWS_SHOWN, burn_cents, still_degraded
+from bot.domain.digest import burn_cents, still_degraded
 from bot.domain.models import ClusterRecord, ClusterState, MessageRef
 from bot.services.storms import RecoverAll
 from bot.slack.blocks.duty import permalink
-from bot.slack.blocks.format import ID_MAX, code, escaped, hourly, money, user
+from bot.slack.blocks.format import (
+    ID_MAX,
+    code,
+    escaped,
+    fit_lines,
+    hourly,
+    money,
+    payload_len,
+    user,
+)
 from bot.slack.blocks.message import Message, actions, button, compose, context, header, section
 from bot.slack.ids import Action, DigestRef
 
-SECTION_BUDGET = 2800  # characters of rows per section (Slack: 3000)
+SECTION_BUDGET = 2800  # payload characters of rows per section (Slack: 3000)
+ROWS_BUDGET = 8000  # all rows together: the message stays well under ~13k
 
 _STATE = {
     ClusterState.DEGRADED: ":large_orange_circle: degraded",
@@ -78,18 +88,16 @@ def digest(digest_id: str, members: Sequence[ClusterRecord],
     blocks.append(context(f"{_plural(len(members), 'cluster')} in this storm: "
                           f"{len(degraded)} degraded · {back} running again · {ended} ended. "
                           "Each cluster's thread has its own story; owners are told there."))
-    rows = [_row(c, tops.get(c.id)) for c in order[:ROWS_SHOWN]]
+    rows = fit_lines([_row(c, tops.get(c.id)) for c in order], ROWS_BUDGET,
+                     "…and {n} more: `/cluster list` shows every cluster.")
     chunk: list[str] = []
     for row in rows:
-        if sum(len(r) + 1 for r in chunk) + len(row) > SECTION_BUDGET:
+        if sum(payload_len(r) + 1 for r in chunk) + payload_len(row) > SECTION_BUDGET:
             blocks.append(section("\n".join(chunk)))
             chunk = []
         chunk.append(row)
     if chunk:
         blocks.append(section("\n".join(chunk)))
-    if len(order) > ROWS_SHOWN:
-        blocks.append(context(f"…and {len(order) - ROWS_SHOWN} more: `/cluster list` shows "
-                              "every cluster."))
     if degraded:
         blocks.append(context("*Recover all mine* asks AI Reserve for one recovery attempt on "
                               "each of *your* degraded clusters here (not those whose recovery "
