@@ -6,9 +6,12 @@ line. The digest is stored: three replicas post it once."""
 
 import asyncio
 
+from bot.clock import ManualClock
 from bot.domain.digest import STORM_THRESHOLD
+from bot.reserve.simulator.config import SimConfig
+from bot.reserve.simulator.embedded import EmbeddedSimulator
 from bot.slack.ids import Action
-from tests.e2e.harness import ALICE, BOB, DAVE, GENERAL, replicas
+from tests.e2e.harness import ALICE, BOB, DAVE, GENERAL, START, fake_slack, replicas
 from tests.e2e.harness import bot as one_bot
 
 STORM = STORM_THRESHOLD + 2
@@ -149,3 +152,24 @@ async def test_three_replicas_post_one_digest(tmp_path):
         posts = [c for c in h.slack.calls_to("chat.postMessage")
                  if "degraded in" in str(c.args.get("text", ""))]
         assert len(posts) == 1
+
+
+async def test_the_digest_survives_a_restart(tmp_path):
+    clock = ManualClock(START)
+    async with EmbeddedSimulator(SimConfig.fast(), clock) as sim, fake_slack(clock) as slack:
+        async with one_bot(tmp_path, slack=slack, sim=sim) as first:
+            sim.engine.set_capacity(accelerator="h100-sxm-80gb", location="us-tx",
+                                    placeable_nodes=64)
+            ids = await clusters(first, STORM)
+            await fail_all(first, ids)
+            await first.advance(30)
+            [digest] = digests(first)
+        async with one_bot(tmp_path, slack=slack, sim=sim) as second:
+            await second.slash(f"recover {ids[0]}", user=ALICE)
+            for _ in range(10):
+                await second.advance(30)
+            assert (await second.record(ids[0])).status.value == "running"
+            [same] = digests(second)  # edited, not posted again
+            assert same.ts == digest.ts
+            assert f"{STORM - 1} clusters degraded in us-tx" in same.text
+            assert broadcasts(second) == []

@@ -139,6 +139,26 @@ async def test_recovered_in_time_is_not_escalated(tmp_path):
         assert (await h.record(cluster_id)).status.value == "running"
         await minutes(h, AFTER + 30)
         assert escalations(h) == []
+        # The notice's Acknowledge, pressed after the episode ended: nothing to be on.
+        await h.click(notice, Action.ACKNOWLEDGE, user=BOB)
+        assert "earlier degraded episode" in h.text_of(h.slack.ephemerals(BOB)[-1])
+        async with h.rt.db.transaction() as repos:
+            assert await repos.duties.get(cluster_id, 1) is None  # nothing was recorded
+
+
+async def test_a_second_episode_escalates_again_once(tmp_path):
+    async with bot(tmp_path, policy=POLICY) as h:
+        cluster_id, notice = await degraded_cluster(h)
+        await minutes(h, AFTER + 10)
+        assert len(escalations(h)) == 1
+        await h.click(notice, Action.RECOVER, user=ALICE)
+        await minutes(h, 30, step=5)
+        assert (await h.record(cluster_id)).status.value == "running"
+        await h.fail_node(cluster_id)  # episode 2: nobody on it either
+        await minutes(h, AFTER + 60)
+        assert len(escalations(h)) == 2
+        async with h.rt.db.transaction() as repos:
+            assert (await repos.duties.get(cluster_id, 2)).escalated_at is not None
 
 
 async def test_a_restart_between_escalations_does_not_escalate_twice(tmp_path):
