@@ -112,3 +112,16 @@ class StormDigests:
                             reason(exc))
                 async with self._db.transaction() as repos:
                     await repos.digests.unshown(digest.id)
+                continue
+            await self._tell_owners(digest.id, members)
+
+    async def _tell_owners(self, digest_id: str, members: list[ClusterRecord]) -> None:
+        """Each owner of a degraded cluster in the storm, once per digest (a durable DM keyed
+        by the digest and the person): their clusters, their burn, the way to the digest."""
+        async with self._db.transaction() as repos:
+            ref = await repos.messages.get(DIGEST, digest_id)
+        owners = sorted({c.owner_id for c in still_degraded(members) if c.owner_id})
+        for owner in owners:
+            theirs = [c for c in still_degraded(members) if c.owner_id == owner]
+            await self._outbox.dm_once(f"digest/{digest_id}/owner/{owner}", owner,
+                                       digest_blocks.owner_dm(theirs, ref))

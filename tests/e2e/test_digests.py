@@ -65,6 +65,12 @@ async def test_a_storm_is_one_digest_edited_in_place(tmp_path):
         assert text.count("slack.com/archives/") == STORM
         assert broadcasts(h) == []  # no broadcast per cluster: the digest speaks for them
         assert [b.action_id for b in h.slack.find_buttons(digest)] == [Action.RECOVER_ALL_MINE]
+        # Every owner is told once, by DM: Alice of her six, Dave of his one.
+        [alice_dm] = [m for m in h.slack.dms(ALICE) if "degraded in a storm" in m.text]
+        assert f"{STORM - 1} clusters of yours" in alice_dm.text
+        assert all(cluster_id in h.text_of(alice_dm) for cluster_id in mine)
+        [dave_dm] = [m for m in h.slack.dms(DAVE) if "degraded in a storm" in m.text]
+        assert daves in h.text_of(dave_dm) and mine[0] not in h.text_of(dave_dm)
 
         edits = len(h.slack.calls_to("chat.update"))
         await h.advance(30)  # nothing changed: the digest is not edited again
@@ -82,6 +88,7 @@ async def test_a_storm_is_one_digest_edited_in_place(tmp_path):
 
         [same] = digests(h)
         assert same.ts == digest.ts  # edited in place
+        assert len([m for m in h.slack.dms(ALICE) if "degraded in a storm" in m.text]) == 1
         assert "1 cluster degraded in us-tx" in same.text
         assert f"${rate / 100:,.2f}/h billing degraded" in same.text
         assert "running again" in h.text_of(same)
@@ -150,8 +157,10 @@ async def test_three_replicas_post_one_digest(tmp_path):
         assert len(digests(h)) == 1
         assert broadcasts(h) == []
         posts = [c for c in h.slack.calls_to("chat.postMessage")
-                 if "degraded in" in str(c.args.get("text", ""))]
+                 if c.args.get("channel") == GENERAL
+                 and "degraded in" in str(c.args.get("text", ""))]
         assert len(posts) == 1
+        assert len([m for m in h.slack.dms(ALICE) if "degraded in a storm" in m.text]) == 1
 
 
 async def test_the_digest_survives_a_restart(tmp_path):

@@ -108,6 +108,22 @@ def digest(digest_id: str, members: Sequence[ClusterRecord],
     return compose(headline(members), blocks, key="digest")
 
 
+def owner_dm(theirs: Sequence[ClusterRecord], ref: MessageRef | None) -> Message:
+    """The owner's one DM about a storm: which of their clusters are degraded and what they
+    burn; the digest (with Recover all mine) and each thread have the rest."""
+    burn = money(sum(c.hourly_cents for c in theirs))
+    ids = ", ".join(code(escaped(c.id, ID_MAX)) for c in theirs[:20])
+    more = f" and {len(theirs) - 20} more" if len(theirs) > 20 else ""
+    where = f" <{permalink(ref.channel_id, ref.ts)}|The storm's digest>" if ref else \
+        " The storm's digest in the channel"
+    body = (f":large_orange_circle: *{_plural(len(theirs), 'cluster')} of yours "
+            f"{'is' if len(theirs) == 1 else 'are'} degraded* in a storm in "
+            f"{_where(theirs)}: {ids}{more}. Together they bill *{burn}/h* until someone acts."
+            f"{where} has *Recover all mine*; each cluster's thread has its own buttons.")
+    return compose(f"{_plural(len(theirs), 'cluster')} of yours degraded in a storm — "
+                   f"{burn}/h", [section(body)], key="digest.owner")
+
+
 def recover_all_said(done: RecoverAll) -> str:
     """The presser's private answer: what was asked for, and what was not, with why."""
     lines = []

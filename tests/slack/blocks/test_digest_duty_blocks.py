@@ -107,3 +107,14 @@ def test_the_escalation_mentions_the_group_and_says_the_money():
     check_message(channel)
     assert_escaped(channel)
     assert "<#C0ONCALL>" in all_text(channel)
+
+
+def test_the_owner_dm_lists_their_clusters_and_their_burn():
+    theirs = storm(3, hourly_cents=10_000)
+    msg = digest_blocks.owner_dm(theirs, MessageRef(channel_id="C0GPU", ts="1700000000.000001"))
+    check_message(msg)
+    assert msg.text == "3 clusters of yours degraded in a storm — $300.00/h"
+    assert "https://slack.com/archives/C0GPU/p1700000000000001" in all_text(msg)
+    hostile = [make_cluster(**EXTREME_CLUSTER, status=ClusterState.DEGRADED)] * 30
+    check_message(digest_blocks.owner_dm(hostile, None))
+    assert_escaped(digest_blocks.owner_dm(hostile, None))
