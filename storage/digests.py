@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
@@ -38,7 +39,8 @@ class DigestRepo:
         racing replicas one inserts, the others find it)."""
         await self._session.execute(
             insert(self._session, DIGESTS)
-            .values(id=f"{channel_id}-{now.strftime('%Y%m%dT%H%M%S')}", channel_id=channel_id,
+            .values(id=f"{channel_id}-{now.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}",
+                    channel_id=channel_id,
                     open_channel=channel_id, opened_at=now)
             .on_conflict_do_nothing())
         found = await self.open_in(channel_id)
