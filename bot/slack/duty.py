@@ -75,11 +75,17 @@ class DutyNotices:
         message = duty_blocks.escalation(record, kind, target=target, lost_cents=lost_cents,
                                          charges=charges, after_minutes=after_minutes,
                                          thread=thread, now=self._clock.now())
-        # A user group is mentioned where the cluster lives; a channel is posted to.
-        where = target if not target.startswith("S") else (
-            top.channel_id if top else record.channel_id)
         key = f"escalation/{record.id}/{duty.episode}/{kind.value}"
-        await self._outbox.post_once(key, where, message)
+        if target.startswith("S"):  # a user group is mentioned where the cluster lives …
+            async with self._db.transaction() as repos:
+                storm = await repos.digests.digest_of(record.id) is not None
+            if storm and top is not None:  # … in its thread while a storm's digest is open
+                await self._outbox.post_once(key, top.channel_id, message, thread_ts=top.ts)
+                return
+            await self._outbox.post_once(key, top.channel_id if top else record.channel_id,
+                                         message)
+        else:  # a channel is posted to
+            await self._outbox.post_once(key, target, message)
         if top is not None:
             await self._outbox.post_once(
                 f"{key}/thread", top.channel_id, story_post(duty_blocks.escalated_line(

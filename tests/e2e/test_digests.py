@@ -11,7 +11,7 @@ from bot.domain.digest import STORM_THRESHOLD
 from bot.reserve.simulator.config import SimConfig
 from bot.reserve.simulator.embedded import EmbeddedSimulator
 from bot.slack.ids import Action
-from tests.e2e.harness import ALICE, BOB, DAVE, GENERAL, START, fake_slack, replicas
+from tests.e2e.harness import ALICE, BOB, DAVE, GENERAL, LEADS, START, fake_slack, replicas
 from tests.e2e.harness import bot as one_bot
 
 STORM = STORM_THRESHOLD + 2
@@ -182,3 +182,20 @@ async def test_the_digest_survives_a_restart(tmp_path):
             assert same.ts == digest.ts
             assert f"{STORM - 1} clusters degraded in us-tx" in same.text
             assert broadcasts(second) == []
+
+
+async def test_escalations_in_a_storm_go_to_each_thread_not_the_channel(tmp_path):
+    policy = f"approvers: {{users: [{BOB}]}}\ndegraded: {{escalate_to: {LEADS}, " \
+             "escalate_after_minutes: 30}\n"
+    async with one_bot(tmp_path, policy=policy) as h:
+        h.sim.engine.set_capacity(accelerator="h100-sxm-80gb", location="us-tx",
+                                  placeable_nodes=64)
+        ids = await clusters(h, STORM)
+        await fail_all(h, ids)
+        for _ in range(4):
+            await h.advance(600)
+        mention = f"<!subteam^{LEADS}>"
+        assert [m for m in h.slack.messages(GENERAL) if mention in h.text_of(m)] == []
+        for cluster_id in ids:
+            assert len(await h.notices(cluster_id, f"{mention} ")) == 1
+        assert len(digests(h)) == 1
