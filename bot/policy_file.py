@@ -28,12 +28,15 @@ _GROUP = (re.compile(r"^S[A-Z0-9]{2,}$"), "user group id (like S012ABCDEF)")
 MIN_NODES, MAX_NODES = 2, 8
 
 _TOP = frozenset({"approvals_channel", "approvers", "admins", "approval", "budgets", "limits",
-                  "overrides", "requesters", "allow_guests"})
+                  "overrides", "requesters", "allow_guests", "degraded"})
 _APPROVERS = frozenset({"users", "group"})
 _REQUESTERS = frozenset({"users", "groups"})
 _APPROVAL = frozenset({"auto_approve_below", "one_approver_up_to"})
 _BUDGETS = frozenset({"default_user", "users", "teams"})
 _TEAM = frozenset({"members", "monthly"})
+_DEGRADED = frozenset({"escalate_to", "escalate_after_minutes"})
+# How long a degraded cluster may wait for someone before the bot escalates: a day at most.
+ESCALATE_MINUTES = (1, 1440)
 _LIMITS = frozenset({"accelerators", "max_nodes", "max_lifetime_hours", "enforce_lifetime"})
 
 Entries = dict[str, tuple[Node, Node]]  # key → (key node, value node), nulls left out
@@ -228,7 +231,36 @@ class _Reader:
             max_lifetime_hours=lifetime, enforce_lifetime=self.enforce(limits, lifetime),
             overrides_by_admins=self.overrides(top, admins),
             **self.requesters(top),
+            **self.degraded(self.mapping(_node(top, "degraded"), "degraded", _DEGRADED)),
         )
+
+    def degraded(self, section: Entries) -> dict[str, object]:
+        """`degraded`: whom a degraded cluster nobody acts on is escalated to, and when."""
+        found: dict[str, object] = {}
+        if "escalate_to" in section:
+            node = section["escalate_to"][1]
+            value = self.value(node)
+            if isinstance(value, str) and (_GROUP[0].match(value) or _CHANNEL[0].match(value)):
+                found["escalate_to"] = value
+            else:
+                self.problem(node, f"degraded.escalate_to: {self.describe(node)} is not a Slack "
+                                   f"{_GROUP[1]} or {_CHANNEL[1]}")
+        if "escalate_after_minutes" in section:
+            key, node = section["escalate_after_minutes"]
+            low, high = ESCALATE_MINUTES
+            value = self.value(node)
+            if isinstance(value, bool) or not isinstance(value, int):
+                self.problem(node, "degraded.escalate_after_minutes must be a whole number of "
+                                   f"minutes, not {self.describe(node)}")
+            elif not low <= value <= high:
+                self.problem(node, f"degraded.escalate_after_minutes must be between {low} and "
+                                   f"{high} minutes, not {value}")
+            else:
+                found["escalate_after_minutes"] = value
+            if "escalate_to" not in section:
+                self.problem(key, "degraded.escalate_after_minutes needs degraded.escalate_to "
+                                  "(a user group or channel to escalate to)")
+        return found
 
     def requesters(self, top: Entries) -> dict[str, object]:
         """Who may spend: `requesters` (users, groups; absent: everyone) and `allow_guests`."""

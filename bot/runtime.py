@@ -51,6 +51,7 @@ from bot.services.claims import ButtonClaims
 from bot.services.clusters import ClusterQueries
 from bot.services.container import Services
 from bot.services.deliveries import Deliveries
+from bot.services.duty import DutyService
 from bot.services.envelopes import EnvelopeService
 from bot.services.extensions import ExtensionService
 from bot.services.home import HomeService
@@ -61,11 +62,13 @@ from bot.services.readiness import ReadinessService
 from bot.services.reconciling import ReconcileService
 from bot.services.recovery import RecoveryService
 from bot.services.stewardship import StewardshipService
+from bot.services.storms import StormService
 from bot.services.termination import TerminationService
 from bot.services.volumes import VolumeService
 from bot.services.watching import WatchService
 from bot.slack.app import build_app, http_app
 from bot.slack.directory import SlackDirectory
+from bot.slack.duty import DutyNotices
 from bot.slack.inflight import InFlight
 from bot.slack.notifier import SlackNotifier
 from bot.slack.retry import Sleep, retry_handlers
@@ -199,14 +202,20 @@ async def start(settings: Settings, *, clock: Clock | None = None,
                                          notifier=notifier, audit=audit, db=db, clock=clock)
         volumes = VolumeService(notifier=notifier, provider=provider, people=people, audit=audit,
                                 db=db, clock=clock)
+        recovery = RecoveryService(watching=watching, provider=provider, people=people,
+                                   audit=audit, db=db, clock=clock)
+        claims = ButtonClaims(audit=audit, db=db, clock=clock)
+        # Degraded clusters get an owner on duty (escalated by the watch sweep).
+        watching.duty = DutyService(db=db, people=people, audit=audit, clock=clock,
+                                    notices=DutyNotices(client=slack, db=db, clock=clock,
+                                                        outbox=notifier.outbox))
         services = Services(
             clock=clock, people=people, audit=audit, home=home, quoting=quoting,
             launching=launching, watching=watching, approvals=approvals,
             termination=termination,
             clusters=ClusterQueries(provider=provider, watching=watching, people=people,
                                     audit=audit, db=db, clock=clock, volumes=volumes),
-            recovery=RecoveryService(watching=watching, provider=provider, people=people,
-                                     audit=audit, db=db, clock=clock),
+            recovery=recovery,
             stewardship=StewardshipService(notifier=notifier, provider=provider, people=people,
                                            audit=audit, db=db, clock=clock),
             reconciling=ReconcileService(provider=provider, quoting=quoting, watching=watching,
@@ -217,11 +226,12 @@ async def start(settings: Settings, *, clock: Clock | None = None,
                                       provider=provider, people=people, audit=audit, db=db,
                                       clock=clock, poll_interval=timedelta(
                                           seconds=settings.poll_interval_seconds)),
-            claims=ButtonClaims(audit=audit, db=db, clock=clock),
+            claims=claims,
             deliveries=Deliveries(db=db, clock=clock),
             extensions=ExtensionService(notifier=notifier, people=people, audit=audit, db=db,
                                         clock=clock),
-            readiness=watching.readiness,
+            readiness=watching.readiness, duty=watching.duty,
+            storms=StormService(db=db, recovery=recovery, claims=claims, clock=clock),
         )
         secret = (settings.slack_signing_secret.get_secret_value()
                   if settings.slack_signing_secret else None)

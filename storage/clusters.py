@@ -96,6 +96,11 @@ class ClusterRepo:
                                 .order_by(CLUSTERS.c.created_at, CLUSTERS.c.id)
                                 .offset(offset).limit(limit))
 
+    async def list_degraded(self) -> list[ClusterRecord]:
+        """Clusters degraded now (the escalation sweep's; bot/services/duty.py)."""
+        return await self._list(sa.select(CLUSTERS).where(
+            CLUSTERS.c.status == ClusterState.DEGRADED.value).order_by(CLUSTERS.c.id))
+
     async def live_totals(self) -> dict[ClusterState, tuple[int, int]]:
         """For each state a cluster may still bill in: how many clusters, and their hourly cents
         together (one grouped query, however many clusters there are)."""

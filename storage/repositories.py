@@ -32,6 +32,8 @@ from storage.audit import AuditRepo
 from storage.budgets import BudgetLocks
 from storage.claims import ClaimRepo
 from storage.clusters import ClusterRepo
+from storage.digests import DigestRepo
+from storage.duties import DutyRepo
 from storage.extensions import ExtensionRepo
 from storage.launches import LaunchIntentRepo, RequestQuoteRepo
 from storage.leases import LeaseRepo
@@ -257,3 +259,5 @@ class Repos:
         self.terminations = TerminationRepo(session)
         self.readiness = ReadinessRepo(session)
         self.extensions = ExtensionRepo(session)
+        self.duties = DutyRepo(session)
+        self.digests = DigestRepo(session)

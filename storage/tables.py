@@ -426,6 +426,50 @@ class ExtensionRow(Base, table=True):
     updated_at: datetime = Field(sa_type=UtcDateTime)
 
 
+class DutyRow(Base, table=True):
+    """Who is on a degraded episode (`Duty`, added by 0014): acknowledged, snoozed, and when
+    the bot escalated it — each escalation stamped by a compare-and-set, so once per episode
+    across replicas and restarts."""
+
+    __tablename__ = "duties"
+
+    cluster_id: str = Field(primary_key=True, foreign_key="clusters.id", sa_type=sa.String)
+    episode: int = Field(primary_key=True, sa_type=sa.Integer)
+    acknowledged_by: str | None = Field(default=None, sa_type=sa.String)
+    acknowledged_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    snoozed_by: str | None = Field(default=None, sa_type=sa.String)
+    snoozed_until: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    snoozes: int = Field(default=0, sa_type=sa.Integer)
+    escalated_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    exhausted_escalated_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    updated_at: datetime = Field(sa_type=UtcDateTime)
+
+
+class DigestRow(Base, table=True):
+    """A storm's one message in a channel (added by 0014). `open_channel` is the channel while
+    the digest is open and NULL once closed: UNIQUE, so a channel has one open digest however
+    many replicas open it at once."""
+
+    __tablename__ = "digests"
+
+    id: str = Field(primary_key=True, sa_type=sa.String)
+    channel_id: str = Field(sa_type=sa.String)
+    open_channel: str | None = Field(default=None, unique=True, sa_type=sa.String)
+    opened_at: datetime = Field(sa_type=UtcDateTime)
+    closed_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    shown: str | None = Field(default=None, sa_type=sa.String)  # digest of the last rendering
+
+
+class DigestMemberRow(Base, table=True):
+    """A cluster in a storm's digest (added by 0014): joined once."""
+
+    __tablename__ = "digest_members"
+
+    digest_id: str = Field(primary_key=True, foreign_key="digests.id", sa_type=sa.String)
+    cluster_id: str = Field(primary_key=True, foreign_key="clusters.id", sa_type=sa.String)
+    joined_at: datetime = Field(sa_type=UtcDateTime)
+
+
 metadata = Base.metadata
 QUOTES = metadata.tables["quotes"]
 REQUESTS = metadata.tables["requests"]
@@ -445,6 +489,9 @@ TERMINATIONS = metadata.tables["terminations"]
 READINESS = metadata.tables["readiness"]
 EXTENSIONS = metadata.tables["extensions"]
 SCHEMA_COMPAT = metadata.tables["schema_compat"]
+DUTIES = metadata.tables["duties"]
+DIGESTS = metadata.tables["digests"]
+DIGEST_MEMBERS = metadata.tables["digest_members"]
 
 
 # -- rows <-> domain models ------------------------------------------------------------------

@@ -39,6 +39,8 @@ def test_the_example_file_loads_with_every_key():
         requester_ids=frozenset({"U0ALICE", "U0DAVE"}),
         requester_groups=frozenset({"S0MLTEAM"}),
         allow_guests=False,
+        escalate_to="S0ONCALL",
+        escalate_after_minutes=30,
     )
 
 
@@ -236,3 +238,28 @@ def test_all_the_mistakes_are_reported_at_once_in_file_order():
         colour: blue
         """)
     assert [line.split(":")[1] for line in found] == ["2", "4", "6", "7", "8"]
+
+
+def test_escalation_settings_are_read_and_bad_values_are_named():
+    policy = parse_policy("approvers: {users: [U0BOB]}\n"
+                          "degraded: {escalate_to: C0ONCALL, escalate_after_minutes: 45}\n")
+    assert (policy.escalate_to, policy.escalate_after_minutes) == ("C0ONCALL", 45)
+    assert parse_policy("approvers: {users: [U0BOB]}\n").escalate_to is None
+    assert problems("""\
+        approvers: {users: [U0BOB]}
+        degraded:
+          escalate_to: oncall
+          escalate_after_minutes: 0
+        """) == [
+        "policy.yaml:3: degraded.escalate_to: 'oncall' is not a Slack user group id (like "
+        "S012ABCDEF) or channel id (like C012ABCDEF)",
+        "policy.yaml:4: degraded.escalate_after_minutes must be between 1 and 1440 minutes, "
+        "not 0"]
+    assert problems("approvers: {users: [U0BOB]}\n"
+                    "degraded: {escalate_after_minutes: soon}\n") == [
+        "policy.yaml:2: degraded.escalate_after_minutes must be a whole number of minutes, "
+        "not 'soon'",
+        "policy.yaml:2: degraded.escalate_after_minutes needs degraded.escalate_to (a user "
+        "group or channel to escalate to)"]
+    assert problems("approvers: {users: [U0BOB]}\ndegraded: {escalate_too: S0X1}\n") == [
+        "policy.yaml:2: unknown key degraded.escalate_too (did you mean escalate_to?)"]

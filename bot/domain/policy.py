@@ -47,6 +47,10 @@ class Policy(Frozen):
     requester_ids: frozenset[str] = frozenset()
     requester_groups: frozenset[str] = frozenset()  # Slack user group ids, resolved by the bot
     allow_guests: bool = False  # Slack guests (restricted / ultra-restricted accounts)
+    # A degraded episode nobody acts on (bot/domain/duty.py): escalated to this user group
+    # (S…, mentioned in the cluster's channel) or channel (C…/G…) after so many minutes.
+    escalate_to: str | None = None
+    escalate_after_minutes: int = 30
 
     @classmethod
     def simple(cls, *, approvers: Iterable[str], approvals_channel: str | None) -> Policy:

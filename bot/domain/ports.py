@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
+from bot.domain.duty import Duty, Escalation
 from bot.domain.models import ClusterRecord, ConnectionDetails, VolumeRecord
 from bot.domain.spenders import Installed
 
@@ -81,4 +82,19 @@ class Directory(Protocol):
 
     async def installed(self) -> Installed:
         """The workspace (or Enterprise organization) the app is installed in."""
+        ...
+
+
+class DutyNotifier(Protocol):
+    """What people see of who is on a degraded cluster (bot/slack/duty.py)."""
+
+    async def duty_changed(self, record: ClusterRecord, duty: Duty, *, event: str) -> None:
+        """Edit the episode's degraded notice to show `duty`, and say what happened (`event`:
+        "acknowledged" or "snoozed") once in the cluster's thread."""
+        ...
+
+    async def escalate(self, record: ClusterRecord, duty: Duty, kind: Escalation, *,
+                       target: str, lost_cents: int, charges: int, after_minutes: int) -> None:
+        """Tell `target` (a user group or a channel), once per episode and kind, and say so in
+        the cluster's thread."""
         ...

@@ -10,6 +10,7 @@ from bot.services.audit import AuditLog
 from bot.services.claims import ButtonClaims
 from bot.services.clusters import ClusterQueries
 from bot.services.deliveries import Deliveries
+from bot.services.duty import DutyService
 from bot.services.envelopes import EnvelopeService
 from bot.services.extensions import ExtensionService
 from bot.services.home import HomeService
@@ -20,6 +21,7 @@ from bot.services.readiness import ReadinessService
 from bot.services.reconciling import ReconcileService
 from bot.services.recovery import RecoveryService
 from bot.services.stewardship import StewardshipService
+from bot.services.storms import StormService
 from bot.services.termination import TerminationService
 from bot.services.volumes import VolumeService
 from bot.services.watching import WatchService
@@ -46,8 +48,20 @@ class Services:
     deliveries: Deliveries
     extensions: ExtensionService
     readiness: ReadinessService | None = None
+    duty: DutyService | None = None
+    storms: StormService | None = None
 
     def readiness_service(self) -> ReadinessService:
         if self.readiness is None:
             raise RuntimeError("this bot was built without readiness checks")
         return self.readiness
+
+    def duty_service(self) -> DutyService:
+        if self.duty is None:
+            raise RuntimeError("this bot was built without degraded-duty escalation")
+        return self.duty
+
+    def storm_service(self) -> StormService:
+        if self.storms is None:
+            raise RuntimeError("this bot was built without storm digests")
+        return self.storms

@@ -35,6 +35,7 @@ from bot.reserve import errors as api
 from bot.reserve.port import MAX_PAGE_SIZE, ClusterProvider, SkippedItem, UnexpectedResponse
 from bot.reserve.schemas import Cluster, ClusterStatus
 from bot.services.audit import ended_elsewhere
+from bot.services.duty import DutyService
 from bot.services.observing import connection_details, observe, observed_fields, state_of
 from bot.services.readiness import ReadinessService
 from bot.services.unreadable import note_unreadable, readable_again
@@ -67,6 +68,9 @@ class WatchService:
         self._clock = clock
         # Readiness checks ride the same sweep (set by bot/runtime.py; bot/services/readiness.py).
         self.readiness: ReadinessService | None = None
+        # So does escalating degraded clusters nobody is on (bot/services/duty.py), after the
+        # notices it follows are delivered.
+        self.duty: DutyService | None = None
 
     async def sync_live(self, *, on_page: PageHook | None = None) -> int:
         """One poll of every cluster that may still bill; deliver what changed. Returns how
@@ -112,6 +116,8 @@ class WatchService:
         if self.readiness is not None:
             await self.readiness.follow()
         await self._notifier.deliver_notices()
+        if self.duty is not None:
+            await self.duty.escalate_due()
         return len(live)
 
     async def _sync_page(self, page: list[Cluster], live: Mapping[str, ClusterRecord],

@@ -14,9 +14,8 @@ published again.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from slack_sdk.errors import SlackApiError
@@ -48,6 +47,8 @@ from bot.slack.blocks import recovery as recovery_blocks
 from bot.slack.blocks import story as story_blocks
 from bot.slack.blocks import volumes as volume_blocks
 from bot.slack.blocks.message import Message
+from bot.slack.buttons import Button, Once, R, T
+from bot.slack.duty_buttons import DUTY_BUTTONS
 from bot.slack.errors import StaleReference, answering, reply_privately
 from bot.slack.ids import (
     Action,
@@ -61,43 +62,12 @@ from bot.slack.ids import (
     QuoteRef,
     ReadinessRef,
     RecoveryRef,
-    Ref,
     RelaunchRef,
     ReminderRef,
     RequestRef,
     VolumeRef,
     WithdrawRef,
 )
-
-R = TypeVar("R", bound=Ref)
-T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class Once(Generic[R, T]):
-    """Claim the press before acting: `action` (the audit's name), the subject and version the
-    button carries, and what every later press of it hears (`told(ref, result, <@presser>)`)."""
-
-    action: str
-    key: Callable[[R], tuple[str, str]]
-    told: Callable[[R, T, str], str]
-
-
-@dataclass(frozen=True)
-class Button(Generic[R, T]):
-    """One row: the reference the button carries → the service call → the presser's answer
-    (`said`: words, or a whole message such as a fresh quote card; or the row's `card`)."""
-
-    ref: type[R]
-    act: Callable[[Services, R, Actor], Awaitable[T]]
-    said: Callable[[R, T], str | Message]
-    once: Once[R, T] | None = None
-    card: Callable[[Services, T], Message] | None = None
-    picture: Callable[[T], uploads.Picture] | None = None  # uploaded after the act
-    # Asked before the claim: a refusal here answers every press, first or repeated, with
-    # what is true now (e.g. recovery exhausted) instead of a claim's remembered answer.
-    check: Callable[[Services, R, Actor], Awaitable[None]] | None = None
-
 
 Quoted = tuple[QuoteInfo, QuoteOutlook]
 Hours = tuple[ClusterRecord, list[tuple[datetime, HourState]]]
@@ -259,6 +229,7 @@ BUTTONS: dict[str, Button[Any, Any]] = {
         ClusterRef,
         lambda s, r, a: _status(s, r),
         lambda r, shown: shown),
+    **DUTY_BUTTONS,
 }
 
 GROW_ONCE = Once[GrowRef, VolumeRecord](

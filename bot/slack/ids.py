@@ -42,11 +42,15 @@ class Action:
     EXTENSION_APPROVE = "extension_approve"
     EXTENSION_REJECT = "extension_reject"
     WITHDRAW = "request_withdraw"
+    ACKNOWLEDGE = "cluster_acknowledge"
+    SNOOZE = "cluster_snooze"
+    RECOVER_ALL_MINE = "digest_recover_all_mine"
     ALL: ClassVar[tuple[str, ...]] = (
         QUOTE_REQUEST_LAUNCH, QUOTE_DISCARD, APPROVE, REJECT, RETRY_LAUNCH, TERMINATE,
         RECOVER, AUTORECOVER_ON, KEEP_RUNNING, CLAIM, DELETE_VOLUME, KEEP_VOLUME, EXTEND,
         GROW_VOLUME, RELAUNCH_ON_VOLUME, HOURS_CHART, KEEP_WAITING, QUOTE_THIS, CLUSTER_STATUS,
-        REJECT_WITH_REASON, EXTENSION_APPROVE, EXTENSION_REJECT, WITHDRAW,
+        REJECT_WITH_REASON, EXTENSION_APPROVE, EXTENSION_REJECT, WITHDRAW, ACKNOWLEDGE, SNOOZE,
+        RECOVER_ALL_MINE,
     )
 
 
@@ -160,6 +164,25 @@ class ReadinessRef(Ref):
     tag = "rd"
     cluster_id: str
     prompt: int
+
+
+class DutyRef(Ref):
+    """Acknowledge (once per degraded episode) and Snooze 1 h: bound to the episode and how
+    many times it had been snoozed when shown."""
+
+    tag = "du"
+    cluster_id: str
+    episode: int
+    snoozes: int = 0
+
+
+class DigestRef(Ref):
+    """Recover all mine: the storm's digest and how many of its clusters were degraded when
+    shown (a press is once per person and showing)."""
+
+    tag = "dg"
+    digest_id: str
+    degraded: int
 
 
 class VolumeRef(Ref):

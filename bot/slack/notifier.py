@@ -1,10 +1,9 @@
 """The Slack side of `Notifier`: render the stored state and post it, or edit what was posted.
 
 Every message the bot edits has its coordinates (channel, ts) in the database, keyed by what it
-shows: one approval card per (request, quote) in the approvals channel and one progress message
-per request in the channel where it was asked. A refresh renders the current state and edits
-the stored message — so repeating it, or doing it after a restart, never posts a duplicate.
-"""
+shows: one approval card per (request, quote) in the approvals channel, one progress message per
+request where it was asked (storms: bot/slack/digests.py). A refresh renders the current state
+and edits the stored message — repeated, or after a restart, it never posts a duplicate."""
 
 from __future__ import annotations
 
@@ -50,6 +49,7 @@ from bot.slack.blocks import story as story_blocks
 from bot.slack.blocks import unreadable as unreadable_blocks
 from bot.slack.blocks import volumes as volume_blocks
 from bot.slack.blocks.message import Message
+from bot.slack.digests import StormDigests
 from bot.slack.outbox import DEFAULT_CLAIM, POST_ERRORS, Outcome, SlackOutbox, Unreachable, reason
 from bot.slack.unreachable import Fallbacks
 from storage.db import Database
@@ -60,9 +60,7 @@ log = logging.getLogger(__name__)
 # One post of a notice: its outbox key, where it goes, and the call that posts it.
 Post = tuple[str, str, Callable[[], Awaitable[object]]]
 
-APPROVAL = "approval"
-PROGRESS = "progress"
-EXTENSION = "extension"
+APPROVAL, PROGRESS, EXTENSION = "approval", "progress", "extension"  # kinds of edited message
 
 
 class SlackNotifier:
@@ -81,6 +79,7 @@ class SlackNotifier:
                                   holder=holder or replica_id(), claim_ttl=claim_ttl)
         self.fallbacks = Fallbacks(client=client, db=db, outbox=self.outbox, people=people,
                                    clock=clock, approvals_channel=approvals_channel)
+        self.digests = StormDigests(client=client, db=db, outbox=self.outbox, clock=clock)
 
     async def refresh_request(self, request_id: str, *,
                               superseded_quote_id: str | None = None,
@@ -183,6 +182,7 @@ class SlackNotifier:
         async with self._delivering:  # one delivery pass per process; the claims across them
             await self.fallbacks.recheck(self.refresh_request)
             await self.outbox.retry()
+            await self.digests.gather()  # a storm: one digest per channel, edited after
             skipped: set[tuple[str, str]] = set()  # refused by Slack or busy: a later pass
             while True:
                 async with self._db.transaction() as repos:
@@ -190,6 +190,7 @@ class SlackNotifier:
                                    limit=100 + len(skipped), now=self.outbox.claim_clock())
                                if (n.cluster_id, n.key) not in skipped]
                 if not pending:
+                    await self.digests.refresh()
                     return
                 skipped |= await self._deliver_batch(pending)
 
@@ -261,8 +262,7 @@ class SlackNotifier:
                       else notice_blocks.thread_notice(notice, record, now=now)).as_kwargs()
             if top is not None:
                 posts.append((f"{prefix}/thread", top.channel_id, partial(
-                    self._client.chat_postMessage, channel=top.channel_id, thread_ts=top.ts,
-                    reply_broadcast=notice.kind.broadcast, **kwargs)))
+                    self.digests.thread_post, notice, record, top, kwargs)))
             else:  # no top message to thread under (it could not be posted): the channel
                 posts.append((f"{prefix}/channel", record.channel_id, partial(
                     self._client.chat_postMessage, channel=record.channel_id, **kwargs)))

@@ -14,6 +14,8 @@ from bot.slack.ids import (
     AlternativeRef,
     ApprovalRef,
     ClusterRef,
+    DigestRef,
+    DutyRef,
     GrowRef,
     HoursRef,
     ReadinessRef,
@@ -53,12 +55,14 @@ BUTTONS_WALKED = {
     Action.GROW_VOLUME: READ,  # opens the form; View.GROW_VOLUME writes
     Action.RELAUNCH_ON_VOLUME: "quote", Action.HOURS_CHART: READ, Action.WITHDRAW: "withdraw",
     Action.EXTENSION_APPROVE: EXTENSION_TESTS, Action.EXTENSION_REJECT: EXTENSION_TESTS,
+    Action.ACKNOWLEDGE: "acknowledge", Action.SNOOZE: "snooze",
+    Action.RECOVER_ALL_MINE: "recover",  # one row per cluster it recovers, as Recover writes
 }
 FORMS = {View.LAUNCH_REQUEST: "request", View.GROW_VOLUME: "grow_volume",
          View.REJECT_REASON: "reject"}
 MONEY = {"quote", "request", "approve", "reject", "withdraw", "retry", "terminate", "recover",
          "autorecover", "keep_running", "claim", "notify", "connect", "keep_waiting",
-         "grow_volume", "keep_volume", "delete_volume"}
+         "grow_volume", "keep_volume", "delete_volume", "acknowledge", "snooze"}
 
 
 def test_every_command_button_and_form_has_a_line():
@@ -185,11 +189,25 @@ async def test_every_command_and_button_writes_its_row(tmp_path):
         record = await h.record(cluster_id)
         assert record.status.value == "degraded"
         episode, used = recovery_version(record.observed)
+        await walk.press(Action.SNOOZE, DutyRef(cluster_id=cluster_id, episode=episode),
+                         subject=cluster_id)
+        await walk.press(Action.ACKNOWLEDGE, DutyRef(cluster_id=cluster_id, episode=episode),
+                         subject=cluster_id)
         await walk.press(Action.RECOVER, RecoveryRef(cluster_id=cluster_id, episode=episode,
                                                      attempts_used=used), subject=cluster_id)
         for _ in range(3):
             await h.advance(300)
+        # Degraded again, in a storm's digest (opened here: a storm's own test makes one).
         await h.fail_node(cluster_id, rank=0)
+        await h.advance(60)
+        async with h.rt.db.transaction() as repos:
+            digest = await repos.digests.open(GENERAL, now=h.clock.now())
+            await repos.digests.join(digest.id, [cluster_id], now=h.clock.now())
+        await walk.press(Action.RECOVER_ALL_MINE, DigestRef(digest_id=digest.id, degraded=1),
+                         subject=cluster_id)
+        for _ in range(3):
+            await h.advance(300)
+        await h.fail_node(cluster_id, rank=1)
         await h.advance(60)
         await walk.slash(f"recover {cluster_id}", subject=cluster_id)
 

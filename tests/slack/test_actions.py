@@ -20,6 +20,8 @@ def test_only_approve_and_reject_rely_on_the_service_alone():
     # Quote this and Status only read (each press prices or looks afresh): nothing to claim.
     assert unclaimed == {Action.APPROVE, Action.REJECT, Action.QUOTE_THIS,
                          Action.CLUSTER_STATUS, Action.EXTENSION_APPROVE,
-                         Action.EXTENSION_REJECT, Action.WITHDRAW}
+                         Action.EXTENSION_REJECT, Action.WITHDRAW,
+                         # claimed in bot/services/storms.py: once per presser and showing
+                         Action.RECOVER_ALL_MINE}
     audit_names = [row.once.action for row in BUTTONS.values() if row.once is not None]
     assert len(audit_names) == len(set(audit_names))  # one claim namespace per button kind

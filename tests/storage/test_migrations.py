@@ -29,14 +29,15 @@ NEW_IN_0005 = {"outbox", "leases", "dm_channels"}
 TABLES = {
     "quotes", "requests", "approvals", "clusters", "messages", "notices", "volumes", "audit",
     "action_claims", "request_quotes", "launch_intents", "terminations", "readiness",
-    "extensions", "schema_compat",
+    "extensions", "schema_compat", "duties", "digests", "digest_members",
 } | NEW_IN_0005
-HEAD = "0014"
+HEAD = "0015"
 SAGA = {"request_quotes", "launch_intents"}  # 0004
 CLAIMS = {"action_claims"}  # 0006
 TERMINATIONS = {"terminations"}  # 0007
 # everything after 0003
-LATER = SAGA | NEW_IN_0005 | CLAIMS | TERMINATIONS | {"readiness", "extensions", "schema_compat"}
+LATER = SAGA | NEW_IN_0005 | CLAIMS | TERMINATIONS | {"readiness", "extensions", "schema_compat",
+                                                       "duties", "digests", "digest_members"}
 
 
 def _sqlite_tables(path) -> set[str]:

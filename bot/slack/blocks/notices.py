@@ -29,6 +29,7 @@ from bot.slack.blocks.cluster import (
     owner_mention,
     terminate_button,
 )
+from bot.slack.blocks.duty import duty_buttons
 from bot.slack.blocks.format import (
     ERROR_MAX,
     ID_MAX,
@@ -203,7 +204,7 @@ def _degraded(n: Notice, c: ClusterRecord) -> _Parts:
         parts = _Parts(f"{escaped(c.id, ID_MAX)} is degraded ({down} down); recovery is "
                        f"exhausted and it keeps billing {rate} — terminate is the way out",
                        body, [recovery_blocks.exhausted_note(c)])
-        if c.status in TERMINABLE:
+        if c.status in TERMINABLE:  # terminate only (the escalation follows on its own)
             parts.buttons.append(terminate_button(c))
         return parts
     if f.auto_recovery:
@@ -219,7 +220,7 @@ def _degraded(n: Notice, c: ClusterRecord) -> _Parts:
         parts.buttons.append(recovery_blocks.recover_button(c, attempts))
         if not f.auto_recovery:
             parts.buttons.append(recovery_blocks.autorecover_button(c, attempts))
-        parts.buttons.append(terminate_button(c))
+        parts.buttons += [terminate_button(c), *duty_buttons(c, f.episode, None)]
     return parts
 
 

@@ -98,15 +98,18 @@ def test_reminder_is_not_a_thread_notice():
         thread_notice(make_notice(NoticeKind.REMINDER), make_cluster(), now=NOW)
 
 
-def test_degraded_names_the_down_nodes_and_the_rate_and_offers_three_ways_out():
-    msg = _notice(NoticeKind.DEGRADED, down_ranks=(1, 3), auto_recovery=False)
+def test_degraded_names_the_down_nodes_and_the_rate_and_offers_three_ways_out_and_duty():
+    msg = _notice(NoticeKind.DEGRADED, down_ranks=(1, 3), auto_recovery=False, episode=1)
     text = all_text(msg)
     assert "`clu_9xQe1` *dsv3-serve* *is degraded: nodes rank 1 and 3 down.*" in text
     assert "The whole cluster keeps billing at its locked *$62.53/h*" in text
     assert "until someone acts" in text
     assert "Automatic recovery is off" in text
     assert [b["action_id"] for b in buttons(msg)] == [Action.RECOVER, Action.AUTORECOVER_ON,
-                                                     Action.TERMINATE]
+                                                     Action.TERMINATE, Action.ACKNOWLEDGE,
+                                                     Action.SNOOZE]
+    ack = unpack_any(button(msg, Action.ACKNOWLEDGE)["value"])
+    assert (ack.cluster_id, ack.episode, ack.snoozes) == ("clu_9xQe1", 1, 0)
     recover = button(msg, Action.RECOVER)
     assert "one attempt" in recover["text"]["text"]
     assert button(msg, Action.TERMINATE)["confirm"]["style"] == "danger"
@@ -119,7 +122,8 @@ def test_degraded_with_auto_recovery_on_has_no_auto_recovery_button():
     text = all_text(msg)
     assert "node rank 1 down" in text
     assert "Automatic recovery is on" in text and "up to 3 attempts" in text
-    assert [b["action_id"] for b in buttons(msg)] == [Action.RECOVER, Action.TERMINATE]
+    assert [b["action_id"] for b in buttons(msg)] == [Action.RECOVER, Action.TERMINATE,
+                                                     Action.ACKNOWLEDGE, Action.SNOOZE]
     assert "3 attempts" in button(msg, Action.RECOVER)["confirm"]["text"]["text"]
 
 
