@@ -34,7 +34,8 @@ _REQUESTERS = frozenset({"users", "groups"})
 _APPROVAL = frozenset({"auto_approve_below", "one_approver_up_to"})
 _BUDGETS = frozenset({"default_user", "users", "teams"})
 _TEAM = frozenset({"members", "monthly"})
-_LIMITS = frozenset({"accelerators", "max_nodes", "max_lifetime_hours", "enforce_lifetime"})
+_LIMITS = frozenset({"accelerators", "max_nodes", "max_lifetime_hours", "enforce_lifetime",
+                     "max_stock_wait_hours"})
 
 Entries = dict[str, tuple[Node, Node]]  # key → (key node, value node), nulls left out
 
@@ -226,6 +227,8 @@ class _Reader:
             allowed_accelerators=self.accelerators(limits),
             max_nodes=self.limit(limits, "max_nodes", MIN_NODES, MAX_NODES),
             max_lifetime_hours=lifetime, enforce_lifetime=self.enforce(limits, lifetime),
+            **({"max_stock_wait_hours": wait} if (wait := self.limit(
+                limits, "max_stock_wait_hours", 1, 24 * 30)) is not None else {}),
             overrides_by_admins=self.overrides(top, admins),
             **self.requesters(top),
         )

@@ -60,6 +60,7 @@ from bot.services.readiness import ReadinessService
 from bot.services.reconciling import ReconcileService
 from bot.services.recovery import RecoveryService
 from bot.services.stewardship import StewardshipService
+from bot.services.stock import StockService
 from bot.services.termination import TerminationService
 from bot.services.volumes import VolumeService
 from bot.services.watching import WatchService
@@ -179,8 +180,9 @@ async def start(settings: Settings, *, clock: Clock | None = None,
                                               clock=clock, people=people, audit=audit)
         approvals = ApprovalService(quoting=quoting, notifier=notifier, launcher=launching,
                                     people=people, audit=audit, db=db, clock=clock)
-        launching.judge = approvals.judge
-        quoting.judge = approvals.judge
+        stock = StockService(quoting=quoting, notifier=notifier, launcher=launching,
+                             people=people, audit=audit, db=db, clock=clock)
+        launching.judge = stock.judge = quoting.judge = approvals.judge
         quoting.auto_approve_below_cents = policy.auto_approve_below_cents
         quoting.max_lifetime_hours = policy.max_lifetime_hours
         quoting.enforce_lifetime = policy.enforce_lifetime
@@ -210,7 +212,7 @@ async def start(settings: Settings, *, clock: Clock | None = None,
             deliveries=Deliveries(db=db, clock=clock),
             extensions=ExtensionService(notifier=notifier, people=people, audit=audit, db=db,
                                         clock=clock),
-            readiness=watching.readiness,
+            readiness=watching.readiness, stock=stock,
         )
         secret = (settings.slack_signing_secret.get_secret_value()
                   if settings.slack_signing_secret else None)

@@ -20,6 +20,7 @@ from bot.services.readiness import ReadinessService
 from bot.services.reconciling import ReconcileService
 from bot.services.recovery import RecoveryService
 from bot.services.stewardship import StewardshipService
+from bot.services.stock import StockService
 from bot.services.termination import TerminationService
 from bot.services.volumes import VolumeService
 from bot.services.watching import WatchService
@@ -46,6 +47,12 @@ class Services:
     deliveries: Deliveries
     extensions: ExtensionService
     readiness: ReadinessService | None = None
+    stock: StockService | None = None
+
+    def stock_service(self) -> StockService:
+        if self.stock is None:
+            raise RuntimeError("this bot was built without waiting for stock")
+        return self.stock
 
     def readiness_service(self) -> ReadinessService:
         if self.readiness is None:

@@ -42,11 +42,14 @@ class Action:
     EXTENSION_APPROVE = "extension_approve"
     EXTENSION_REJECT = "extension_reject"
     WITHDRAW = "request_withdraw"
+    WAIT_FOR_STOCK = "request_wait_for_stock"
+    QUOTE_WAIT_FOR_STOCK = "quote_wait_for_stock"
     ALL: ClassVar[tuple[str, ...]] = (
         QUOTE_REQUEST_LAUNCH, QUOTE_DISCARD, APPROVE, REJECT, RETRY_LAUNCH, TERMINATE,
         RECOVER, AUTORECOVER_ON, KEEP_RUNNING, CLAIM, DELETE_VOLUME, KEEP_VOLUME, EXTEND,
         GROW_VOLUME, RELAUNCH_ON_VOLUME, HOURS_CHART, KEEP_WAITING, QUOTE_THIS, CLUSTER_STATUS,
-        REJECT_WITH_REASON, EXTENSION_APPROVE, EXTENSION_REJECT, WITHDRAW,
+        REJECT_WITH_REASON, EXTENSION_APPROVE, EXTENSION_REJECT, WITHDRAW, WAIT_FOR_STOCK,
+        QUOTE_WAIT_FOR_STOCK,
     )
 
 
@@ -108,6 +111,13 @@ class WithdrawRef(Ref):
     """Withdraw: the request (withdrawing happens once, by compare-and-set on `pending`)."""
 
     tag = "w"
+    request_id: str
+
+
+class WaitRef(Ref):
+    """Wait for stock: the request (it starts waiting once, by compare-and-set)."""
+
+    tag = "ws"
     request_id: str
 
 
