@@ -125,7 +125,7 @@ MALFORMED = [
      "policy.yaml:4: unknown key approval.auto_aprove_below (did you mean auto_approve_below?)"),
     ("unknown-key-no-guess", VALID + "limits:\n  colour: blue\n",
      "policy.yaml:4: unknown key limits.colour (known: accelerators, enforce_lifetime, "
-     "max_lifetime_hours, max_nodes)"),
+     "max_lifetime_hours, max_nodes, max_stock_wait_hours)"),
     ("duplicate-key", VALID + "admins: [U0CAROL]\nadmins: [U0BOB]\n",
      "policy.yaml:4: duplicate key admins"),
     ("section-not-mapping", VALID + "approval: 20\n",
