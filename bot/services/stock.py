@@ -82,8 +82,8 @@ class StockService:
                                          now=now, hours=checked)
             assert fields is not None  # a fresh wait of ≥ 1 h always starts
             moved = await repos.requests.transition(
-                request_id, from_=[RequestStatus.LAUNCH_FAILED], to=RequestStatus.WAITING, now=now, quote_id=request.quote_id,
-                **{**fields, "wait_next_at": now})
+                request_id, from_=[RequestStatus.LAUNCH_FAILED], to=RequestStatus.WAITING,
+                now=now, quote_id=request.quote_id, **{**fields, "wait_next_at": now})
             if moved is None:  # once: a repeated press or command finds it waiting already
                 until = (f" until {request.wait_until:%Y-%m-%d %H:%M} UTC"
                          if request.wait_until else "")
