@@ -23,6 +23,17 @@ MAX_PROBES_PER_SWEEP = 10
 WAIT_USAGE = "/cluster wait <request-id> hours=<H>   e.g. /cluster wait lr_3f9a0c1d2e4b hours=12"
 
 ShapeKey = tuple[str, int, int, str | None]
+# How a launch that found no capacity says so (bot/services/launching.py), and how a wait that
+# ended says it: what tells a capacity failure (worth waiting for) from a payment one.
+NO_CAPACITY = "couldn't place every node together"
+NO_STOCK_CAME = "No stock came within"
+
+
+def failed_for_capacity(request: LaunchRequest) -> bool:
+    """A failed launch that waiting for stock could help (not one that needs a top-up)."""
+    why = request.last_error or ""
+    return request.status is RequestStatus.LAUNCH_FAILED and (
+        NO_CAPACITY in why or NO_STOCK_CAME in why)
 
 
 def check_wait_hours(raw: str | int | None, *, max_hours: int, usage: str = WAIT_USAGE) -> int:

@@ -410,7 +410,7 @@ def _kwargs(body: LaunchBody) -> dict[str, Any]:
 def _why(exc: api.ApiError) -> str:
     if isinstance(exc, api.CapacityUnavailable):
         placeable, where = exc.nodes_placeable, exc.location or "that location"
-        return (f"AI Reserve couldn't place every node together in {where}"
+        return (f"AI Reserve {stock.NO_CAPACITY} in {where}"
                 + (f" (only {placeable} fit right now)." if placeable is not None else ".")
                 + " Nothing was launched or billed.")
     return f"AI Reserve needs the account topped up first ({exc.message})."

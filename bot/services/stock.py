@@ -78,6 +78,11 @@ class StockService:
             if request.requester_id != actor.user_id:
                 raise NotAllowed(f"Only the requester, <@{request.requester_id}>, can make "
                                  f"`{request.id}` wait for stock.")
+            if request.status is RequestStatus.LAUNCH_FAILED \
+                    and not rules.failed_for_capacity(request):
+                raise Conflict(f"`{request.id}` didn't fail for want of stock "
+                               f"({request.last_error}); waiting won't help: retry it once "
+                               "that is fixed.")
             fields = rules.start_waiting(request.model_copy(update={"wait_until": None}),
                                          now=now, hours=checked)
             assert fields is not None  # a fresh wait of ≥ 1 h always starts
@@ -237,7 +242,7 @@ class StockService:
 
     async def _expire(self, request: LaunchRequest) -> None:
         now = self._clock.now()
-        why = (f"No stock came within the {request.wait_hours} h wait; nothing was launched "
+        why = (f"{rules.NO_STOCK_CAME} the {request.wait_hours} h wait; nothing was launched "
                "or billed.")
         async with self._db.transaction() as repos:
             moved = await repos.requests.transition(

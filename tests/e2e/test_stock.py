@@ -246,3 +246,19 @@ async def test_two_replicas_on_one_database_launch_once(tmp_path, database_url):
         [request] = await a.requests_in_db()
         assert request.status is RequestStatus.LAUNCHED and request.cluster_id == cluster.id
         assert request.channel_id == GENERAL
+
+
+async def test_only_the_requester_and_only_a_capacity_failure_may_wait(tmp_path):
+    async with bot(tmp_path) as h:
+        await h.sim_admin("account", {"balanceCents": 0})
+        card = await h.request(quote_text="quote h100x8 nodes=2")
+        await h.click(card, Action.APPROVE, user=BOB)
+        [request] = await h.requests_in_db()
+        assert request.status is RequestStatus.LAUNCH_FAILED  # for payment, not stock
+        assert Action.WAIT_FOR_STOCK not in h.text_of(h.cards()[-1])
+        await h.slash(f"wait {request.id} hours=5")
+        assert "waiting won't help" in h.text_of(h.slack.ephemerals(ALICE)[-1])
+        await h.slash(f"wait {request.id} hours=5", user=BOB)
+        assert "Only the requester" in h.text_of(h.slack.ephemerals(BOB)[-1])
+        [after] = await h.requests_in_db()
+        assert after.status is RequestStatus.LAUNCH_FAILED and after.wait_until is None

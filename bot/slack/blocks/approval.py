@@ -15,6 +15,7 @@ from typing import Protocol
 
 from slack_sdk.models.blocks import Block, ButtonElement
 
+from bot.domain import stock
 from bot.domain.claims import launch_attempt
 from bot.domain.envelope import envelope_terms
 from bot.domain.models import Approval, Decision, LaunchRequest, QuoteInfo, RequestStatus
@@ -155,7 +156,7 @@ def approval_outcome(
                 "day) from the moment it is ready until someone terminates it.",
                 ok="Retry launch",
             ),
-        ), wait_button(req)))
+        ), *([wait_button(req)] if stock.failed_for_capacity(req) else [])))
     return compose(f"{_fallback(req, q)} — {req.status.value.replace('_', ' ')}", blocks,
                    key=f"approval-{req.status.value}")
 

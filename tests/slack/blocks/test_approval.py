@@ -137,7 +137,7 @@ def test_outcome_launch_failed_offers_retry():
     retry = button(msg, Action.RETRY_LAUNCH)
     assert RequestRef.unpack(retry["value"]).request_id == "req_1"
     assert "$62.53" in retry["confirm"]["title"]["text"]
-    assert [b["action_id"] for b in buttons(msg)] == [Action.RETRY_LAUNCH, Action.WAIT_FOR_STOCK]
+    assert [b["action_id"] for b in buttons(msg)] == [Action.RETRY_LAUNCH]
 
 
 def test_outcome_failed_shows_the_reason_and_no_buttons():
