@@ -3,9 +3,9 @@
 A request waits in `waiting`: approved at its rate, holding its room in the budgets, never
 launching by itself. One sweep (every minute, on the replica holding the sweeps' lease) finds
 the waiters that are due, groups them by shape and location and CLAIMS each group in the
-database before calling out — a compare-and-set on each request's `updated_at` that also moves
-its next re-quote on — so two replicas, or a restart mid-round, never re-quote one group twice
-per round. One quote per group answers for all its waiters. With stock:
+database before calling out — a compare-and-set on each request's count of re-quotes
+(`wait_checks`) that also moves its next re-quote on — so two replicas, or a restart
+mid-round, never re-quote one group twice per round. One quote per group answers for all its waiters. With stock:
 
 - at a rate within the approved one, each waiter gets its own fresh quote (a quote launches
   once) and moves `waiting → approved` on it with a fresh launch key (a compare-and-set: a
@@ -23,7 +23,6 @@ from __future__ import annotations
 import logging
 import uuid
 from collections import defaultdict
-from datetime import timedelta
 
 from bot.clock import Clock
 from bot.domain import stock as rules
@@ -38,7 +37,6 @@ from bot.services.quoting import QuotingService
 from storage.db import Database
 
 log = logging.getLogger(__name__)
-_TICK = timedelta(microseconds=1)
 
 
 class StockService:
@@ -178,8 +176,7 @@ class StockService:
             for request, quote in members:
                 moved = await repos.requests.transition(
                     request.id, from_=[RequestStatus.WAITING], to=RequestStatus.WAITING,
-                    now=now, quote_id=request.quote_id,
-                    updated_before=request.updated_at + _TICK,
+                    now=now, quote_id=request.quote_id, wait_checks_was=request.wait_checks,
                     wait_next_at=now + rules.backoff(request.wait_checks + 1),
                     wait_checks=request.wait_checks + 1)
                 if moved is not None:
@@ -247,7 +244,7 @@ class StockService:
         async with self._db.transaction() as repos:
             moved = await repos.requests.transition(
                 request.id, from_=[RequestStatus.WAITING], to=RequestStatus.LAUNCH_FAILED,
-                now=now, quote_id=request.quote_id, updated_before=request.updated_at + _TICK,
+                now=now, quote_id=request.quote_id, wait_checks_was=request.wait_checks,
                 wait_next_at=None, last_error=why)
         if moved is None:
             return
