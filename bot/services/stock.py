@@ -5,7 +5,8 @@ launching by itself. One sweep (every minute, on the replica holding the sweeps'
 the waiters that are due, groups them by shape and location and CLAIMS each group in the
 database before calling out — a compare-and-set on each request's count of re-quotes
 (`wait_checks`) that also moves its next re-quote on — so two replicas, or a restart
-mid-round, never re-quote one group twice per round. One quote per group answers for all its waiters. With stock:
+mid-round, never re-quote one group twice per round. One quote per group answers for all its
+waiters. With stock:
 
 - at a rate within the approved one, each waiter gets its own fresh quote (a quote launches
   once) and moves `waiting → approved` on it with a fresh launch key (a compare-and-set: a
