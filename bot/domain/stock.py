@@ -57,7 +57,7 @@ def check_wait_hours(raw: str | int | None, *, max_hours: int, usage: str = WAIT
 
 
 def backoff(checks: int) -> timedelta:
-    """How long after its `checks`-th re-quote a request is re-quoted again."""
+    """The wait before the next re-quote, after `checks` earlier ones: 1, 2, 4, 8, then 15 min."""
     return min(FIRST_CHECK * (1 << min(checks, 10)), LONGEST_CHECK)
 
 

@@ -134,14 +134,19 @@ class StockService:
                     groups[rules.shape_key(quote.spec, quote.location)].append((request, quote))
         calls = 0
         # The group that has waited longest for a look goes first; the rest wait for the next
-        # sweep (they stay due), so a burst of shapes never exceeds the per-sweep allowance.
+        # sweep (they stay due), so a burst of shapes — or of waiters finding stock, each
+        # needing its own quote and launch — never exceeds the per-sweep allowance.
         ordered = sorted(groups.values(), key=lambda g: min(r.wait_next_at or now for r, _ in g))
-        for members in ordered[:rules.MAX_PROBES_PER_SWEEP]:
-            calls += await self._round(members)
+        for members in ordered:
+            if calls >= rules.MAX_PROBES_PER_SWEEP:
+                break
+            calls += await self._round(members, budget=rules.MAX_PROBES_PER_SWEEP - calls)
         return calls
 
-    async def _round(self, members: list[tuple[LaunchRequest, QuoteInfo]]) -> int:
-        """One shape in one place: claim its waiters, quote once, act on the answer."""
+    async def _round(self, members: list[tuple[LaunchRequest, QuoteInfo]], *,
+                     budget: int) -> int:
+        """One shape in one place: claim its waiters, quote once, act on the answer (at most
+        `budget` quotes; waiters beyond it are looked at again in the next sweep)."""
         claimed = await self._claim(members)
         if not claimed:
             return 0  # another replica (or an earlier round) has them
@@ -158,8 +163,11 @@ class StockService:
         if probe.availability == "none":
             return calls
         for request, quote in claimed:
-            if quote.spec == first_quote.spec and request is first:
+            if request is first:
                 fresh: QuoteInfo | None = probe
+            elif calls >= budget:  # stock, but this sweep's quotes are spent: next sweep
+                await self._look_again(request)
+                continue
             else:
                 calls += 1
                 self.probes += 1
@@ -167,6 +175,14 @@ class StockService:
             if fresh is not None:
                 await self._stock_found(request, fresh)
         return calls
+
+    async def _look_again(self, request: LaunchRequest) -> None:
+        """Stock showed for its shape: look again at the next sweep, not after the back-off."""
+        async with self._db.transaction() as repos:
+            await repos.requests.transition(
+                request.id, from_=[RequestStatus.WAITING], to=RequestStatus.WAITING,
+                now=self._clock.now(), wait_checks_was=request.wait_checks,
+                wait_next_at=self._clock.now(), wait_checks=0)
 
     async def _claim(self, members: list[tuple[LaunchRequest, QuoteInfo]]
                      ) -> list[tuple[LaunchRequest, QuoteInfo]]:
@@ -178,7 +194,7 @@ class StockService:
                 moved = await repos.requests.transition(
                     request.id, from_=[RequestStatus.WAITING], to=RequestStatus.WAITING,
                     now=now, quote_id=request.quote_id, wait_checks_was=request.wait_checks,
-                    wait_next_at=now + rules.backoff(request.wait_checks + 1),
+                    wait_next_at=now + rules.backoff(request.wait_checks),
                     wait_checks=request.wait_checks + 1)
                 if moved is not None:
                     claimed.append((moved, quote))

@@ -262,3 +262,18 @@ async def test_only_the_requester_and_only_a_capacity_failure_may_wait(tmp_path)
         assert "Only the requester" in h.text_of(h.slack.ephemerals(BOB)[-1])
         [after] = await h.requests_in_db()
         assert after.status is RequestStatus.LAUNCH_FAILED and after.wait_until is None
+
+
+async def test_stock_for_many_waiters_is_shared_out_within_the_per_minute_allowance(tmp_path):
+    async with bot(tmp_path) as h:
+        no_stock(h)
+        for _ in range(12):
+            await wait_request(h)
+        stock_back(h)
+        # One sweep spends at most 10 quotes: the probe and 9 waiters' own quotes (and so at
+        # most 10 launches, AI Reserve's launch limit a minute); the other 2 come next sweep.
+        assert await sweep(h, 61) == 10
+        assert len(h.sim.engine.list_clusters()) == 10
+        assert await sweep(h, 60) == 2  # a probe, and the other waiter's own quote
+        assert len(h.sim.engine.list_clusters()) == 12
+        assert await sweep(h, 900) == 0
