@@ -107,7 +107,7 @@ async def run() -> list[Table]:
     table.notes += [
         f"one quote per shape and place per round; back-off {rules.FIRST_CHECK.seconds // 60}, "
         f"2, 4, 8 then every {rules.LONGEST_CHECK.seconds // 60} min; at most "
-        f"{rules.MAX_PROBES_PER_SWEEP} re-quotes per sweep (every 60 s)",
+        f"{rules.MAX_QUOTES_PER_MINUTE} quotes a minute (the sweep runs every minute here)",
         f"AI Reserve publishes {QUOTE_LIMIT} quotes/min and {OVERALL_LIMIT} requests/min per "
         "key (contract §7); stock found costs one more quote per waiter, then its launch"]
     return [table]

@@ -17,9 +17,10 @@ from bot.domain.models import LaunchRequest, QuoteSpec, RequestStatus
 
 FIRST_CHECK = timedelta(minutes=1)
 LONGEST_CHECK = timedelta(minutes=15)
-# Stock re-quotes one sweep may make: the quote route allows 30 a minute per API key (contract
-# §7) and people quoting share it, so waiting takes at most a third of it per sweep.
-MAX_PROBES_PER_SWEEP = 10
+# Stock quotes (probes and each waiter's own) a minute: the quote route allows 30 a minute per
+# API key (contract §7) and people quoting share it, so waiting takes at most a third of it —
+# and, one launch per waiter's quote, at most the 10 launches a minute AI Reserve allows.
+MAX_QUOTES_PER_MINUTE = 10
 WAIT_USAGE = "/cluster wait <request-id> hours=<H>   e.g. /cluster wait lr_3f9a0c1d2e4b hours=12"
 
 ShapeKey = tuple[str, int, int, str | None]

@@ -131,7 +131,9 @@ def build_scheduler(services: Services, *, poll_interval_seconds: int,
         (sweeps.finish_terminations, poll_interval_seconds),
         (sweeps.resume_launches, RESUME_SECONDS),
         (sweeps.remind_volumes, VOLUME_SECONDS),
-        (sweeps.look_for_stock, STOCK_SECONDS),
+        # As often as the watch (a local read when nothing is due): the back-off and the
+        # per-minute allowance (bot/domain/stock.py) pace the calls, on the provider's clock.
+        (sweeps.look_for_stock, min(STOCK_SECONDS, poll_interval_seconds)),
     )
     for sweep, seconds in jobs:
         scheduler.add_job(tracked(leased(lease, sweep), tracker), "interval", args=[services],

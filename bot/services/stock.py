@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections import defaultdict
+from collections import defaultdict, deque
+from datetime import datetime, timedelta
 
 from bot.clock import Clock
 from bot.domain import stock as rules
@@ -38,6 +39,7 @@ from bot.services.quoting import QuotingService
 from storage.db import Database
 
 log = logging.getLogger(__name__)
+MINUTE = timedelta(minutes=1)
 
 
 class StockService:
@@ -55,6 +57,9 @@ class StockService:
         self._clock = clock
         self.judge: Judge | None = None  # the spend policy's verdict (set by the runtime)
         self.probes = 0  # provider quote calls made to look for stock (the bench reads it)
+        # When this process's recent stock quotes were made: the allowance is per minute of the
+        # clock however often the sweep runs (only the replica holding the sweeps lease sweeps).
+        self._recent: deque[datetime] = deque()
 
     # --- asking to wait -------------------------------------------------------------------
 
@@ -132,15 +137,19 @@ class StockService:
                 quote = await repos.quotes.get(request.quote_id)
                 if quote is not None:
                     groups[rules.shape_key(quote.spec, quote.location)].append((request, quote))
+        while self._recent and self._recent[0] <= now - MINUTE:
+            self._recent.popleft()
+        allowance = rules.MAX_QUOTES_PER_MINUTE - len(self._recent)
         calls = 0
         # The group that has waited longest for a look goes first; the rest wait for the next
         # sweep (they stay due), so a burst of shapes — or of waiters finding stock, each
         # needing its own quote and launch — never exceeds the per-sweep allowance.
         ordered = sorted(groups.values(), key=lambda g: min(r.wait_next_at or now for r, _ in g))
         for members in ordered:
-            if calls >= rules.MAX_PROBES_PER_SWEEP:
+            if calls >= allowance:
                 break
-            calls += await self._round(members, budget=rules.MAX_PROBES_PER_SWEEP - calls)
+            calls += await self._round(members, budget=allowance - calls)
+        self._recent.extend([now] * calls)
         return calls
 
     async def _round(self, members: list[tuple[LaunchRequest, QuoteInfo]], *,
