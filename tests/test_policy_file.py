@@ -35,6 +35,7 @@ def test_the_example_file_loads_with_every_key():
         max_nodes=8,
         max_lifetime_hours=72,
         enforce_lifetime=False,
+        max_stock_wait_hours=48,
         overrides_by_admins=True,
         requester_ids=frozenset({"U0ALICE", "U0DAVE"}),
         requester_groups=frozenset({"S0MLTEAM"}),
