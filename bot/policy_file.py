@@ -37,7 +37,8 @@ _TEAM = frozenset({"members", "monthly"})
 _DEGRADED = frozenset({"escalate_to", "escalate_after_minutes"})
 # How long a degraded cluster may wait for someone before the bot escalates: a day at most.
 ESCALATE_MINUTES = (1, 1440)
-_LIMITS = frozenset({"accelerators", "max_nodes", "max_lifetime_hours", "enforce_lifetime"})
+_LIMITS = frozenset({"accelerators", "max_nodes", "max_lifetime_hours", "enforce_lifetime",
+                     "max_stock_wait_hours"})
 
 Entries = dict[str, tuple[Node, Node]]  # key → (key node, value node), nulls left out
 
@@ -229,6 +230,8 @@ class _Reader:
             allowed_accelerators=self.accelerators(limits),
             max_nodes=self.limit(limits, "max_nodes", MIN_NODES, MAX_NODES),
             max_lifetime_hours=lifetime, enforce_lifetime=self.enforce(limits, lifetime),
+            **({"max_stock_wait_hours": wait} if (wait := self.limit(
+                limits, "max_stock_wait_hours", 1, 24 * 30)) is not None else {}),
             overrides_by_admins=self.overrides(top, admins),
             **self.requesters(top),
             **self.degraded(self.mapping(_node(top, "degraded"), "degraded", _DEGRADED)),

@@ -62,6 +62,7 @@ from bot.services.readiness import ReadinessService
 from bot.services.reconciling import ReconcileService
 from bot.services.recovery import RecoveryService
 from bot.services.stewardship import StewardshipService
+from bot.services.stock import StockService
 from bot.services.storms import StormService
 from bot.services.termination import TerminationService
 from bot.services.volumes import VolumeService
@@ -193,8 +194,9 @@ async def start(settings: Settings, *, clock: Clock | None = None,
                                               clock=clock, people=people, audit=audit)
         approvals = ApprovalService(quoting=quoting, notifier=notifier, launcher=launching,
                                     people=people, audit=audit, db=db, clock=clock)
-        launching.judge = approvals.judge
-        quoting.judge = approvals.judge
+        stock = StockService(quoting=quoting, notifier=notifier, launcher=launching,
+                             people=people, audit=audit, db=db, clock=clock)
+        launching.judge = stock.judge = quoting.judge = approvals.judge
         quoting.auto_approve_below_cents = policy.auto_approve_below_cents
         quoting.max_lifetime_hours = policy.max_lifetime_hours
         quoting.enforce_lifetime = policy.enforce_lifetime
@@ -230,7 +232,7 @@ async def start(settings: Settings, *, clock: Clock | None = None,
             deliveries=Deliveries(db=db, clock=clock),
             extensions=ExtensionService(notifier=notifier, people=people, audit=audit, db=db,
                                         clock=clock),
-            readiness=watching.readiness, duty=watching.duty,
+            readiness=watching.readiness, duty=watching.duty, stock=stock,
             storms=StormService(db=db, recovery=recovery, claims=claims, clock=clock),
         )
         secret = (settings.slack_signing_secret.get_secret_value()

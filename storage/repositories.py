@@ -108,6 +108,7 @@ class RequestRepo:
         new_quote_id: str | None = None,
         updated_before: datetime | None = None,
         idempotency_key_was: str | None = None,
+        wait_checks_was: int | None = None,
         **fields: Any,
     ) -> LaunchRequest | None:
         """Move `id` from one of `from_` to `to` in one UPDATE; None if it was not in `from_`.
@@ -115,7 +116,8 @@ class RequestRepo:
         `quote_id` is a guard (the request must still be on that quote, e.g. the quote on the
         card the approver clicked); `new_quote_id` replaces the quote (and is remembered among
         the quotes the request held). `updated_before` (a lease: nobody touched the request
-        since) and `idempotency_key_was` (still that launch key) are guards too. `fields` are
+        since), `idempotency_key_was` (still that launch key) and `wait_checks_was` (no other
+        stock round claimed it since) are guards too. `fields` are
         any other LaunchRequest fields to set in the same statement. Exactly one of several
         concurrent callers wins: the database serializes the UPDATEs and the losers' WHERE no
         longer matches.
@@ -137,6 +139,8 @@ class RequestRepo:
             stmt = stmt.where(REQUESTS.c.updated_at < updated_before)
         if idempotency_key_was is not None:
             stmt = stmt.where(REQUESTS.c.idempotency_key == idempotency_key_was)
+        if wait_checks_was is not None:
+            stmt = stmt.where(REQUESTS.c.wait_checks == wait_checks_was)
         if await rowcount(self._session, stmt) == 0:
             return None
         if new_quote_id is not None:

@@ -103,6 +103,11 @@ class RequestRow(Base, table=True):
     override_rule: str | None = Field(default=None, sa_type=sa.Text)
     lifetime_hours: int | None = Field(default=None, sa_type=sa.Integer)
     decision_note: str | None = Field(default=None, sa_type=sa.Text)  # added by 0009
+    # Wait for stock (added by 0014_stock).
+    wait_hours: int | None = Field(default=None, sa_type=sa.Integer)
+    wait_until: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    wait_next_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    wait_checks: int = Field(sa_type=sa.Integer, sa_column_kwargs=_default(sa.text("0")))
 
 
 class RequestQuoteRow(Base, table=True):

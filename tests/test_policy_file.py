@@ -35,6 +35,7 @@ def test_the_example_file_loads_with_every_key():
         max_nodes=8,
         max_lifetime_hours=72,
         enforce_lifetime=False,
+        max_stock_wait_hours=48,
         overrides_by_admins=True,
         requester_ids=frozenset({"U0ALICE", "U0DAVE"}),
         requester_groups=frozenset({"S0MLTEAM"}),
@@ -127,7 +128,7 @@ MALFORMED = [
      "policy.yaml:4: unknown key approval.auto_aprove_below (did you mean auto_approve_below?)"),
     ("unknown-key-no-guess", VALID + "limits:\n  colour: blue\n",
      "policy.yaml:4: unknown key limits.colour (known: accelerators, enforce_lifetime, "
-     "max_lifetime_hours, max_nodes)"),
+     "max_lifetime_hours, max_nodes, max_stock_wait_hours)"),
     ("duplicate-key", VALID + "admins: [U0CAROL]\nadmins: [U0BOB]\n",
      "policy.yaml:4: duplicate key admins"),
     ("section-not-mapping", VALID + "approval: 20\n",

@@ -23,6 +23,8 @@ USAGE = {
     "volume": "/cluster volume grow <volume-id> <GB>   e.g. /cluster volume grow vol_7kP2 2000",
     "extend": "/cluster extend <cluster-id> <hours>   e.g. /cluster extend clu_9xQe1 12",
     "withdraw": "/cluster withdraw <request-id>   e.g. /cluster withdraw lr_3f9a0c1d2e4b",
+    "wait": "/cluster wait <request-id> hours=<H>   e.g. /cluster wait lr_3f9a0c1d2e4b hours=12",
+    "waiting": "/cluster waiting",
     "connect": "/cluster connect <cluster-id>   e.g. /cluster connect clu_9xQe1",
     "help": "/cluster help",
 }
@@ -51,6 +53,17 @@ class ExtendCommand:
 @dataclass(frozen=True)
 class WithdrawCommand:
     request_id: str
+
+
+@dataclass(frozen=True)
+class WaitCommand:
+    request_id: str
+    hours: str  # as typed: the stock service checks it against the policy's maximum
+
+
+@dataclass(frozen=True)
+class WaitingCommand:
+    pass
 
 
 @dataclass(frozen=True)
@@ -131,6 +144,6 @@ class HelpCommand:
 Command = (QuoteCommand | ListCommand | StatusCommand | TerminateCommand | RecoverCommand
            | AutoRecoverCommand | NotifyCommand | LogsCommand | AuditCommand | AuditExportCommand
            | SpendCommand | VolumesCommand | GrowVolumeCommand | ExtendCommand | ConnectCommand
-           | WithdrawCommand | HelpCommand)
+           | WithdrawCommand | WaitCommand | WaitingCommand | HelpCommand)
 
 

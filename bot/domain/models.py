@@ -164,11 +164,13 @@ class RequestStatus(enum.StrEnum):
     CANCELLED = "cancelled"
     WITHDRAWN = "withdrawn"  # the requester took it back while it was pending
     FAILED = "failed"  # the provider refused for good (e.g. invalid settings)
+    WAITING = "waiting"  # approved, waiting for stock (bot/services/stock.py) until wait_until
 
     @property
     def is_open(self) -> bool:
         return self in (RequestStatus.PENDING, RequestStatus.APPROVED,
-                        RequestStatus.LAUNCHING, RequestStatus.LAUNCH_FAILED)
+                        RequestStatus.LAUNCHING, RequestStatus.LAUNCH_FAILED,
+                        RequestStatus.WAITING)
 
 
 class LaunchRequest(Frozen):
@@ -195,6 +197,12 @@ class LaunchRequest(Frozen):
     override_rule: str | None = None
     lifetime_hours: int | None = None
     decision_note: str | None = None  # the reason a rejecting approver gave
+    # Wait for stock (bot/domain/stock.py): how long the requester will wait, until when, the
+    # next re-quote and how many were made (the back-off).
+    wait_hours: int | None = None
+    wait_until: datetime | None = None
+    wait_next_at: datetime | None = None
+    wait_checks: int = 0
 
 
 class Decision(enum.StrEnum):

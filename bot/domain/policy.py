@@ -42,6 +42,7 @@ class Policy(Frozen):
     max_nodes: int | None = None
     max_lifetime_hours: int | None = None  # the approved spend envelope of each cluster
     enforce_lifetime: bool = False  # an unanswered envelope ends in termination
+    max_stock_wait_hours: int = 72  # the longest a request may wait for stock (stock.py)
     overrides_by_admins: bool = False  # a broken rule goes to the admins instead of a refusal
     # Who may spend (bot/domain/spenders.py): both empty means everyone in the installed team.
     requester_ids: frozenset[str] = frozenset()

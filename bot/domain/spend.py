@@ -158,9 +158,10 @@ def month_spend(clusters: Iterable[ClusterRecord], *, user: str, teams: Sequence
 # Approved requests hold budget room until their cluster exists (then the cluster counts: the
 # launch records it and marks the request launched in one transaction, so nothing counts twice).
 # A launch that failed for capacity or payment is kept to be retried (back to approved without
-# another approval), so it holds its room too.
+# another approval), so it holds its room too; so does one waiting for stock (it launches at
+# the approved rate the moment stock appears, without asking again).
 COMMITTED_STATES = (RequestStatus.APPROVED, RequestStatus.LAUNCHING,
-                    RequestStatus.LAUNCH_FAILED)
+                    RequestStatus.LAUNCH_FAILED, RequestStatus.WAITING)
 
 
 def request_cents(request: LaunchRequest, *, now: datetime) -> int:

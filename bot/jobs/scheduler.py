@@ -48,8 +48,9 @@ RESUME_SECONDS = 20
 # gains a duty or a notice kind that an older build would not perform or deliver (a new deadline
 # enforced, a new kind of notice stored for the sweeps to send): then a replica of the new build
 # takes the sweeps over from an old holder during a rollout instead of leaving the duty undone.
-SWEEP_CAPABILITY = 2  # 2: degraded escalation (duties)
+SWEEP_CAPABILITY = 3  # 2: degraded escalation (duties); 3: requests waiting for stock are re-quoted
 VOLUME_SECONDS = 300
+STOCK_SECONDS = 60  # the shortest back-off between two re-quotes of one shape
 SWEEPS_LEASE = "sweeps"
 LEASE_SHARE = 0.6  # of a poll interval
 MIN_LEASE_SECONDS = 2.0  # below this a busy event loop would hand the lease back and forth
@@ -130,6 +131,9 @@ def build_scheduler(services: Services, *, poll_interval_seconds: int,
         (sweeps.finish_terminations, poll_interval_seconds),
         (sweeps.resume_launches, RESUME_SECONDS),
         (sweeps.remind_volumes, VOLUME_SECONDS),
+        # As often as the watch (a local read when nothing is due): the back-off and the
+        # per-minute allowance (bot/domain/stock.py) pace the calls, on the provider's clock.
+        (sweeps.look_for_stock, min(STOCK_SECONDS, poll_interval_seconds)),
     )
     for sweep, seconds in jobs:
         scheduler.add_job(tracked(leased(lease, sweep), tracker), "interval", args=[services],

@@ -30,6 +30,14 @@ async def resume_launches(services: Services) -> None:
         log.info("resumed %d launches", resumed)
 
 
+async def look_for_stock(services: Services) -> None:
+    """Requests waiting for stock: one re-quote per due shape and location; launch or ask."""
+    if services.stock is not None:
+        calls = await services.stock.sweep()
+        if calls:
+            log.info("looked for stock with %d quotes", calls)
+
+
 async def remind_volumes(services: Services) -> None:
     """Daily reminders for volumes no cluster holds (they bill until deleted); and, as the
     slowest sweep, forgetting the deliveries from Slack no retry can repeat any more."""

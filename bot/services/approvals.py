@@ -97,8 +97,10 @@ class ApprovalService:
         return quote
 
     @audited("request", subject="quote_id")
-    async def submit(self, *, quote_id: str, workload: Workload, actor: Actor) -> LaunchRequest:
-        """The requester asks for a launch from a quote they were shown."""
+    async def submit(self, *, quote_id: str, workload: Workload, actor: Actor,
+                     wait_hours: int | None = None) -> LaunchRequest:
+        """The requester asks for a launch from a quote they were shown (`wait_hours`: and to
+        wait for stock that long if the launch finds none, bot/services/stock.py)."""
         await self._people.ensure_may_spend(actor)  # requesters, guests, the installed team
         quote = await self.quote_for_request(quote_id=quote_id, actor=actor)
         verdict = await self.judge(quote, actor.user_id)
@@ -106,7 +108,7 @@ class ApprovalService:
             raise Conflict(f"The spend policy refuses this launch. {verdict.refused}")
         try:
             request = await self._add_request(quote, workload=workload, actor=actor,
-                                              verdict=verdict)
+                                              verdict=verdict, wait_hours=wait_hours)
         except IntegrityError:  # two submissions raced on one quote: the other one won
             raise Conflict("A launch was already requested from this quote.") from None
         if quote.is_expired(self._clock.now()):
@@ -118,7 +120,7 @@ class ApprovalService:
         return request
 
     async def _add_request(self, quote: QuoteInfo, *, workload: Workload, actor: Actor,
-                           verdict: Verdict) -> LaunchRequest:
+                           verdict: Verdict, wait_hours: int | None = None) -> LaunchRequest:
         now = self._clock.now()
         request = LaunchRequest(
             id=f"lr_{uuid.uuid4().hex[:12]}", quote_id=quote.id, requester_id=actor.user_id,
@@ -127,7 +129,7 @@ class ApprovalService:
             approvals_needed=verdict.approvals_needed,
             override_rule=verdict.refused if verdict.override else None,
             lifetime_hours=quote.spec.planned_hours or verdict.lifetime_hours,
-            created_at=now, updated_at=now,
+            created_at=now, updated_at=now, wait_hours=wait_hours,
         )
         async with self._db.transaction() as repos:
             await repos.requests.add(request)
@@ -365,7 +367,7 @@ async def reprice(request: LaunchRequest, *, reason: str, db: Database, quoting:
             request.id, now=now, quote_id=request.quote_id,  # not if re-priced meanwhile
             to=RequestStatus.FAILED if verdict.is_refusal else RequestStatus.PENDING,
             from_=[RequestStatus.PENDING, RequestStatus.APPROVED, RequestStatus.LAUNCHING,
-                   RequestStatus.LAUNCH_FAILED],
+                   RequestStatus.LAUNCH_FAILED, RequestStatus.WAITING],
             new_quote_id=fresh.id, hourly_cents=fresh.hourly_cents,
             previous_hourly_cents=request.hourly_cents, idempotency_key=None,
             decided_by=None, decided_at=None, approvals_needed=verdict.approvals_needed,

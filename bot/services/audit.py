@@ -126,6 +126,9 @@ def describe(action: str, result: Any, kwargs: dict[str, Any]) -> str:
                         f"{money(result.hourly_cents * result.lifetime_hours)}")
         if result.decision_note:
             said.append(f"reason: {result.decision_note}")
+        if result.status is RequestStatus.WAITING and result.wait_until is not None:
+            said.append(f"waits for stock up to {result.wait_hours} h, until "
+                        f"{result.wait_until:%Y-%m-%d %H:%M} UTC")
     elif isinstance(result, ClusterRecord):
         said.append(f"cluster {result.id} ({result.status.value}) at "
                     f"{money(result.hourly_cents)}/h; {money(result.accrued_cents)} over "
@@ -141,7 +144,8 @@ def describe(action: str, result: Any, kwargs: dict[str, Any]) -> str:
         said.append(f"automatic recovery turned {'on' if on else 'off'}")
     for key, words in (("channel_id", "notices also to <#{}>"), ("node", "node {} log read"),
                        ("hours", "{} hour(s) added"), ("size_gb", "grown to {:,} GB")):
-        if kwargs.get(key) is not None and not (key == "channel_id" and action == "quote"):
+        if kwargs.get(key) is not None and not (key == "channel_id" and action == "quote") \
+                and not (key == "hours" and action == "wait"):  # said with the wait above
             said.append(words.format(kwargs[key]))
     return "; ".join(said) or action
 

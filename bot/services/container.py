@@ -21,6 +21,7 @@ from bot.services.readiness import ReadinessService
 from bot.services.reconciling import ReconcileService
 from bot.services.recovery import RecoveryService
 from bot.services.stewardship import StewardshipService
+from bot.services.stock import StockService
 from bot.services.storms import StormService
 from bot.services.termination import TerminationService
 from bot.services.volumes import VolumeService
@@ -50,6 +51,12 @@ class Services:
     readiness: ReadinessService | None = None
     duty: DutyService | None = None
     storms: StormService | None = None
+    stock: StockService | None = None
+
+    def stock_service(self) -> StockService:
+        if self.stock is None:
+            raise RuntimeError("this bot was built without waiting for stock")
+        return self.stock
 
     def readiness_service(self) -> ReadinessService:
         if self.readiness is None:

@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from bot.clock import Clock
 from bot.domain import spend
-from bot.domain.models import ClusterRecord, LaunchRequest, QuoteInfo
+from bot.domain.models import ClusterRecord, LaunchRequest, QuoteInfo, RequestStatus
 from bot.services.people import People
 from bot.services.volume_charges import volume_spans
 from storage.db import Database
@@ -23,6 +23,7 @@ class HomeFacts:
     month_spent_cents: int
     budget_cents: int | None
     month: str
+    waiting: tuple[tuple[LaunchRequest, QuoteInfo], ...] = ()  # their requests waiting for stock
 
 
 class HomeService:
@@ -39,6 +40,9 @@ class HomeService:
             month_clusters = await repos.clusters.list_in_period(start, end, owners={user_id})
             volumes = await volume_spans(repos, now=now, owners={user_id})
             mine = await repos.clusters.list_for_owner(user_id, live=True)
+            waiting = [(r, q) for r in await repos.requests.list_by_status(
+                [RequestStatus.WAITING]) if r.requester_id == user_id
+                and (q := await repos.quotes.get(r.quote_id)) is not None]
             pending: list[tuple[LaunchRequest, QuoteInfo]] = []
             if is_approver:
                 for request in await repos.requests.list_pending():
@@ -53,4 +57,4 @@ class HomeService:
         return HomeFacts(user_id=user_id, clusters=mine, pending=pending,
                          is_approver=is_approver, month_spent_cents=spent,
                          budget_cents=self._people.policy.budget_of(user_id),
-                         month=f"{start:%Y-%m}")
+                         month=f"{start:%Y-%m}", waiting=tuple(waiting))

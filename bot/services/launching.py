@@ -31,6 +31,7 @@ from datetime import timedelta
 from typing import Any
 
 from bot.clock import Clock
+from bot.domain import stock
 from bot.domain.errors import DomainError, StorageUnavailable
 from bot.domain.launch import IntentState, LaunchBody, LaunchIntent
 from bot.domain.models import LaunchRequest, RequestStatus
@@ -182,7 +183,8 @@ class LaunchService:
                                    "already launched; reading that cluster failed, will retry")
                 return
             except (api.CapacityUnavailable, api.PaymentRequired) as exc:
-                await self._launch_failed(request, intent, _why(exc))
+                await self._launch_failed(request, intent, _why(exc),
+                                          capacity=isinstance(exc, api.CapacityUnavailable))
                 return
             except (api.QuoteExpired, api.PriceChanged) as exc:
                 # This quote can no longer launch. Did an earlier call make a cluster anyway?
@@ -340,9 +342,16 @@ class LaunchService:
                             f"The quote {reason} and re-pricing failed: {exc.user_message}")
 
     async def _launch_failed(self, request: LaunchRequest, intent: LaunchIntent,
-                             why: str) -> None:
+                             why: str, *, capacity: bool = False) -> None:
         await self._close(intent, IntentState.FAILED)
-        if await self._set(request, RequestStatus.LAUNCH_FAILED, why):
+        # A request asked to wait for stock goes (back) to its wait (bot/services/stock.py).
+        wait = stock.start_waiting(request, now=self._clock.now()) if capacity else None
+        if wait is not None:
+            if await self._set(request, RequestStatus.WAITING, why, **wait):
+                await self._notifier.tell(request.requester_id, f"No stock for your launch "
+                                          f"request `{request.id}` yet: {why} Waiting for it "
+                                          f"until {wait['wait_until']:%Y-%m-%d %H:%M} UTC.")
+        elif await self._set(request, RequestStatus.LAUNCH_FAILED, why):
             await self._notifier.tell(request.requester_id, f"Your launch request "
                                       f"`{request.id}` didn't launch: {why} It is kept; retry "
                                       "from the card.")
@@ -365,11 +374,12 @@ class LaunchService:
         if moved is not None:
             await self._notifier.refresh_request(request.id)
 
-    async def _set(self, request: LaunchRequest, status: RequestStatus, why: str) -> bool:
+    async def _set(self, request: LaunchRequest, status: RequestStatus, why: str,
+                   **fields: Any) -> bool:
         async with self._db.transaction() as repos:
             moved = await repos.requests.transition(
                 request.id, from_=[RequestStatus.LAUNCHING], to=status, now=self._clock.now(),
-                last_error=why)
+                last_error=why, **fields)
         if moved is None:
             return False  # resolved meanwhile
         await self._audit.write(actor=None, action="launch", subject_id=request.id,
@@ -400,7 +410,7 @@ def _kwargs(body: LaunchBody) -> dict[str, Any]:
 def _why(exc: api.ApiError) -> str:
     if isinstance(exc, api.CapacityUnavailable):
         placeable, where = exc.nodes_placeable, exc.location or "that location"
-        return (f"AI Reserve couldn't place every node together in {where}"
+        return (f"AI Reserve {stock.NO_CAPACITY} in {where}"
                 + (f" (only {placeable} fit right now)." if placeable is not None else ".")
                 + " Nothing was launched or billed.")
     return f"AI Reserve needs the account topped up first ({exc.message})."

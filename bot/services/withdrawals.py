@@ -28,7 +28,8 @@ async def withdraw_pending(repos: Repos, *, request_id: str, actor: Actor, now: 
                          f"`{request.id}`; an approver can reject it on its card in the "
                          "approvals channel.")
     withdrawn = await repos.requests.transition(
-        request_id, from_=[RequestStatus.PENDING], to=RequestStatus.WITHDRAWN, now=now,
+        request_id, from_=[RequestStatus.PENDING, RequestStatus.WAITING],
+        to=RequestStatus.WITHDRAWN, now=now,
         decided_by=actor.user_id, decided_at=now, decision_note=reason, idempotency_key=None)
     if withdrawn is None:
         raise Conflict(f"`{request.id}` can no longer be withdrawn: {already(request)}"
@@ -56,6 +57,7 @@ def already(request: LaunchRequest) -> str:
         RequestStatus.REJECTED: f"Already rejected{who}.",
         RequestStatus.LAUNCH_FAILED: "The launch failed; use *Retry launch* on the card.",
         RequestStatus.PENDING: "This request is waiting for an approver.",
+        RequestStatus.WAITING: "This request is waiting for stock.",
         RequestStatus.WITHDRAWN: f"Already withdrawn{who}.",
     }.get(request.status, f"This request is {request.status.value}.")
 

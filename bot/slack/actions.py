@@ -44,6 +44,7 @@ from bot.slack.blocks import extension as extension_blocks
 from bot.slack.blocks import launch_modal as modal_blocks
 from bot.slack.blocks import quote as quote_blocks
 from bot.slack.blocks import recovery as recovery_blocks
+from bot.slack.blocks import stock as stock_blocks
 from bot.slack.blocks import story as story_blocks
 from bot.slack.blocks import volumes as volume_blocks
 from bot.slack.blocks.message import Message
@@ -66,6 +67,7 @@ from bot.slack.ids import (
     ReminderRef,
     RequestRef,
     VolumeRef,
+    WaitRef,
     WithdrawRef,
 )
 
@@ -128,6 +130,11 @@ BUTTONS: dict[str, Button[Any, Any]] = {
         lambda r, _: "Trying the launch again.",
         Once("retry", lambda r: (r.request_id, r.attempt),
              lambda r, _, by: f"Already retried by {by}; the card shows how the launch goes.")),
+    Action.WAIT_FOR_STOCK: Button[WaitRef, LaunchRequest](
+        WaitRef,
+        lambda s, r, a: s.stock_service().wait(request_id=r.request_id, actor=a,
+                                               hours=s.stock_service().max_hours()),
+        lambda r, q: stock_blocks.waiting_said(q)),
     Action.TERMINATE: Button[ClusterRef, ClusterRecord](
         ClusterRef,
         lambda s, r, a: s.termination.terminate(cluster_id=r.cluster_id, actor=a),
@@ -323,6 +330,7 @@ def register(app: AsyncApp, services: Services) -> None:
         app.action(action_id)(answering(listener))
 
     @app.action(Action.QUOTE_REQUEST_LAUNCH)
+    @app.action(Action.QUOTE_WAIT_FOR_STOCK)
     @answering
     async def request_launch(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any],
                              client: AsyncWebClient) -> None:
@@ -331,7 +339,9 @@ def register(app: AsyncApp, services: Services) -> None:
         # A local read only: the trigger_id is valid for 3 s and single-use.
         quote = await services.approvals.quote_for_request(quote_id=ref.quote_id,
                                                            actor=_actor(body))
-        view = modal_blocks.launch_modal(quote, defaults=default_workload())
+        waits = action.get("action_id") == Action.QUOTE_WAIT_FOR_STOCK
+        view = modal_blocks.launch_modal(quote, defaults=default_workload(), wait_max=(
+            services.stock_service().max_hours() if waits else None))
         try:
             await client.views_open(trigger_id=body["trigger_id"], view=view)
         except SlackApiError as exc:

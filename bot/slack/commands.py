@@ -28,6 +28,8 @@ from bot.domain.commands import (
     StatusCommand,
     TerminateCommand,
     VolumesCommand,
+    WaitCommand,
+    WaitingCommand,
     WithdrawCommand,
 )
 from bot.domain.errors import InvalidCommand
@@ -42,6 +44,7 @@ from bot.slack.blocks import notices as notice_blocks
 from bot.slack.blocks import quote as quote_blocks
 from bot.slack.blocks import recovery as recovery_blocks
 from bot.slack.blocks import spend as spend_blocks
+from bot.slack.blocks import stock as stock_blocks
 from bot.slack.blocks import story as story_blocks
 from bot.slack.blocks import volumes as volume_blocks
 from bot.slack.blocks.format import money
@@ -84,6 +87,9 @@ def register(app: AsyncApp, services: Services,
             reply = listing.cluster_list_with_buttons(
                 live.clusters, now=now(), by_state=live.by_state, page=live.page,
                 pages=live.pages)
+            waits = len(await services.stock_service().waiting())
+            if waits:
+                reply = stock_blocks.with_list_line(reply, waits)
         elif isinstance(cmd, StatusCommand):
             await ack(text=f"Looking up `{cmd.cluster_id}`…", **EPHEMERAL)
             record, nodes = await services.clusters.status(cmd.cluster_id)
@@ -132,6 +138,15 @@ def register(app: AsyncApp, services: Services,
             await ack()
             request = await services.approvals.withdraw(request_id=cmd.request_id, actor=actor)
             reply = common.notice(story_blocks.withdrawn_words(request.id))
+        elif isinstance(cmd, WaitCommand):
+            await ack()
+            request = await services.stock_service().wait(request_id=cmd.request_id,
+                                                          hours=cmd.hours, actor=actor)
+            reply = common.notice(stock_blocks.waiting_said(request))
+        elif isinstance(cmd, WaitingCommand):
+            await ack()
+            waiting = await services.stock_service().waiting_with_quotes()
+            reply = stock_blocks.waiting_list(waiting, viewer=actor.user_id, now=now())
         elif isinstance(cmd, ConnectCommand):
             await ack(text=f"Reading `{cmd.cluster_id}`'s connection details…", **EPHEMERAL)
             record = await services.stewardship.connect(cluster_id=cmd.cluster_id, actor=actor)

@@ -45,12 +45,14 @@ class Action:
     ACKNOWLEDGE = "cluster_acknowledge"
     SNOOZE = "cluster_snooze"
     RECOVER_ALL_MINE = "digest_recover_all_mine"
+    WAIT_FOR_STOCK = "request_wait_for_stock"
+    QUOTE_WAIT_FOR_STOCK = "quote_wait_for_stock"
     ALL: ClassVar[tuple[str, ...]] = (
         QUOTE_REQUEST_LAUNCH, QUOTE_DISCARD, APPROVE, REJECT, RETRY_LAUNCH, TERMINATE,
         RECOVER, AUTORECOVER_ON, KEEP_RUNNING, CLAIM, DELETE_VOLUME, KEEP_VOLUME, EXTEND,
         GROW_VOLUME, RELAUNCH_ON_VOLUME, HOURS_CHART, KEEP_WAITING, QUOTE_THIS, CLUSTER_STATUS,
         REJECT_WITH_REASON, EXTENSION_APPROVE, EXTENSION_REJECT, WITHDRAW, ACKNOWLEDGE, SNOOZE,
-        RECOVER_ALL_MINE,
+        RECOVER_ALL_MINE, WAIT_FOR_STOCK, QUOTE_WAIT_FOR_STOCK,
     )
 
 
@@ -112,6 +114,13 @@ class WithdrawRef(Ref):
     """Withdraw: the request (withdrawing happens once, by compare-and-set on `pending`)."""
 
     tag = "w"
+    request_id: str
+
+
+class WaitRef(Ref):
+    """Wait for stock: the request (it starts waiting once, by compare-and-set)."""
+
+    tag = "ws"
     request_id: str
 
 

@@ -31,6 +31,8 @@ from bot.domain.commands import (
     StatusCommand,
     TerminateCommand,
     VolumesCommand,
+    WaitCommand,
+    WaitingCommand,
     WithdrawCommand,
 )
 from bot.domain.errors import InvalidCommand
@@ -47,6 +49,20 @@ _CHANNEL_NAME = re.compile(r"^#[A-Za-z0-9][A-Za-z0-9_-]{0,79}$")
 _MONTH = re.compile(r"^20\d\d-(0[1-9]|1[0-2])$")
 _OPTION = re.compile(r"^(?P<key>[A-Za-z]+)=(?P<value>.*)$")
 
+
+
+def _parse_wait(args: list[str]) -> WaitCommand:
+    """`wait <request-id> hours=<H>` (or a bare number): the hours are checked by the service
+    against the policy's maximum."""
+    if not args or not _ID.match(args[0]):
+        raise _fail("`/cluster wait` needs the id of your launch request (like "
+                    "`lr_3f9a0c1d2e4b`) and the hours to wait, e.g. `hours=12`.",
+                    (args[0] if args else "")[:40], "wait")
+    if len(args) != 2:
+        raise _fail("Say how many hours to wait for stock after the request id, e.g. "
+                    "`hours=12`.", " ".join(args[2:])[:40], "wait")
+    hours = args[1].lower()
+    return WaitCommand(args[0], hours.removeprefix("hours="))
 
 
 def parse(text: str) -> Command:
@@ -83,6 +99,11 @@ def parse(text: str) -> Command:
                         args[0], verb)
         _no_more(args[1:], verb)
         return WithdrawCommand(args[0])
+    if verb == "waiting":
+        _no_more(args, verb)
+        return WaitingCommand()
+    if verb == "wait":
+        return _parse_wait(args)
     if verb == "extend":
         cluster_id = _one_id(args[:1], verb)
         if len(args) != 2:

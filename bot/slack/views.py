@@ -7,6 +7,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.domain.errors import InvalidCommand
 from bot.domain.models import Actor
 from bot.domain.workload import WorkloadInvalid, parse_workload
 from bot.services.container import Services
@@ -76,6 +77,15 @@ def register(app: AsyncApp, services: Services) -> None:
             await ack(response_action="errors",
                       errors={modal_blocks.FIELD_NO_SSH_OK: modal_blocks.NO_SSH_ERROR})
             return
+        wait_hours = None
+        if modal_blocks.FIELD_WAIT_HOURS in raw:
+            try:
+                wait_hours = services.stock_service().check_hours(
+                    str(raw[modal_blocks.FIELD_WAIT_HOURS]))
+            except InvalidCommand as exc:
+                await ack(response_action="errors",
+                          errors={modal_blocks.FIELD_WAIT_HOURS: exc.user_message})
+                return
         await ack()
         try:
             ref = QuoteRef.unpack(view.get("private_metadata"))
@@ -83,7 +93,7 @@ def register(app: AsyncApp, services: Services) -> None:
             raise StaleReference(str(exc)) from exc
         user, enterprise = body["user"], body.get("enterprise")
         await services.approvals.submit(
-            quote_id=ref.quote_id, workload=workload,
+            quote_id=ref.quote_id, workload=workload, wait_hours=wait_hours,
             actor=Actor(user_id=user["id"], team_id=user.get("team_id"),
                         enterprise_id=enterprise.get("id") if isinstance(enterprise, dict)
                         else None),

@@ -250,13 +250,14 @@ def test_committed_spend_counts_approved_and_launching_requests_once_and_not_the
     requests = [_held("r-a", S.APPROVED), _held("r-b", S.LAUNCHING, lifetime=3),
                 _held("r-c", S.PENDING), _held("r-d", S.LAUNCHED), _held("r-e", S.APPROVED),
                 _held("r-f", S.APPROVED, who="U0DAVE"), _held("r-g", S.APPROVED, who="U0ERIN"),
-                _held("r-h", S.LAUNCH_FAILED, lifetime=1), _held("r-i", S.REJECTED)]
+                _held("r-h", S.LAUNCH_FAILED, lifetime=1), _held("r-i", S.REJECTED),
+                _held("r-j", S.WAITING, lifetime=2)]  # waiting for stock: holds its room
     got = committed_spend([cluster, cluster], requests, user="U0ALICE", teams=[team], now=NOW,
                           excluding="r-e")
     on_cluster = 39 * 6253  # the record listed twice counts once
-    assert got.user_cents == on_cluster + 38 * 100_00 + 3 * 100_00 + 1 * 100_00
+    assert got.user_cents == on_cluster + 38 * 100_00 + 3 * 100_00 + 1 * 100_00 + 2 * 100_00
     assert got.team_cents == {"research": got.user_cents + 38 * 100_00}
-    assert [c.request_id for c in got.requests] == ["r-a", "r-b", "r-f", "r-h"]
+    assert [c.request_id for c in got.requests] == ["r-a", "r-b", "r-f", "r-h", "r-j"]
 
 
 def test_uncharged_marks_move_charges_and_bill_the_volume_alone():

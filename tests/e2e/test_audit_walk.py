@@ -25,6 +25,7 @@ from bot.slack.ids import (
     RequestRef,
     View,
     VolumeRef,
+    WaitRef,
     WithdrawRef,
 )
 from tests.e2e.harness import ALICE, BOB, CAROL, GENERAL, bot
@@ -40,7 +41,7 @@ COMMANDS = {
     "recover": "recover", "autorecover": "autorecover", "notify": "notify", "logs": "logs",
     "audit": "read_audit", "audit export": "export_audit", "spend": READ, "volumes": READ,
     "volume": "grow_volume", "extend": EXTENSION_TESTS, "withdraw": "withdraw",
-    "connect": "connect", "help": READ,
+    "connect": "connect", "help": READ, "wait": "wait", "waiting": READ,
 }
 BUTTONS_WALKED = {
     Action.QUOTE_REQUEST_LAUNCH: READ,  # opens the form; View.LAUNCH_REQUEST writes
@@ -57,12 +58,14 @@ BUTTONS_WALKED = {
     Action.EXTENSION_APPROVE: EXTENSION_TESTS, Action.EXTENSION_REJECT: EXTENSION_TESTS,
     Action.ACKNOWLEDGE: "acknowledge", Action.SNOOZE: "snooze",
     Action.RECOVER_ALL_MINE: "recover",  # one row per cluster it recovers, as Recover writes
+    Action.WAIT_FOR_STOCK: "wait",
+    Action.QUOTE_WAIT_FOR_STOCK: READ,  # opens the form; View.LAUNCH_REQUEST writes
 }
 FORMS = {View.LAUNCH_REQUEST: "request", View.GROW_VOLUME: "grow_volume",
          View.REJECT_REASON: "reject"}
 MONEY = {"quote", "request", "approve", "reject", "withdraw", "retry", "terminate", "recover",
          "autorecover", "keep_running", "claim", "notify", "connect", "keep_waiting",
-         "grow_volume", "keep_volume", "delete_volume", "acknowledge", "snooze"}
+         "grow_volume", "keep_volume", "delete_volume", "acknowledge", "snooze", "wait"}
 
 
 def test_every_command_button_and_form_has_a_line():
@@ -284,6 +287,24 @@ async def test_every_command_and_button_writes_its_row(tmp_path):
         await walk.press(Action.RETRY_LAUNCH, RequestRef(request_id=failed.id,
                                                          attempt=launch_attempt(failed)),
                          subject=failed.id)
+
+        # Still no room: it waits for stock (the button), another one by the command.
+        [again] = [r for r in await h.requests_in_db() if r.id == failing.id]
+        assert again.status is RequestStatus.LAUNCH_FAILED
+        await walk.press(Action.WAIT_FOR_STOCK, WaitRef(request_id=again.id),
+                         subject=again.id, says=("waits for stock up to 72 h",))
+        _, typed_wait = await walk.request("quote h100x8 nodes=4")
+        await walk.press(Action.APPROVE, ApprovalRef(
+            request_id=typed_wait.id, quote_id=typed_wait.quote_id,
+            hourly_cents=typed_wait.hourly_cents), user=BOB, subject=typed_wait.id)
+        await walk.slash(f"wait {typed_wait.id} hours=5", subject=typed_wait.id,
+                         says=("waits for stock up to 5 h",))
+        await walk.slash("waiting")
+        h.sim.engine.set_capacity(accelerator="h100-sxm-80gb", location="us-tx",
+                                  availability="none", placeable_nodes=0)
+        await walk.slash("quote h100x8 nodes=4 location=us-tx")
+        await walk.click(h.last_ephemeral(ALICE, containing=Action.QUOTE_WAIT_FOR_STOCK),
+                         Action.QUOTE_WAIT_FOR_STOCK)
 
         assert {w[1:] for w in walk.walked if w.startswith("/")} == set(USAGE)
         assert set(Action.ALL) <= walk.walked

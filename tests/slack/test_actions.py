@@ -8,7 +8,8 @@ from bot.slack.ids import Action
 
 def test_every_action_has_exactly_one_listener_row():
     assert set(BUTTONS) | {Action.QUOTE_REQUEST_LAUNCH, Action.QUOTE_DISCARD,
-                        Action.GROW_VOLUME, Action.REJECT_WITH_REASON} == set(Action.ALL)
+                        Action.GROW_VOLUME, Action.REJECT_WITH_REASON,
+                        Action.QUOTE_WAIT_FOR_STOCK} == set(Action.ALL)
     assert not set(BUTTONS) & {Action.QUOTE_REQUEST_LAUNCH, Action.QUOTE_DISCARD}
 
 
@@ -22,6 +23,8 @@ def test_only_approve_and_reject_rely_on_the_service_alone():
                          Action.CLUSTER_STATUS, Action.EXTENSION_APPROVE,
                          Action.EXTENSION_REJECT, Action.WITHDRAW,
                          # claimed in bot/services/storms.py: once per presser and showing
-                         Action.RECOVER_ALL_MINE}
+                         Action.RECOVER_ALL_MINE,
+                         # launch_failed → waiting on the request row: once
+                         Action.WAIT_FOR_STOCK}
     audit_names = [row.once.action for row in BUTTONS.values() if row.once is not None]
     assert len(audit_names) == len(set(audit_names))  # one claim namespace per button kind

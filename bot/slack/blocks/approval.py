@@ -15,6 +15,7 @@ from typing import Protocol
 
 from slack_sdk.models.blocks import Block, ButtonElement
 
+from bot.domain import stock
 from bot.domain.claims import launch_attempt
 from bot.domain.envelope import envelope_terms
 from bot.domain.models import Approval, Decision, LaunchRequest, QuoteInfo, RequestStatus
@@ -44,7 +45,7 @@ from bot.slack.blocks.message import (
     section,
 )
 from bot.slack.blocks.quote import storage_summary
-from bot.slack.ids import Action, ApprovalRef, RequestRef
+from bot.slack.ids import Action, ApprovalRef, RequestRef, WaitRef
 
 MAX_LISTED = 20  # env keys / ports listed by name before "…and N more"
 _APPROVED = (RequestStatus.APPROVED, RequestStatus.LAUNCHING, RequestStatus.LAUNCHED)
@@ -155,9 +156,21 @@ def approval_outcome(
                 "day) from the moment it is ready until someone terminates it.",
                 ok="Retry launch",
             ),
-        )))
+        ), *([wait_button(req)] if stock.failed_for_capacity(req) else [])))
     return compose(f"{_fallback(req, q)} — {req.status.value.replace('_', ' ')}", blocks,
                    key=f"approval-{req.status.value}")
+
+
+def wait_button(req: LaunchRequest) -> ButtonElement:
+    """**Wait for stock** on a launch that failed: up to the policy's maximum (or the hours
+    the requester types in `/cluster wait`)."""
+    return button("Wait for stock", action_id=Action.WAIT_FOR_STOCK,
+                  value=WaitRef(request_id=req.id).pack(),
+                  confirm=confirm("Wait for stock?", "I'll look for stock with backing-off "
+                                  "re-quotes for up to the spend policy's longest wait (or `/"
+                                  f"cluster wait {truncate(req.id, ID_MAX)} hours=N`) and launch "
+                                  f"at {money(req.hourly_cents)}/h or less; a higher rate asks "
+                                  "the approvers again.", ok="Wait"))
 
 
 def _terminates(q: QuoteInfo, policy: SpendThresholds | None) -> bool | None:
@@ -303,6 +316,10 @@ def outcome_line(
         return ":heavy_multiplication_x: Cancelled"
     if status is RequestStatus.WITHDRAWN:
         return f":leftwards_arrow_with_hook: {withdrawn_line(req)} — nothing will be launched"
+    if status is RequestStatus.WAITING:
+        until = f" until {when(req.wait_until)}" if req.wait_until else ""
+        return (f":hourglass: Approved — waiting for stock{until}; it launches at "
+                f"{money(req.hourly_cents)}/h or less, or comes back here if dearer")
     if req.approvals_needed >= 2:
         progress = approvals_progress(req, approvals, policy)
         return f":hourglass_flowing_sand: Waiting for approval — {progress}"

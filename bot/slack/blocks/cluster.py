@@ -109,7 +109,7 @@ def request_progress(
     ]
     if cluster is not None and cluster.status in TERMINABLE:
         blocks.append(actions(terminate_button(cluster)))
-    elif cluster is None and req.status is RequestStatus.PENDING:
+    elif cluster is None and req.status in (RequestStatus.PENDING, RequestStatus.WAITING):
         blocks.append(actions(withdraw_button(req)))
     fallback = f"{escaped(shape_label(q.spec.shape, q.accelerator_name))}: {plain_line(state)}"
     return compose(fallback, blocks, key="progress")
@@ -328,7 +328,16 @@ def _request_state_line(req: LaunchRequest, approvals: Sequence[Approval],
         return ":heavy_multiplication_x: *Cancelled*"
     if status is RequestStatus.WITHDRAWN:
         return f":leftwards_arrow_with_hook: *{withdrawn_line(req)}*"
+    if status is RequestStatus.WAITING:
+        return waiting_line(req)
     return ":hourglass_flowing_sand: *Waiting for approval*"
+
+
+def waiting_line(req: LaunchRequest) -> str:
+    """A request waiting for stock: until when, and what happens when stock appears."""
+    until = f" until {when(req.wait_until)}" if req.wait_until else ""
+    return (f":hourglass: *Waiting for stock*{until}: it launches by itself at "
+            f"{hourly(req.hourly_cents)} or less, or asks again if the rate is higher")
 
 
 def _cluster_notes(c: ClusterRecord, *, auto_recovery: bool | None) -> list[str]:

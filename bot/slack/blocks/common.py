@@ -67,6 +67,13 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
      "for approval (its card and message say it was withdrawn; nothing launches). Pressing "
      "*Withdraw* on your request's message, or *Reject* on its card, does the same. Only the "
      "requester withdraws; an approver rejects.", "/cluster withdraw lr_3f9a0c1d2e4b"),
+    ("/cluster wait <request-id> hours=<H>", "Your launch found no stock: wait for it up to H "
+     "hours (at most the spend policy's `max_stock_wait_hours`). The bot re-quotes the shape, "
+     "backing off, and launches at the approved rate or less; a higher rate goes back to the "
+     "approvers. *Wait for stock* on a no-stock quote or a failed launch does the same; "
+     "*Withdraw* or `/cluster withdraw` stops a wait.", "/cluster wait lr_3f9a0c1d2e4b hours=12"),
+    ("/cluster waiting", "Every request waiting for stock: shape, place, approved rate, until "
+     "when, the next look.", "/cluster waiting"),
     ("/cluster connect <cluster-id>", "DM the cluster's owner its SSH commands, interconnect "
      "addresses and volume mount path again, read fresh from AI Reserve (the owner or an "
      "approver asks; never posted in a channel).", "/cluster connect clu_9xQe1"),

@@ -19,6 +19,7 @@ from slack_sdk.models.views import View
 
 from bot.domain.envelope import envelope_terms
 from bot.domain.models import ClusterRecord, LaunchRequest, QuoteInfo
+from bot.slack.blocks import stock as stock_blocks
 from bot.slack.blocks.approval import approval_buttons, override_lines
 from bot.slack.blocks.cluster import (
     TERMINABLE,
@@ -57,12 +58,14 @@ def home_view(
     budget_cents: int | None,
     month: str,
     now: datetime,
+    waiting: Sequence[tuple[LaunchRequest, QuoteInfo]] = (),
 ) -> View:
     """The home tab of `user_id` (≤ 100 blocks with any number of clusters and requests)."""
     blocks: list[Block] = [
         section(f"Hello {user(user_id)} — your GPU clusters on AI Reserve. Every cluster bills "
                 "its whole hourly rate from the moment it is ready until someone terminates it."),
         *_clusters(clusters, now=now),
+        *stock_blocks.home_section(waiting, viewer=user_id),
     ]
     if is_approver:
         blocks.extend([divider(), *_pending(pending, now=now)])

@@ -37,6 +37,7 @@ FIELD_READINESS = "launch_readiness"
 FIELD_READINESS_LIMIT = "launch_readiness_limit"
 FIELD_READINESS_ALL = "launch_readiness_all"
 FIELD_NO_SSH_OK = "launch_no_ssh_ok"
+FIELD_WAIT_HOURS = "launch_wait_hours"  # only on the form of a quote with no stock
 NO_SSH_OK = "nobody-can-log-in"
 NO_SSH_ERROR = ("No SSH key: nobody can log in to the nodes. Add a key above, or tick this box "
                 "to launch without one.")
@@ -74,8 +75,9 @@ CMD_HINT = "One line, shell-style quoting; it runs on every node (each gets NODE
 PORTS_HINT = "Comma-separated <port>/<http|tcp>."
 
 
-def launch_modal(q: QuoteInfo, *, defaults: Workload) -> View:
-    """The modal opened by "Request launch" on a quote card."""
+def launch_modal(q: QuoteInfo, *, defaults: Workload, wait_max: int | None = None) -> View:
+    """The modal opened by "Request launch" on a quote card (by "Wait for stock" on one with no
+    stock, with `wait_max`: the form also asks how long to wait, at most the policy's)."""
     summary = (
         f"*{escaped(shape_label(q.spec.shape, q.accelerator_name))}* in "
         f"{escaped(q.location, 64)}\n"
@@ -102,6 +104,14 @@ def launch_modal(q: QuoteInfo, *, defaults: Workload) -> View:
         _recovery_input(defaults.auto_recovery),
         *readiness_inputs(defaults),
     ]
+    if wait_max is not None:
+        wait = _text_input(FIELD_WAIT_HOURS, "Wait for stock up to (hours)", str(wait_max),
+                           placeholder=str(wait_max),
+                           hint=f"No stock now: once approved, I re-quote this shape (backing "
+                                f"off) and launch when it is in stock at this rate or less. At "
+                                f"most {wait_max} hours (the spend policy's).")
+        wait.optional = False
+        blocks.insert(1, wait)
     return View(
         type="modal",
         callback_id=ids.View.LAUNCH_REQUEST,
@@ -132,6 +142,9 @@ def read_modal(state_values: Mapping[str, Mapping[str, Any]]) -> dict[str, str |
         isinstance(option, Mapping) and option.get("value") == READINESS_ALL_ON
         for option in selected
     )
+    wait = _element_state(state_values, FIELD_WAIT_HOURS)
+    if FIELD_WAIT_HOURS in state_values:  # the field is only on a no-stock quote's form
+        result[FIELD_WAIT_HOURS] = str(wait.get("value") or "").strip()
     no_ssh = _element_state(state_values, FIELD_NO_SSH_OK).get("selected_options") or []
     result[FIELD_NO_SSH_OK] = any(
         isinstance(option, Mapping) and option.get("value") == NO_SSH_OK for option in no_ssh)

@@ -51,6 +51,9 @@ def quote_card(q: QuoteInfo, *, now: datetime, outlook: QuoteOutlook | None = No
     if outlook.can_request and q.availability != "none":
         buttons.append(button("Request launch", action_id=Action.QUOTE_REQUEST_LAUNCH,
                               value=value, style="primary"))
+    elif outlook.can_request:  # no stock: ask now, launch when it appears
+        buttons.append(button("Wait for stock", action_id=Action.QUOTE_WAIT_FOR_STOCK,
+                              value=value, style="primary"))
     buttons.append(button("Discard", action_id=Action.QUOTE_DISCARD, value=value))
     blocks.append(actions(*buttons))
     return compose(_fallback(q), blocks, key="quote")

@@ -36,7 +36,7 @@ from bot.slack.blocks.message import Message, compose, plain, section
 
 FIELD_REASON = "reject_reason"
 _DECIDED = (RequestStatus.APPROVED, RequestStatus.LAUNCHING, RequestStatus.LAUNCHED,
-            RequestStatus.LAUNCH_FAILED)
+            RequestStatus.LAUNCH_FAILED, RequestStatus.WAITING)
 Step = tuple[str, str]
 
 
@@ -64,7 +64,7 @@ def story(req: LaunchRequest, approvals: Sequence[Approval], cluster: ClusterRec
     quote_ids = [q.id for q in held] or [req.quote_id]
     for index, quote_id in enumerate(quote_ids):
         if index:
-            steps.append(_repriced(held[index - 1], held[index]))
+            steps.append(_repriced(held[index - 1], held[index], waits=bool(req.wait_hours)))
         steps += _approvals(req, [a for a in approvals if a.quote_id == quote_id])
         if quote_id == req.quote_id:
             steps += _decided_alone(req, approvals)
@@ -140,7 +140,12 @@ def _decided_alone(req: LaunchRequest, approvals: Sequence[Approval]) -> list[St
     return []
 
 
-def _repriced(old: QuoteInfo, new: QuoteInfo) -> Step:
+def _repriced(old: QuoteInfo, new: QuoteInfo, *, waits: bool = False) -> Step:
+    if waits and new.availability != "none" and new.hourly_cents <= old.hourly_cents:
+        # A wait for stock ended in stock at the approved rate or less: no approval again.
+        return (f"stock/{new.id}", f":package: Stock came back in {escaped(new.location, ID_MAX)}"
+                f": quoted again at {hourly(new.hourly_cents)} (approved "
+                f"{hourly(old.hourly_cents)}), launching without asking again")
     why = ("The quote expired" if old.expires_at <= new.created_at
            else "The price changed at AI Reserve")
     return (f"repriced/{new.id}",
@@ -174,6 +179,11 @@ def _attempts(req: LaunchRequest, tries: Sequence[LaunchIntent], *, first: bool,
                           f":repeat: Retried{f' by {user(who)}' if who else ''} "
                           f"{when(intent.created_at)}: launching again at AI Reserve "
                           f"(attempt {n + 1})"))
+        if (intent.idempotency_key == req.idempotency_key
+                and req.status is RequestStatus.WAITING and req.wait_until is not None):
+            steps.append((f"waiting/{attempt}",
+                          f":hourglass: No stock: waiting for it until {when(req.wait_until)}; "
+                          "it launches by itself at the approved rate or less"))
         if (intent.idempotency_key == req.idempotency_key
                 and req.status is RequestStatus.LAUNCH_FAILED):
             steps.append((f"launch_failed/{attempt}",
