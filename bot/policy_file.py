@@ -19,7 +19,7 @@ import yaml
 from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from bot.domain.policy import Policy, Team, money
+from bot.domain.policy import Policy, Project, Team, money
 
 _USER = (re.compile(r"^[UW][A-Z0-9]{2,}$"), "user id (like U012ABCDEF)")
 _CHANNEL = (re.compile(r"^[CG][A-Z0-9]{2,}$"), "channel id (like C012ABCDEF)")
@@ -28,7 +28,9 @@ _GROUP = (re.compile(r"^S[A-Z0-9]{2,}$"), "user group id (like S012ABCDEF)")
 MIN_NODES, MAX_NODES = 2, 8
 
 _TOP = frozenset({"approvals_channel", "approvers", "admins", "approval", "budgets", "limits",
-                  "overrides", "requesters", "allow_guests"})
+                  "overrides", "requesters", "allow_guests", "projects"})
+_PROJECT = frozenset({"monthly_budget"})
+_PROJECT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$")
 _APPROVERS = frozenset({"users", "group"})
 _REQUESTERS = frozenset({"users", "groups"})
 _APPROVAL = frozenset({"auto_approve_below", "one_approver_up_to"})
@@ -227,8 +229,23 @@ class _Reader:
             max_nodes=self.limit(limits, "max_nodes", MIN_NODES, MAX_NODES),
             max_lifetime_hours=lifetime, enforce_lifetime=self.enforce(limits, lifetime),
             overrides_by_admins=self.overrides(top, admins),
+            projects=self.projects(_node(top, "projects")),
             **self.requesters(top),
         )
+
+    def projects(self, node: Node | None) -> tuple[Project, ...]:
+        """`projects:` name → `{monthly_budget: dollars}` (or `{}`: listed, no budget)."""
+        found = []
+        for name, (key, value) in self.mapping(node, "projects", None).items():
+            if not _PROJECT_NAME.match(name):
+                self.problem(key, f"project {name!r}: a name of letters, digits, - and _ "
+                                  "(at most 40)")
+                continue
+            fields = self.mapping(value, f"projects.{name}", _PROJECT)
+            monthly = (self.cents(fields["monthly_budget"][1], f"projects.{name}.monthly_budget")
+                       if "monthly_budget" in fields else None)
+            found.append(Project(name=name, monthly_cents=monthly))
+        return tuple(found)
 
     def requesters(self, top: Entries) -> dict[str, object]:
         """Who may spend: `requesters` (users, groups; absent: everyone) and `allow_guests`."""

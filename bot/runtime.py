@@ -60,6 +60,7 @@ from bot.services.readiness import ReadinessService
 from bot.services.reconciling import ReconcileService
 from bot.services.recovery import RecoveryService
 from bot.services.stewardship import StewardshipService
+from bot.services.templates import TemplateService
 from bot.services.termination import TerminationService
 from bot.services.volumes import VolumeService
 from bot.services.watching import WatchService
@@ -184,6 +185,7 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         quoting.auto_approve_below_cents = policy.auto_approve_below_cents
         quoting.max_lifetime_hours = policy.max_lifetime_hours
         quoting.enforce_lifetime = policy.enforce_lifetime
+        quoting.project_problem = policy.project_problem
         termination = TerminationService(watching=watching, provider=provider, people=people,
                                          notifier=notifier, audit=audit, db=db, clock=clock)
         volumes = VolumeService(notifier=notifier, provider=provider, people=people, audit=audit,
@@ -210,6 +212,8 @@ async def start(settings: Settings, *, clock: Clock | None = None,
             deliveries=Deliveries(db=db, clock=clock),
             extensions=ExtensionService(notifier=notifier, people=people, audit=audit, db=db,
                                         clock=clock),
+            templates=TemplateService(db=db, people=people, audit=audit, clock=clock,
+                                      notifier=notifier),
             readiness=watching.readiness,
         )
         secret = (settings.slack_signing_secret.get_secret_value()

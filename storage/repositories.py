@@ -47,6 +47,7 @@ from storage.tables import (
     row_values,
     to_domain,
 )
+from storage.templates import TemplateRepo
 from storage.terminations import TerminationRepo
 from storage.watching import NoticeRepo, VolumeRepo
 
@@ -257,3 +258,4 @@ class Repos:
         self.terminations = TerminationRepo(session)
         self.readiness = ReadinessRepo(session)
         self.extensions = ExtensionRepo(session)
+        self.templates = TemplateRepo(session)

@@ -103,6 +103,7 @@ class RequestRow(Base, table=True):
     override_rule: str | None = Field(default=None, sa_type=sa.Text)
     lifetime_hours: int | None = Field(default=None, sa_type=sa.Integer)
     decision_note: str | None = Field(default=None, sa_type=sa.Text)  # added by 0009
+    project: str | None = Field(default=None, sa_type=sa.String)  # added by 0014
 
 
 class RequestQuoteRow(Base, table=True):
@@ -198,6 +199,7 @@ class ClusterRow(Base, table=True):
     extended_by: str | None = Field(default=None, sa_type=sa.String)
     # A planned run (added by 0009): its envelope ends in termination.
     auto_terminate: bool = Field(sa_type=sa.Boolean, sa_column_kwargs=_default(sa.false()))
+    project: str | None = Field(default=None, index=True, sa_type=sa.String)  # added by 0014
 
 
 class NoticeRow(Base, table=True):
@@ -414,6 +416,22 @@ class ExtensionRow(Base, table=True):
     updated_at: datetime = Field(sa_type=UtcDateTime)
 
 
+class TemplateRow(Base, table=True):
+    """A cluster template (`ClusterTemplate`, added by 0014): a name unique in its scope (a
+    person's own, a team's, everyone's); what it prefills is one JSON document (`settings`),
+    never an env value."""
+
+    __tablename__ = "templates"
+    __table_args__ = (sa.UniqueConstraint("scope", "name"),)
+
+    id: str = Field(primary_key=True, sa_type=sa.String)
+    scope: str = Field(index=True, sa_type=sa.String)
+    name: str = Field(sa_type=sa.String)
+    owner_id: str = Field(sa_type=sa.String)
+    settings: dict[str, Any] = Field(sa_type=sa.JSON)
+    created_at: datetime = Field(sa_type=UtcDateTime)
+
+
 metadata = Base.metadata
 QUOTES = metadata.tables["quotes"]
 REQUESTS = metadata.tables["requests"]
@@ -432,6 +450,7 @@ DM_CHANNELS = metadata.tables["dm_channels"]
 TERMINATIONS = metadata.tables["terminations"]
 READINESS = metadata.tables["readiness"]
 EXTENSIONS = metadata.tables["extensions"]
+TEMPLATES = metadata.tables["templates"]
 
 
 # -- rows <-> domain models ------------------------------------------------------------------

@@ -20,6 +20,7 @@ from bot.services.readiness import ReadinessService
 from bot.services.reconciling import ReconcileService
 from bot.services.recovery import RecoveryService
 from bot.services.stewardship import StewardshipService
+from bot.services.templates import TemplateService
 from bot.services.termination import TerminationService
 from bot.services.volumes import VolumeService
 from bot.services.watching import WatchService
@@ -45,6 +46,7 @@ class Services:
     claims: ButtonClaims
     deliveries: Deliveries
     extensions: ExtensionService
+    templates: TemplateService
     readiness: ReadinessService | None = None
 
     def readiness_service(self) -> ReadinessService:

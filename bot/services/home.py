@@ -8,6 +8,7 @@ from datetime import timedelta
 
 from bot.clock import Clock
 from bot.domain import spend
+from bot.domain import templates as template_rules
 from bot.domain.models import ClusterRecord, LaunchRequest, QuoteInfo
 from bot.services.people import People
 from bot.services.volume_charges import volume_spans
@@ -23,6 +24,7 @@ class HomeFacts:
     month_spent_cents: int
     budget_cents: int | None
     month: str
+    templates: tuple[template_rules.ClusterTemplate, ...] = ()  # theirs and their teams'
 
 
 class HomeService:
@@ -39,6 +41,9 @@ class HomeService:
             month_clusters = await repos.clusters.list_in_period(start, end, owners={user_id})
             volumes = await volume_spans(repos, now=now, owners={user_id})
             mine = await repos.clusters.list_for_owner(user_id, live=True)
+            teams = [t.name for t in self._people.policy.teams_of(user_id)]
+            templates = await repos.templates.in_scopes(
+                template_rules.visible_scopes(user_id, teams))
             pending: list[tuple[LaunchRequest, QuoteInfo]] = []
             if is_approver:
                 for request in await repos.requests.list_pending():
@@ -53,4 +58,4 @@ class HomeService:
         return HomeFacts(user_id=user_id, clusters=mine, pending=pending,
                          is_approver=is_approver, month_spent_cents=spent,
                          budget_cents=self._people.policy.budget_of(user_id),
-                         month=f"{start:%Y-%m}")
+                         month=f"{start:%Y-%m}", templates=tuple(templates))

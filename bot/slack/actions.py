@@ -360,7 +360,8 @@ def register(app: AsyncApp, services: Services) -> None:
         # A local read only: the trigger_id is valid for 3 s and single-use.
         quote = await services.approvals.quote_for_request(quote_id=ref.quote_id,
                                                            actor=_actor(body))
-        view = modal_blocks.launch_modal(quote, defaults=default_workload())
+        defaults = await services.templates.launch_defaults(quote) or default_workload()
+        view = modal_blocks.launch_modal(quote, defaults=defaults)
         try:
             await client.views_open(trigger_id=body["trigger_id"], view=view)
         except SlackApiError as exc:

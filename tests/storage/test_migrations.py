@@ -29,14 +29,14 @@ NEW_IN_0005 = {"outbox", "leases", "dm_channels"}
 TABLES = {
     "quotes", "requests", "approvals", "clusters", "messages", "notices", "volumes", "audit",
     "action_claims", "request_quotes", "launch_intents", "terminations", "readiness",
-    "extensions",
+    "extensions", "templates",
 } | NEW_IN_0005
-HEAD = "0013"
+HEAD = "0014_templates"
 SAGA = {"request_quotes", "launch_intents"}  # 0004
 CLAIMS = {"action_claims"}  # 0006
 TERMINATIONS = {"terminations"}  # 0007
 # everything after 0003
-LATER = SAGA | NEW_IN_0005 | CLAIMS | TERMINATIONS | {"readiness", "extensions"}
+LATER = SAGA | NEW_IN_0005 | CLAIMS | TERMINATIONS | {"readiness", "extensions", "templates"}
 
 
 def _sqlite_tables(path) -> set[str]:
