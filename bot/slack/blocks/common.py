@@ -29,7 +29,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
      "`project=` charges the spend to a project too (carried to the request and the cluster; "
      "a project's monthly budget in the policy is judged like a team's, and when the policy "
      "lists projects only those are taken).",
-     "/cluster quote h100x8 nodes=4 storage=1000 location=us-tx disk=200 project=llama-ft"),
+     "/cluster quote h100x8 nodes=4 storage=1000 location=us-tx disk=200"),
     ("/cluster quote template=<name> [options]", "Quote from a saved template: its shape, "
      "location, storage, orchestrator, hours and project, any option you type overriding it; "
      "*Request launch* opens the form prefilled with its image, ports, env names (values are "
@@ -69,7 +69,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
      "the volumes billing on their own after their cluster (this month by default), and what "
      "the live clusters and kept volumes add by the month's end if nobody terminates "
      "anything. A chart of the month by day and by owner (or project) comes to you by DM.",
-     "/cluster spend 2026-11 by=project"),
+     "/cluster spend 2026-11"),
     ("/cluster volumes", "Every shared volume, fresh from AI Reserve: size, location, the "
      "cluster holding it (or orphaned), what it costs per month and its age, with *Grow* "
      "(only while detached) and *Delete* (refused while attached).", "/cluster volumes"),
