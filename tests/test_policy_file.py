@@ -5,7 +5,7 @@ from textwrap import dedent
 
 import pytest
 
-from bot.domain.policy import Policy, Team
+from bot.domain.policy import Policy, Project, Team
 from bot.policy_file import PolicyError, load_policy, load_policy_or_default, parse_policy
 
 ROOT = Path(__file__).parent.parent
@@ -31,6 +31,7 @@ def test_the_example_file_loads_with_every_key():
         user_budget_cents={"U0ALICE": 8_000_000},
         teams=(Team(name="research", members=frozenset({"U0ALICE", "U0DAVE"}),
                     monthly_cents=15_000_000),),
+        projects=(Project(name="llama-ft", monthly_cents=6_000_000), Project(name="vision")),
         allowed_accelerators=frozenset({"h100", "h200"}),
         max_nodes=8,
         max_lifetime_hours=72,
@@ -236,3 +237,28 @@ def test_all_the_mistakes_are_reported_at_once_in_file_order():
         colour: blue
         """)
     assert [line.split(":")[1] for line in found] == ["2", "4", "6", "7", "8"]
+
+
+def test_projects_are_listed_with_or_without_a_monthly_budget():
+    policy = parse_policy(dedent("""\
+        approvers: {users: [U0BOB]}
+        projects:
+          llama-ft: {monthly_budget: 500.50}
+          vision: {}
+        """), name="policy.yaml")
+    assert policy.projects == (Project(name="llama-ft", monthly_cents=50_050),
+                               Project(name="vision"))
+    assert policy.project_problem("ghost") == ("Unknown project `ghost`; the spend policy "
+                                               "lists `llama-ft`, `vision`.")
+    assert policy.project_problem("vision") is None and policy.project_problem(None) is None
+
+
+def test_a_bad_project_line_is_named():
+    found = problems("""\
+        approvers: {users: [U0BOB]}
+        projects:
+          llama: {budget: 5}
+          vision: {monthly_budget: lots}
+        """)
+    assert any("projects.llama.budget" in p and "monthly_budget" in p for p in found), found
+    assert any("projects.vision.monthly_budget" in p for p in found), found
