@@ -89,10 +89,9 @@ def test_spend_by_project_adds_up_to_the_total():
 
 
 def _template(name="serve", scope="user:U0ALICE", **changes):
-    fields = dict(id=f"t-{name}-{scope}", name=name, scope=scope, owner_id="U0ALICE",
-                  source_cluster_id="clu_1", accelerator="h100-sxm-80gb", gpus_per_node=8,
-                  nodes=2, created_at=NOW)
-    return ClusterTemplate(**(fields | changes))
+    return ClusterTemplate(id=f"t-{name}-{scope}", name=name, scope=scope, owner_id="U0ALICE",
+                           source_cluster_id="clu_1", accelerator="h100-sxm-80gb",
+                           gpus_per_node=8, nodes=2, created_at=NOW, **changes)
 
 
 def test_template_names_scopes_and_what_the_form_starts_from():
