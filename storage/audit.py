@@ -9,9 +9,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.domain.models import AuditEntry
-from storage.tables import AUDIT, CLUSTERS, QUOTES, REQUESTS, row_values, to_domain
-
-_IN_CHUNK = 500
+from storage.tables import AUDIT, row_values, to_domain
 
 
 class AuditRepo:
@@ -56,29 +54,8 @@ class AuditRepo:
         rows = (await self._session.execute(stmt)).mappings()
         return [to_domain(AuditEntry, row, skip=("id",)) for row in rows]
 
-    async def projects(self, subject_ids: builtins.list[str]) -> dict[str, str]:
-        return await projects_of(self._session, subject_ids)
-
     async def count(self) -> int:
         """How many entries the trail holds."""
         total = await self._session.scalar(sa.select(sa.func.count()).select_from(AUDIT))
         return int(total or 0)
 
-
-async def projects_of(session: AsyncSession, subject_ids: builtins.list[str]) -> dict[str, str]:
-    """The project of each of `subject_ids` that is a request, a cluster or a quote with one
-    (`project=`): the audit export's `project` column."""
-    wanted = sorted(set(subject_ids))
-    found: dict[str, str] = {}
-    for start in range(0, len(wanted), _IN_CHUNK):
-        chunk = wanted[start:start + _IN_CHUNK]
-        for table in (REQUESTS, CLUSTERS):
-            rows = await session.execute(sa.select(table.c.id, table.c.project).where(
-                table.c.id.in_(chunk), table.c.project.is_not(None)))
-            found.update({str(id): str(project) for id, project in rows})
-        quotes = await session.execute(sa.select(QUOTES.c.id, QUOTES.c.spec)
-                                       .where(QUOTES.c.id.in_(chunk)))
-        for id, spec in quotes:
-            if isinstance(spec, dict) and isinstance(spec.get("project"), str):
-                found[id] = spec["project"]
-    return found

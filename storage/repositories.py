@@ -36,6 +36,7 @@ from storage.extensions import ExtensionRepo
 from storage.launches import LaunchIntentRepo, RequestQuoteRepo
 from storage.leases import LeaseRepo
 from storage.outbox import DmChannelRepo, OutboxRepo
+from storage.projects import ProjectLookup
 from storage.readiness import ReadinessRepo
 from storage.statements import MANAGED, insert, rowcount
 from storage.tables import (
@@ -259,3 +260,4 @@ class Repos:
         self.readiness = ReadinessRepo(session)
         self.extensions = ExtensionRepo(session)
         self.templates = TemplateRepo(session)
+        self.projects = ProjectLookup(session)

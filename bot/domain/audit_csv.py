@@ -41,7 +41,7 @@ def row_of(entry: AuditEntry, projects: Mapping[str, str] | None = None) -> dict
 
 
 def to_csv(entries: Iterable[AuditEntry], projects: Mapping[str, str] | None = None) -> str:
-    """`projects`: subject id → project (storage/audit.py `projects_of`)."""
+    """`projects`: subject id → project (storage/projects.py)."""
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\r\n")
     writer.writeheader()

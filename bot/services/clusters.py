@@ -139,7 +139,7 @@ class ClusterQueries:
     async def audit_projects(self, entries: list[AuditEntry]) -> dict[str, str]:
         """The project of each entry's subject, for the export's `project` column."""
         async with self._db.transaction() as repos:
-            return await repos.audit.projects([e.subject_id for e in entries])
+            return await repos.projects.of_subjects([e.subject_id for e in entries])
 
     async def audit_month(self, *, month: str | None, actor: Actor) -> tuple[str, list[AuditEntry]]:
         """A month's whole audit trail, oldest first, for the CSV export: approvers only."""
