@@ -261,9 +261,9 @@ async def test_ports_come_with_ssh_tunnels_in_the_owners_dm_only(tmp_path):
                     if "ssh -L" in h.text_of(m)]
         assert "ssh -L" not in h.channel_payloads()
 
+        # A launch that asked for no ports gets no port lines.
+        plain = await launched(h, "quote h100x8 nodes=2")
+        [bare] = [m for m in h.slack.dms(ALICE)
+                  if f"Cluster {plain.cluster_id} is ready" in h.text_of(m)]
+        assert "ssh -L" not in h.text_of(bare) and "*Ports*" not in h.text_of(bare)
 
-async def test_a_launch_without_ports_has_no_port_lines(tmp_path):
-    async with bot(tmp_path) as h:
-        await launched(h, "quote h100x8 nodes=2")
-        [ready] = [m for m in h.slack.dms(ALICE) if "is ready" in h.text_of(m)]
-        assert "ssh -L" not in h.text_of(ready) and "*Ports*" not in h.text_of(ready)
