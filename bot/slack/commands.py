@@ -76,14 +76,17 @@ def register(app: AsyncApp, services: Services,
                       enterprise_id=command.get("enterprise_id") or None)
         now = services.clock.now
         reply: Message
-        if isinstance(cmd, TemplateQuoteCommand):
-            template = await services.templates.find(name=cmd.template, actor=actor)
-            cmd = parsing.quote_from_template(
-                cmd, template_id=template.id, accelerator=template.accelerator,
-                gpus_per_node=template.gpus_per_node, settings=template.quote_options())
-        if isinstance(cmd, QuoteCommand):
-            await ack(text=f"Pricing {cmd.nodes} × {cmd.accelerator}x{cmd.gpus_per_node} "
-                           "at AI Reserve…", **EPHEMERAL)
+        if isinstance(cmd, TemplateQuoteCommand | QuoteCommand):
+            if isinstance(cmd, TemplateQuoteCommand):  # read after the ack: Slack waits 3 s
+                await ack(text=f"Pricing template `{cmd.template}` at AI Reserve…",
+                          **EPHEMERAL)
+                template = await services.templates.find(name=cmd.template, actor=actor)
+                cmd = parsing.quote_from_template(
+                    cmd, template_id=template.id, accelerator=template.accelerator,
+                    gpus_per_node=template.gpus_per_node, settings=template.quote_options())
+            else:
+                await ack(text=f"Pricing {cmd.nodes} × {cmd.accelerator}x{cmd.gpus_per_node} "
+                               "at AI Reserve…", **EPHEMERAL)
             quote = await services.quoting.quote(cmd, actor=actor,
                                                  channel_id=command["channel_id"])
             outlook = await services.quoting.outlook(quote)

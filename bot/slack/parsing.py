@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from bot.domain import extension, policies
+from bot.domain import extension, policies, templates
 from bot.domain.commands import (
     SHORT_ACCELERATORS,
     USAGE,
@@ -343,6 +343,8 @@ def _template_quote(args: list[str]) -> TemplateQuoteCommand:
     if not name:
         raise _fail("`template=` needs the template's name (`/cluster template list`).",
                     "template=", "quote")
+    if (problem := templates.name_problem(name)) is not None:
+        raise _fail(problem, f"template={name[:templates.MAX_NAME]}", "quote")
     return TemplateQuoteCommand(template=name, shape=shape, options=tuple(options.items()))
 
 

@@ -50,6 +50,7 @@ def test_parses(text, expected):
     ("quote template=", "needs the template's name", "template="),
     ("quote template=a template=b", "twice", "template=b"),
     ("quote template=a colour=red", "Unknown option `colour`", "colour=red"),
+    ("quote template=<!here>", "lower-case", "template=<!here>"),
     ("quote h100x8 nodes=2 project=no/slash", "project name", "project=no/slash"),
     ("spend by=team", "by=project", "by=team"),
     ("spend 2026-11 2026-10", "I don't understand", "2026-10"),
