@@ -267,3 +267,15 @@ async def test_ports_come_with_ssh_tunnels_in_the_owners_dm_only(tmp_path):
                   if f"Cluster {plain.cluster_id} is ready" in h.text_of(m)]
         assert "ssh -L" not in h.text_of(bare) and "*Ports*" not in h.text_of(bare)
 
+
+
+async def test_a_relaunch_on_the_kept_volume_keeps_the_project(tmp_path):
+    async with bot(tmp_path) as h:
+        request = await launched(h, "quote h100x8 nodes=2 storage=100 project=llama")
+        cluster_id = request.cluster_id
+        await h.slash(f"terminate {cluster_id}")
+        await h.click(h.last_ephemeral(ALICE, containing=Action.TERMINATE), Action.TERMINATE,
+                      user=ALICE)
+        await h.advance(120)
+        cmd, _ = await h.rt.services.volumes.relaunch(cluster_id=cluster_id)
+        assert cmd.project == "llama" and cmd.volume_id == (await h.record(cluster_id)).volume_id
