@@ -7,6 +7,7 @@ with a team. A project rides a quote to its request and cluster, splits `/cluste
 column of the audit export, and its monthly budget is judged like a team's. The ports a launch
 asked for come with a ready `ssh -L` line, in the owner's DM only."""
 
+import asyncio
 import copy
 import csv
 import io
@@ -279,3 +280,22 @@ async def test_a_relaunch_on_the_kept_volume_keeps_the_project(tmp_path):
         await h.advance(120)
         cmd, _ = await h.rt.services.volumes.relaunch(cluster_id=cluster_id)
         assert cmd.project == "llama" and cmd.volume_id == (await h.record(cluster_id)).volume_id
+
+
+async def test_approvals_at_once_on_one_project_budget_take_turns(tmp_path, database_url):
+    # Four people's requests on one project, approved at the same instant: $1,800 fits two
+    # ($874.02 each), on PostgreSQL (a lock per budget) as on SQLite.
+    projects = {"llama": {"monthly_budget": 1800}}
+    async with bot(tmp_path, policy=policy(projects=projects),
+                   database_url=database_url) as h:
+        cards = [copy.deepcopy(await h.request(
+            quote_text="quote h100x8 nodes=2 project=llama", user=who))
+            for who in (ALICE, DAVE, ALICE, DAVE)]
+        await asyncio.gather(*(h.requests.click(card, Action.APPROVE, user_id=BOB)
+                               for card in cards))
+        await h.rt.settle()
+        statuses = sorted(r.status.value for r in await h.requests_in_db())
+        assert statuses == ["failed", "failed", "launched", "launched"]
+        assert len(h.sim.engine.list_clusters()) == 2
+        failed = [r for r in await h.requests_in_db() if r.status is RequestStatus.FAILED]
+        assert all("Project llama: $2,622.06 of $1,800.00" in r.last_error for r in failed)
