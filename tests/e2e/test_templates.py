@@ -32,12 +32,17 @@ def workload(**extra):
             **readiness("Uvicorn running"), **extra}
 
 
+async def new_requests(h, before):
+    """The requests made since `before` (their ids): the store's order is not the clock's."""
+    return [r for r in await h.requests_in_db() if r.id not in before]
+
+
 async def launched(h, text, *, user=ALICE, values=None):
+    before = {r.id for r in await h.requests_in_db()}
     card = await h.request(quote_text=text, user=user, values=values)
     await h.click(card, Action.APPROVE, user=BOB)
-    [request] = [r for r in await h.requests_in_db() if r.status is RequestStatus.LAUNCHED
-                 and r.requester_id == user][-1:]
-    assert request.cluster_id is not None
+    [request] = await new_requests(h, before)
+    assert request.status is RequestStatus.LAUNCHED and request.cluster_id is not None
     await h.advance(60)
     return request
 
@@ -95,8 +100,9 @@ async def test_a_template_round_trips_through_quote_form_and_home_never_keeping_
         assert "HF_TOKEN=" in text and SECRET_VALUE not in text  # the name, to fill in again
 
         # A request from it carries the project again.
+        before = {r.id for r in await h.requests_in_db()}
         await h.submit(form, values={FIELD_ENV: {FIELD_ENV: "HF_TOKEN=other"}})
-        newest = (await h.requests_in_db())[-1]
+        [newest] = await new_requests(h, before)
         assert newest.project == "llama" and newest.workload.ports == ("8000/http", "22/tcp",
                                                                        "80/http")
 
@@ -233,11 +239,14 @@ async def test_a_project_budget_refuses_and_asks_like_a_team_budget(tmp_path):
         first = copy.deepcopy(await h.request(quote_text="quote h100x8 nodes=2 project=llama"))
         await h.click(first, Action.APPROVE, user=BOB)
         card = await h.request(quote_text="quote h100x8 nodes=2 project=llama", user=DAVE)
-        newest = (await h.requests_in_db())[-1]
+        async def daves():
+            [found] = [r for r in await h.requests_in_db() if r.requester_id == DAVE]
+            return found
+        newest = await daves()
         assert newest.status is RequestStatus.PENDING
         assert newest.override_rule is not None and "Project llama" in newest.override_rule
         await h.click(card, Action.APPROVE, user=BOB)
-        assert (await h.requests_in_db())[-1].status is RequestStatus.PENDING  # not an admin
+        assert (await daves()).status is RequestStatus.PENDING  # BOB is not an admin
 
 
 async def test_ports_come_with_ssh_tunnels_in_the_owners_dm_only(tmp_path):
