@@ -230,9 +230,10 @@ async def _export_month(database_url: str, *, month: str | None) -> str:
                              "was exported")
         async with db.transaction() as repos:
             entries = await repos.audit.in_period(start, end)
+            projects = await repos.projects.of_subjects([e.subject_id for e in entries])
     finally:
         await db.dispose()
-    return to_csv(entries)
+    return to_csv(entries, projects)
 
 
 def cmd_audit_export(args: argparse.Namespace) -> int:

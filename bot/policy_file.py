@@ -9,26 +9,23 @@ policy.example.yaml at the repository root documents every key.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable
-from decimal import Decimal
 from pathlib import Path
 
 import yaml
-from yaml.constructor import SafeConstructor
-from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.nodes import MappingNode, Node, SequenceNode
 
-from bot.domain.policy import Policy, Team, money
+from bot.domain.policy import Policy, Project, Team, money
+from bot.policy_yaml import CHANNEL, GROUP, USER, Entries, YamlReader, entry
 
-_USER = (re.compile(r"^[UW][A-Z0-9]{2,}$"), "user id (like U012ABCDEF)")
-_CHANNEL = (re.compile(r"^[CG][A-Z0-9]{2,}$"), "channel id (like C012ABCDEF)")
-_GROUP = (re.compile(r"^S[A-Z0-9]{2,}$"), "user group id (like S012ABCDEF)")
 # The provider's self-serve range [docs]: a policy can narrow it, not widen it.
 MIN_NODES, MAX_NODES = 2, 8
 
 _TOP = frozenset({"approvals_channel", "approvers", "admins", "approval", "budgets", "limits",
-                  "overrides", "requesters", "allow_guests", "degraded"})
+                  "overrides", "requesters", "allow_guests", "degraded", "projects"})
+_PROJECT = frozenset({"monthly_budget"})
+_PROJECT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$")
 _APPROVERS = frozenset({"users", "group"})
 _REQUESTERS = frozenset({"users", "groups"})
 _APPROVAL = frozenset({"auto_approve_below", "one_approver_up_to"})
@@ -40,7 +37,6 @@ ESCALATE_MINUTES = (1, 1440)
 _LIMITS = frozenset({"accelerators", "max_nodes", "max_lifetime_hours", "enforce_lifetime",
                      "max_stock_wait_hours"})
 
-Entries = dict[str, tuple[Node, Node]]  # key → (key node, value node), nulls left out
 
 
 class PolicyError(Exception):
@@ -65,7 +61,7 @@ def load_policy(path: Path) -> Policy:
 
 def load_policy_or_default(path: Path | None, *, approvers: Iterable[str],
                            approvals_channel: str | None) -> Policy:
-    """The file if one is configured, else today's behaviour (APPROVERS / APPROVALS_CHANNEL)."""
+    """The file if one is configured, else today's behaviour (APPROVERS / APPROVALSCHANNEL)."""
     if path is None:
         return Policy.simple(approvers=approvers, approvals_channel=approvals_channel)
     return load_policy(path)
@@ -91,119 +87,8 @@ def parse_policy(text: str, *, name: str = "policy.yaml") -> Policy:
     return policy
 
 
-class _Reader:
+class _Reader(YamlReader):
     """Walks the composed YAML, collecting every problem instead of stopping at the first."""
-
-    def __init__(self) -> None:
-        self.problems: list[tuple[int, str]] = []  # (line, what is wrong)
-        self._constructor = SafeConstructor()
-
-    def problem(self, node: Node, text: str) -> None:
-        self.problems.append((node.start_mark.line + 1, text))
-
-    def value(self, node: Node) -> object:
-        """A scalar's Python value, typed by YAML (8 int, 8.5 float, yes bool, ~ None); a list
-        or mapping stays a node."""
-        if not isinstance(node, ScalarNode):
-            return node
-        try:
-            return self._constructor.construct_object(node, deep=True)
-        except yaml.YAMLError:
-            return node  # an unsupported tag (!!python/…): reported as a wrong type
-
-    def mapping(self, node: Node | None, path: str, allowed: frozenset[str] | None) -> Entries:
-        """A mapping's keys, with unknown (typos: the closest key is suggested) and duplicate
-        keys reported. Absent (None) reads as empty."""
-        if node is None:
-            return {}
-        if not isinstance(node, MappingNode):
-            self.problem(node, f"{path} must be a mapping of keys, not {self.describe(node)}")
-            return {}
-        found: Entries = {}
-        seen: set[str] = set()
-        for key_node, value_node in node.value:
-            key = self.value(key_node)
-            if not isinstance(key, str) or not key:
-                self.problem(key_node, f"{path} has a key that is not a name: "
-                                       f"{self.describe(key_node)}")
-                continue
-            full = f"{path}.{key}" if path != "the policy" else key
-            if key in seen:
-                self.problem(key_node, f"duplicate key {full}")
-            elif allowed is not None and key not in allowed:
-                close = difflib.get_close_matches(key, sorted(allowed), n=1)
-                hint = f"did you mean {close[0]}?" if close else "known: " + ", ".join(
-                    sorted(allowed))
-                self.problem(key_node, f"unknown key {full} ({hint})")
-            elif self.value(value_node) is not None:
-                found[key] = (key_node, value_node)
-            seen.add(key)
-        return found
-
-    def describe(self, node: Node) -> str:
-        value = self.value(node)
-        if isinstance(value, bool):
-            return str(value).lower()
-        if isinstance(value, str):
-            return repr(value)
-        if isinstance(value, int | float):
-            return f"the number {value}"
-        if isinstance(value, SequenceNode):
-            return "a list"
-        if isinstance(value, MappingNode):
-            return "a mapping"
-        return f"a value tagged {node.tag}"
-
-    def cents(self, node: Node, path: str) -> int | None:
-        """Dollars with at most 2 decimals → integer cents."""
-        value = self.value(node)
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            self.problem(node, f"{path} must be an amount in dollars like 20 or 20.50, "
-                               f"not {self.describe(node)}")
-            return None
-        # repr() is the shortest text that round-trips: 20.005 stays 20.005, not a binary tail.
-        amount = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
-        if not amount.is_finite():
-            self.problem(node, f"{path} must be an amount in dollars, not {value}")
-        elif amount < 0:
-            self.problem(node, f"{path} must not be negative ({value})")
-        elif (amount * 100) != (amount * 100).to_integral_value():
-            self.problem(node, f"{path} has more than 2 decimals ({value}): money is in cents")
-        else:
-            return int(amount * 100)
-        return None
-
-    def whole(self, node: Node, path: str, low: int, high: int | None) -> int | None:
-        value = self.value(node)
-        if isinstance(value, bool) or not isinstance(value, int):
-            self.problem(node, f"{path} must be a whole number, not {self.describe(node)}")
-        elif high is not None and not low <= value <= high:
-            self.problem(node, f"{path} must be between {low} and {high} (the provider's "
-                               f"self-serve range), not {value}")
-        elif value < low:
-            self.problem(node, f"{path} must be at least {low}, not {value}")
-        else:
-            return value
-        return None
-
-    def slack_id(self, node: Node, path: str, kind: tuple[re.Pattern[str], str]) -> str | None:
-        value = self.value(node)
-        if isinstance(value, str) and kind[0].match(value):
-            return value
-        self.problem(node, f"{path}: {self.describe(node)} is not a Slack {kind[1]}")
-        return None
-
-    def items(self, node: Node, path: str, example: str) -> list[Node]:
-        if isinstance(node, SequenceNode):
-            return list(node.value)
-        self.problem(node, f"{path} must be a list like {example}, not {self.describe(node)}")
-        return []
-
-    def user_ids(self, node: Node, path: str) -> frozenset[str]:
-        ids = (self.slack_id(item, path, _USER) for item in self.items(node, path, "[U012ABCDEF]"))
-        return frozenset(i for i in ids if i is not None)
-
-    # --- the sections -------------------------------------------------------------------------
 
     def policy(self, root: Node | None) -> Policy | None:
         if root is None or self.value(root) is None:
@@ -215,13 +100,13 @@ class _Reader:
         top = self.mapping(root, "the policy", _TOP)
         channel = None
         if "approvals_channel" in top:
-            channel = self.slack_id(top["approvals_channel"][1], "approvals_channel", _CHANNEL)
+            channel = self.slack_id(top["approvals_channel"][1], "approvals_channel", CHANNEL)
         users, group = self.approvers(root, top)
         admins = self.user_ids(top["admins"][1], "admins") if "admins" in top else frozenset()
-        auto, one = self.approval(self.mapping(_node(top, "approval"), "approval", _APPROVAL))
+        auto, one = self.approval(self.mapping(entry(top, "approval"), "approval", _APPROVAL))
         default, per_user, teams = self.budgets(
-            self.mapping(_node(top, "budgets"), "budgets", _BUDGETS))
-        limits = self.mapping(_node(top, "limits"), "limits", _LIMITS)
+            self.mapping(entry(top, "budgets"), "budgets", _BUDGETS))
+        limits = self.mapping(entry(top, "limits"), "limits", _LIMITS)
         lifetime = self.limit(limits, "max_lifetime_hours", 1, None)
         return Policy(
             approvals_channel=channel, approver_ids=users, approver_group=group, admin_ids=admins,
@@ -233,8 +118,9 @@ class _Reader:
             **({"max_stock_wait_hours": wait} if (wait := self.limit(
                 limits, "max_stock_wait_hours", 1, 24 * 30)) is not None else {}),
             overrides_by_admins=self.overrides(top, admins),
+            projects=self.projects(entry(top, "projects")),
             **self.requesters(top),
-            **self.degraded(self.mapping(_node(top, "degraded"), "degraded", _DEGRADED)),
+            **self.degraded(self.mapping(entry(top, "degraded"), "degraded", _DEGRADED)),
         )
 
     def degraded(self, section: Entries) -> dict[str, object]:
@@ -243,11 +129,11 @@ class _Reader:
         if "escalate_to" in section:
             node = section["escalate_to"][1]
             value = self.value(node)
-            if isinstance(value, str) and (_GROUP[0].match(value) or _CHANNEL[0].match(value)):
+            if isinstance(value, str) and (GROUP[0].match(value) or CHANNEL[0].match(value)):
                 found["escalate_to"] = value
             else:
                 self.problem(node, f"degraded.escalate_to: {self.describe(node)} is not a Slack "
-                                   f"{_GROUP[1]} or {_CHANNEL[1]}")
+                                   f"{GROUP[1]} or {CHANNEL[1]}")
         if "escalate_after_minutes" in section:
             key, node = section["escalate_after_minutes"]
             low, high = ESCALATE_MINUTES
@@ -265,6 +151,20 @@ class _Reader:
                                   "(a user group or channel to escalate to)")
         return found
 
+    def projects(self, node: Node | None) -> tuple[Project, ...]:
+        """`projects:` name → `{monthly_budget: dollars}` (or `{}`: listed, no budget)."""
+        found = []
+        for name, (key, value) in self.mapping(node, "projects", None).items():
+            if not _PROJECT_NAME.match(name):
+                self.problem(key, f"project {name!r}: a name of letters, digits, - and _ "
+                                  "(at most 40)")
+                continue
+            fields = self.mapping(value, f"projects.{name}", _PROJECT)
+            monthly = (self.cents(fields["monthly_budget"][1], f"projects.{name}.monthly_budget")
+                       if "monthly_budget" in fields else None)
+            found.append(Project(name=name, monthly_cents=monthly))
+        return tuple(found)
+
     def requesters(self, top: Entries) -> dict[str, object]:
         """Who may spend: `requesters` (users, groups; absent: everyone) and `allow_guests`."""
         found: dict[str, object] = {}
@@ -274,7 +174,7 @@ class _Reader:
             if "users" in section:
                 found["requester_ids"] = self.user_ids(section["users"][1], "requesters.users")
             if "groups" in section:
-                groups = [self.slack_id(item, "requesters.groups", _GROUP) for item in
+                groups = [self.slack_id(item, "requesters.groups", GROUP) for item in
                           self.items(section["groups"][1], "requesters.groups", "[S012ABCDEF]")]
                 found["requester_groups"] = frozenset(g for g in groups if g)
             if len(self.problems) == before and not found.get("requester_ids") \
@@ -293,13 +193,13 @@ class _Reader:
 
     def approvers(self, root: Node, top: Entries) -> tuple[frozenset[str], str | None]:
         before = len(self.problems)
-        section = self.mapping(_node(top, "approvers"), "approvers", _APPROVERS)
+        section = self.mapping(entry(top, "approvers"), "approvers", _APPROVERS)
         users = self.user_ids(section["users"][1], "approvers.users") \
             if "users" in section else frozenset()
-        group = self.slack_id(section["group"][1], "approvers.group", _GROUP) \
+        group = self.slack_id(section["group"][1], "approvers.group", GROUP) \
             if "group" in section else None
         if not users and group is None and len(self.problems) == before:
-            self.problem(_node(top, "approvers") or root,
+            self.problem(entry(top, "approvers") or root,
                          "approvers must list users or a group: someone has to approve")
         return users, group
 
@@ -320,13 +220,13 @@ class _Reader:
         if "default_user" in section:
             default = self.cents(section["default_user"][1], "budgets.default_user")
         per_user: dict[str, int] = {}
-        for user, (key, node) in self.mapping(_node(section, "users"), "budgets.users",
+        for user, (key, node) in self.mapping(entry(section, "users"), "budgets.users",
                                               None).items():
             cents = self.cents(node, f"budgets.users.{user}")
-            if self.slack_id(key, "budgets.users", _USER) and cents is not None:
+            if self.slack_id(key, "budgets.users", USER) and cents is not None:
                 per_user[user] = cents
         teams = []
-        for name, (key, node) in self.mapping(_node(section, "teams"), "budgets.teams",
+        for name, (key, node) in self.mapping(entry(section, "teams"), "budgets.teams",
                                               None).items():
             team = self.team(name, key, node)
             if team is not None:
@@ -402,7 +302,3 @@ class _Reader:
             self.problem(top["admins"][1], "admins is empty but overrides is admins: list at "
                                            "least one admin, or set overrides: none")
         return value == "admins"
-
-
-def _node(entries: Entries, key: str) -> Node | None:
-    return entries[key][1] if key in entries else None

@@ -64,6 +64,7 @@ from bot.services.recovery import RecoveryService
 from bot.services.stewardship import StewardshipService
 from bot.services.stock import StockService
 from bot.services.storms import StormService
+from bot.services.templates import TemplateService
 from bot.services.termination import TerminationService
 from bot.services.volumes import VolumeService
 from bot.services.watching import WatchService
@@ -200,6 +201,7 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         quoting.auto_approve_below_cents = policy.auto_approve_below_cents
         quoting.max_lifetime_hours = policy.max_lifetime_hours
         quoting.enforce_lifetime = policy.enforce_lifetime
+        quoting.project_problem = policy.project_problem
         termination = TerminationService(watching=watching, provider=provider, people=people,
                                          notifier=notifier, audit=audit, db=db, clock=clock)
         volumes = VolumeService(notifier=notifier, provider=provider, people=people, audit=audit,
@@ -234,6 +236,8 @@ async def start(settings: Settings, *, clock: Clock | None = None,
                                         clock=clock),
             readiness=watching.readiness, duty=watching.duty, stock=stock,
             storms=StormService(db=db, recovery=recovery, claims=claims, clock=clock),
+            templates=TemplateService(db=db, people=people, audit=audit, clock=clock,
+                                      notifier=notifier),
         )
         secret = (settings.slack_signing_secret.get_secret_value()
                   if settings.slack_signing_secret else None)

@@ -58,3 +58,4 @@ class AuditRepo:
         """How many entries the trail holds."""
         total = await self._session.scalar(sa.select(sa.func.count()).select_from(AUDIT))
         return int(total or 0)
+

@@ -30,6 +30,10 @@ def team_budget(team: str) -> str:
     return f"team:{team}"
 
 
+def project_budget(project: str) -> str:
+    return f"project:{project}"
+
+
 class BudgetLocks:
     def __init__(self, session: AsyncSession) -> None:
         self._session = session

@@ -48,7 +48,7 @@ class ClusterRepo:
         assert c.request_id is not None
         link = {"request_id": c.request_id, "owner_id": c.owner_id, "channel_id": c.channel_id,
                 "adopted": False, "lifetime_hours": c.lifetime_hours,
-                "auto_terminate": c.auto_terminate}
+                "auto_terminate": c.auto_terminate, "project": c.project}
         stmt = insert(self._session, CLUSTERS).values(row_values(c))
         await self._session.execute(stmt.on_conflict_do_update(
             index_elements=["id"], set_=link, where=CLUSTERS.c.request_id.is_(None)))
@@ -85,11 +85,13 @@ class ClusterRepo:
 
     async def list_live(self, *, offset: int = 0, limit: int | None = None,
                         with_lifetime: bool = False,
-                        owners: Collection[str] | None = None) -> list[ClusterRecord]:
+                        owners: Collection[str] | None = None,
+                        project: str | None = None) -> list[ClusterRecord]:
         """Clusters that may still bill (provisioning…terminating), oldest first; `limit` of
         them from the `offset`-th on (a page of `/cluster list`); `with_lifetime`: only those
-        approved for a number of hours (an envelope); `owners`: only theirs."""
-        stmt = sa.select(CLUSTERS).where(CLUSTERS.c.status.in_(_LIVE))
+        approved for a number of hours (an envelope); `owners`: only theirs; `project`: only
+        that project's."""
+        stmt = _of_project(sa.select(CLUSTERS).where(CLUSTERS.c.status.in_(_LIVE)), project)
         if with_lifetime:
             stmt = stmt.where(CLUSTERS.c.lifetime_hours.is_not(None))
         return await self._list(_owned(stmt, owners)
@@ -157,7 +159,8 @@ class ClusterRepo:
         return await self._list(stmt.order_by(CLUSTERS.c.created_at, CLUSTERS.c.id))
 
     async def list_in_period(self, start: datetime, end: datetime, *,
-                             owners: Collection[str] | None = None) -> list[ClusterRecord]:
+                             owners: Collection[str] | None = None,
+                             project: str | None = None) -> list[ClusterRecord]:
         """Clusters that were up at some time in [start, end), first ready first (only those
         of `owners`, if given).
 
@@ -173,6 +176,7 @@ class ClusterRepo:
             CLUSTERS.c.ready_at < end,
             sa.or_(CLUSTERS.c.terminated_at.is_(None), CLUSTERS.c.terminated_at > start),
         )
+        stmt = _of_project(stmt, project)
         return await self._list(_owned(stmt, owners).order_by(CLUSTERS.c.ready_at, CLUSTERS.c.id))
 
     async def with_volumes(self, volume_ids: Collection[str]) -> list[ClusterRecord]:
@@ -203,3 +207,7 @@ class ClusterRepo:
 
 def _owned(stmt: sa.Select[Any], owners: Collection[str] | None) -> sa.Select[Any]:
     return stmt if owners is None else stmt.where(CLUSTERS.c.owner_id.in_(sorted(owners)))
+
+
+def _of_project(stmt: sa.Select[Any], project: str | None) -> sa.Select[Any]:
+    return stmt if project is None else stmt.where(CLUSTERS.c.project == project)

@@ -38,6 +38,7 @@ from storage.extensions import ExtensionRepo
 from storage.launches import LaunchIntentRepo, RequestQuoteRepo
 from storage.leases import LeaseRepo
 from storage.outbox import DmChannelRepo, OutboxRepo
+from storage.projects import ProjectLookup
 from storage.readiness import ReadinessRepo
 from storage.statements import MANAGED, insert, rowcount
 from storage.tables import (
@@ -49,6 +50,7 @@ from storage.tables import (
     row_values,
     to_domain,
 )
+from storage.templates import TemplateRepo
 from storage.terminations import TerminationRepo
 from storage.watching import NoticeRepo, VolumeRepo
 
@@ -265,3 +267,5 @@ class Repos:
         self.extensions = ExtensionRepo(session)
         self.duties = DutyRepo(session)
         self.digests = DigestRepo(session)
+        self.templates = TemplateRepo(session)
+        self.projects = ProjectLookup(session)

@@ -103,11 +103,12 @@ class RequestRow(Base, table=True):
     override_rule: str | None = Field(default=None, sa_type=sa.Text)
     lifetime_hours: int | None = Field(default=None, sa_type=sa.Integer)
     decision_note: str | None = Field(default=None, sa_type=sa.Text)  # added by 0009
-    # Wait for stock (added by 0014_stock).
+    # Wait for stock (added by 0016).
     wait_hours: int | None = Field(default=None, sa_type=sa.Integer)
     wait_until: datetime | None = Field(default=None, sa_type=UtcDateTime)
     wait_next_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
     wait_checks: int = Field(sa_type=sa.Integer, sa_column_kwargs=_default(sa.text("0")))
+    project: str | None = Field(default=None, sa_type=sa.String)  # added by 0017
 
 
 class RequestQuoteRow(Base, table=True):
@@ -203,6 +204,7 @@ class ClusterRow(Base, table=True):
     extended_by: str | None = Field(default=None, sa_type=sa.String)
     # A planned run (added by 0009): its envelope ends in termination.
     auto_terminate: bool = Field(sa_type=sa.Boolean, sa_column_kwargs=_default(sa.false()))
+    project: str | None = Field(default=None, index=True, sa_type=sa.String)  # added by 0017
 
 
 class NoticeRow(Base, table=True):
@@ -432,7 +434,7 @@ class ExtensionRow(Base, table=True):
 
 
 class DutyRow(Base, table=True):
-    """Who is on a degraded episode (`Duty`, added by 0014): acknowledged, snoozed, and when
+    """Who is on a degraded episode (`Duty`, added by 0015): acknowledged, snoozed, and when
     the bot escalated it — each escalation stamped by a compare-and-set, so once per episode
     across replicas and restarts."""
 
@@ -451,7 +453,7 @@ class DutyRow(Base, table=True):
 
 
 class DigestRow(Base, table=True):
-    """A storm's one message in a channel (added by 0014). `open_channel` is the channel while
+    """A storm's one message in a channel (added by 0015). `open_channel` is the channel while
     the digest is open and NULL once closed: UNIQUE, so a channel has one open digest however
     many replicas open it at once."""
 
@@ -466,13 +468,29 @@ class DigestRow(Base, table=True):
 
 
 class DigestMemberRow(Base, table=True):
-    """A cluster in a storm's digest (added by 0014): joined once."""
+    """A cluster in a storm's digest (added by 0015): joined once."""
 
     __tablename__ = "digest_members"
 
     digest_id: str = Field(primary_key=True, foreign_key="digests.id", sa_type=sa.String)
     cluster_id: str = Field(primary_key=True, foreign_key="clusters.id", sa_type=sa.String)
     joined_at: datetime = Field(sa_type=UtcDateTime)
+
+
+class TemplateRow(Base, table=True):
+    """A cluster template (`ClusterTemplate`, added by 0017): a name unique in its scope (a
+    person's own, a team's, everyone's); what it prefills is one JSON document (`settings`),
+    never an env value."""
+
+    __tablename__ = "templates"
+    __table_args__ = (sa.UniqueConstraint("scope", "name"),)
+
+    id: str = Field(primary_key=True, sa_type=sa.String)
+    scope: str = Field(index=True, sa_type=sa.String)
+    name: str = Field(sa_type=sa.String)
+    owner_id: str = Field(sa_type=sa.String)
+    settings: dict[str, Any] = Field(sa_type=sa.JSON)
+    created_at: datetime = Field(sa_type=UtcDateTime)
 
 
 metadata = Base.metadata
@@ -497,6 +515,7 @@ SCHEMA_COMPAT = metadata.tables["schema_compat"]
 DUTIES = metadata.tables["duties"]
 DIGESTS = metadata.tables["digests"]
 DIGEST_MEMBERS = metadata.tables["digest_members"]
+TEMPLATES = metadata.tables["templates"]
 
 
 # -- rows <-> domain models ------------------------------------------------------------------

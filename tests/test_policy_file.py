@@ -5,7 +5,7 @@ from textwrap import dedent
 
 import pytest
 
-from bot.domain.policy import Policy, Team
+from bot.domain.policy import Policy, Project, Team
 from bot.policy_file import PolicyError, load_policy, load_policy_or_default, parse_policy
 
 ROOT = Path(__file__).parent.parent
@@ -31,6 +31,7 @@ def test_the_example_file_loads_with_every_key():
         user_budget_cents={"U0ALICE": 8_000_000},
         teams=(Team(name="research", members=frozenset({"U0ALICE", "U0DAVE"}),
                     monthly_cents=15_000_000),),
+        projects=(Project(name="llama-ft", monthly_cents=6_000_000), Project(name="vision")),
         allowed_accelerators=frozenset({"h100", "h200"}),
         max_nodes=8,
         max_lifetime_hours=72,
@@ -264,3 +265,28 @@ def test_escalation_settings_are_read_and_bad_values_are_named():
         "group or channel to escalate to)"]
     assert problems("approvers: {users: [U0BOB]}\ndegraded: {escalate_too: S0X1}\n") == [
         "policy.yaml:2: unknown key degraded.escalate_too (did you mean escalate_to?)"]
+
+
+def test_projects_are_listed_with_or_without_a_monthly_budget():
+    policy = parse_policy(dedent("""\
+        approvers: {users: [U0BOB]}
+        projects:
+          llama-ft: {monthly_budget: 500.50}
+          vision: {}
+        """), name="policy.yaml")
+    assert policy.projects == (Project(name="llama-ft", monthly_cents=50_050),
+                               Project(name="vision"))
+    assert policy.project_problem("ghost") == ("Unknown project `ghost`; the spend policy "
+                                               "lists `llama-ft`, `vision`.")
+    assert policy.project_problem("vision") is None and policy.project_problem(None) is None
+
+
+def test_a_bad_project_line_is_named():
+    found = problems("""\
+        approvers: {users: [U0BOB]}
+        projects:
+          llama: {budget: 5}
+          vision: {monthly_budget: lots}
+        """)
+    assert any("projects.llama.budget" in p and "monthly_budget" in p for p in found), found
+    assert any("projects.vision.monthly_budget" in p for p in found), found

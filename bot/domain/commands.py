@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 USAGE = {
     "quote": "/cluster quote <accel>x<gpusPerNode> nodes=<N> [storage=<GB> | volume=<id>] "
-             "[location=<id>] [disk=<GB>] [orchestrator=none|slurm|ray] [hours=<H>]   "
+             "[location=<id>] [disk=<GB>] [orchestrator=none|slurm|ray] [hours=<H>] "
+             "[project=<name>]   or /cluster quote template=<name> [options]   "
              "e.g. /cluster quote h100x8 nodes=4 hours=36",
     "list": "/cluster list [page]   e.g. /cluster list 2",
     "status": "/cluster status <cluster-id>   e.g. /cluster status clu_9xQe1",
@@ -18,7 +19,11 @@ USAGE = {
     "logs": "/cluster logs <cluster-id> [node=<rank>]   e.g. /cluster logs clu_9xQe1 node=1",
     "audit": "/cluster audit [<cluster-or-request-id>]   e.g. /cluster audit clu_9xQe1",
     "audit export": "/cluster audit export [YYYY-MM]   e.g. /cluster audit export 2026-11",
-    "spend": "/cluster spend [YYYY-MM]   e.g. /cluster spend 2026-11",
+    "spend": "/cluster spend [YYYY-MM] [by=owner|project]   e.g. /cluster spend 2026-11 "
+             "by=project",
+    "template": "/cluster template save <name> <cluster-id> [shared | team=<name>] | "
+                "/cluster template list | /cluster template delete <name>   "
+                "e.g. /cluster template save llama-serve clu_9xQe1 shared",
     "volumes": "/cluster volumes",
     "volume": "/cluster volume grow <volume-id> <GB>   e.g. /cluster volume grow vol_7kP2 2000",
     "extend": "/cluster extend <cluster-id> <hours>   e.g. /cluster extend clu_9xQe1 12",
@@ -42,6 +47,35 @@ class QuoteCommand:
     root_disk_gb: int | None = None
     orchestrator: str = "none"  # none | slurm | ray
     hours: int | None = None  # planned run: priced, and the request's envelope
+    project: str | None = None  # `project=`: the spend is the project's too
+    template_id: str | None = None  # the template it was prefilled from (the launch form too)
+
+
+@dataclass(frozen=True)
+class TemplateQuoteCommand:
+    """`/cluster quote template=<name> [options]`: the options override the template's (the
+    Slack adapter merges them into a QuoteCommand once the template is read)."""
+
+    template: str
+    shape: str | None  # `h100x8` typed before the options, if any
+    options: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class TemplateSaveCommand:
+    name: str
+    cluster_id: str
+    team: str | None = None  # None: the person's own; "" with `shared`: their team (or all)
+
+
+@dataclass(frozen=True)
+class TemplateListCommand:
+    pass
+
+
+@dataclass(frozen=True)
+class TemplateDeleteCommand:
+    name: str
 
 
 @dataclass(frozen=True)
@@ -123,6 +157,7 @@ class AuditExportCommand:
 @dataclass(frozen=True)
 class SpendCommand:
     month: str | None = None
+    by: str = "owner"  # owner | project
 
 
 @dataclass(frozen=True)
@@ -144,6 +179,7 @@ class HelpCommand:
 Command = (QuoteCommand | ListCommand | StatusCommand | TerminateCommand | RecoverCommand
            | AutoRecoverCommand | NotifyCommand | LogsCommand | AuditCommand | AuditExportCommand
            | SpendCommand | VolumesCommand | GrowVolumeCommand | ExtendCommand | ConnectCommand
-           | WithdrawCommand | WaitCommand | WaitingCommand | HelpCommand)
+           | WithdrawCommand | WaitCommand | WaitingCommand | HelpCommand | TemplateQuoteCommand
+           | TemplateSaveCommand | TemplateListCommand | TemplateDeleteCommand)
 
 

@@ -166,7 +166,7 @@ def judge_extension(policy: Policy, *, cluster: ClusterRecord, hours: int, asker
     adds = month_cents(cluster, to_hours=cluster.lifetime_hours + hours, now=now)
     verdict = judge_spend(policy, spender=cluster.owner_id, adds_cents=adds,
                           approvals_needed=needed, month_spend=month_spend,
-                          lifetime_hours=cluster.lifetime_hours + hours)
+                          lifetime_hours=cluster.lifetime_hours + hours, project=cluster.project)
     return ExtensionJudgement(
         hours=hours, from_hours=cluster.lifetime_hours, hourly_cents=cluster.hourly_cents,
         added_cents=added, month_cents=adds, verdict=verdict,

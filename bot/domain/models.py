@@ -52,6 +52,8 @@ class QuoteSpec(Frozen):
     root_disk_gb: int | None = None
     orchestrator: str = "none"  # none | slurm | ray: the topology (node roles) AI Reserve gives
     planned_hours: int | None = None  # `hours=`: the run's planned length (its envelope)
+    project: str | None = None  # `project=`: whose spend it is, beside the person's and team's
+    template_id: str | None = None  # `template=`: the launch form is prefilled from it
 
 
 class PriceLine(Frozen):
@@ -203,6 +205,7 @@ class LaunchRequest(Frozen):
     wait_until: datetime | None = None
     wait_next_at: datetime | None = None
     wait_checks: int = 0
+    project: str | None = None  # from the quote (`project=`): carried on to the cluster
 
 
 class Decision(enum.StrEnum):
@@ -319,6 +322,7 @@ class ClusterRecord(Frozen):
     envelope_stage: str = "none"  # none | warned | due | final | extended
     extended_by: str | None = None
     auto_terminate: bool = False  # a planned run (`hours=`): its envelope ends in terminate
+    project: str | None = None  # from its request: spend by project, the project's budget
 
 
 class AuditEntry(Frozen):
@@ -397,3 +401,9 @@ class ConnectionDetails(Frozen):
     primary_ssh_command: str
     nodes: tuple[NodeConnection, ...]
     volume_mount: str | None = None  # where the shared volume is mounted on every node
+    # The ports the launch asked for (`8000/http`) and the primary's SSH they are reached
+    # through: the contract publishes no other address for them (bot/domain/tunnels.py).
+    ports: tuple[str, ...] = ()
+    primary_host: str | None = None
+    primary_port: int | None = None
+    primary_user: str | None = None

@@ -26,6 +26,14 @@ class Team(Frozen):
     monthly_cents: int
 
 
+class Project(Frozen):
+    """A line of work spend is charged to beside the person and the team (`project=`); its
+    monthly budget, if any, is judged like a team's."""
+
+    name: str
+    monthly_cents: int | None = None
+
+
 class Policy(Frozen):
     """The rules, in integer cents. Every limit is optional: None means "no such limit"."""
 
@@ -52,6 +60,8 @@ class Policy(Frozen):
     # (S…, mentioned in the cluster's channel) or channel (C…/G…) after so many minutes.
     escalate_to: str | None = None
     escalate_after_minutes: int = 30
+    # Projects (`projects:`): when any is listed, a quote must name a listed one, if any.
+    projects: tuple[Project, ...] = ()
 
     @classmethod
     def simple(cls, *, approvers: Iterable[str], approvals_channel: str | None) -> Policy:
@@ -64,6 +74,16 @@ class Policy(Frozen):
 
     def teams_of(self, user: str) -> tuple[Team, ...]:
         return tuple(team for team in self.teams if user in team.members)
+
+    def project_named(self, name: str | None) -> Project | None:
+        return next((p for p in self.projects if p.name == name), None)
+
+    def project_problem(self, name: str | None) -> str | None:
+        """Why `project=<name>` is refused (the policy lists projects and not this one)."""
+        if name is None or not self.projects or self.project_named(name) is not None:
+            return None
+        known = ", ".join(f"`{p.name}`" for p in self.projects)
+        return f"Unknown project `{name[:40]}`; the spend policy lists {known}."
 
 
 class Verdict(Frozen):
@@ -145,7 +165,7 @@ def _shape_rules(policy: Policy, *, accelerator_id: str, nodes: int) -> list[str
 
 
 def _budget_rules(policy: Policy, *, requester: str, adds: int,
-                  month_spend: MonthSpend) -> list[str]:
+                  month_spend: MonthSpend, project: str | None = None) -> list[str]:
     broken = []
     budget = policy.budget_of(requester)
     if budget is not None and month_spend.user_cents + adds > budget:
@@ -158,6 +178,13 @@ def _budget_rules(policy: Policy, *, requester: str, adds: int,
             broken.append(f"Team {team.name}: {money(spent + adds)} of "
                           f"{money(team.monthly_cents)}"
                           f"{_breakdown(month_spend, spent, adds, team.members)}.")
+    budgeted = policy.project_named(project)
+    if budgeted is not None and budgeted.monthly_cents is not None:
+        spent = month_spend.project_cents.get(budgeted.name, 0)
+        if spent + adds > budgeted.monthly_cents:
+            broken.append(f"Project {budgeted.name}: {money(spent + adds)} of "
+                          f"{money(budgeted.monthly_cents)} ({money(spent)} spent, held or "
+                          f"still to run; {money(adds)} for this one).")
     return broken
 
 
@@ -179,19 +206,20 @@ def _breakdown(month_spend: MonthSpend, total: int, adds: int, people: Iterable[
 
 def judge_spend(policy: Policy, *, spender: str, adds_cents: int, approvals_needed: int,
                 month_spend: MonthSpend, broken: Sequence[str] = (),
-                lifetime_hours: int | None = None) -> Verdict:
+                lifetime_hours: int | None = None, project: str | None = None) -> Verdict:
     """The one decision for every dollar about to be committed — a launch, a re-priced or
     retried launch, an extension of an envelope: `adds_cents` (what it adds to this month) on
     top of `month_spend` (everything `spender`'s budgets already hold) against the spender's and
     each of their teams' budgets, after the rules the caller already found `broken`; the tier
-    (`approvals_needed`, from `approvals_for_spend`) decides 0, 1 or 2 approvers.
+    (`approvals_needed`, from `approvals_for_spend`) decides 0, 1 or 2 approvers. A `project`
+    with a monthly budget is judged like a team (`month_spend.project_cents` holds its spend).
 
     Every broken rule is named (in that order) so the requester can fix them all at once. With
     overrides by admins a broken rule becomes an override: at least one approval, by an admin.
     A refusal also keeps approvals_needed ≥ 1, so no caller can mistake it for an auto-approval.
     """
     rules = [*broken, *_budget_rules(policy, requester=spender, adds=adds_cents,
-                                     month_spend=month_spend)]
+                                     month_spend=month_spend, project=project)]
     if not rules:
         return Verdict(approvals_needed=approvals_needed, lifetime_hours=lifetime_hours)
     return Verdict(approvals_needed=max(1, approvals_needed), refused=" ".join(rules),
@@ -200,7 +228,7 @@ def judge_spend(policy: Policy, *, spender: str, adds_cents: int, approvals_need
 
 def budget_refusal(policy: Policy, *, requester: str, hourly_cents: int,
                    lifetime_hours: int | None, month_spend: MonthSpend,
-                   now: datetime) -> str | None:
+                   now: datetime, project: str | None = None) -> str | None:
     """The budget rules alone, for a request about to be approved (its accelerator and nodes
     were judged when it was made): None if it still fits every budget, else why not.
 
@@ -209,11 +237,12 @@ def budget_refusal(policy: Policy, *, requester: str, hourly_cents: int,
     limited = policy.model_copy(update={"max_lifetime_hours": lifetime_hours})
     adds = request_month_cents(limited, hourly_cents=hourly_cents, now=now)
     return judge_spend(policy, spender=requester, adds_cents=adds, approvals_needed=1,
-                       month_spend=month_spend).refused
+                       month_spend=month_spend, project=project).refused
 
 
 def evaluate(policy: Policy, *, requester: str, accelerator_id: str, nodes: int,
-             hourly_cents: int, month_spend: MonthSpend, now: datetime) -> Verdict:
+             hourly_cents: int, month_spend: MonthSpend, now: datetime,
+             project: str | None = None) -> Verdict:
     """A launch request: the accelerator and the node count, then `judge_spend` with this
     cluster until the month's end (capped at the lifetime) and the tier of its hourly rate."""
     return judge_spend(
@@ -221,7 +250,7 @@ def evaluate(policy: Policy, *, requester: str, accelerator_id: str, nodes: int,
         adds_cents=request_month_cents(policy, hourly_cents=hourly_cents, now=now),
         approvals_needed=approvals_for_rate(policy, hourly_cents), month_spend=month_spend,
         broken=_shape_rules(policy, accelerator_id=accelerator_id, nodes=nodes),
-        lifetime_hours=policy.max_lifetime_hours)
+        lifetime_hours=policy.max_lifetime_hours, project=project)
 
 
 def is_approver(policy: Policy, user: str, group_members: frozenset[str]) -> bool:

@@ -124,6 +124,8 @@ class MonthSpend(Frozen):
     user_cents: int = 0
     team_cents: Mapping[str, int] = Field(default_factory=dict)
     requests: tuple[Commitment, ...] = ()
+    # The project being judged (`committed_spend(project=)`): everyone's spend on it.
+    project_cents: Mapping[str, int] = Field(default_factory=dict)
 
 
 def _month_cents(c: ClusterRecord, *, start: datetime, end: datetime, now: datetime) -> int:
@@ -177,21 +179,30 @@ def request_cents(request: LaunchRequest, *, now: datetime) -> int:
 def committed_spend(clusters: Iterable[ClusterRecord], requests: Iterable[LaunchRequest], *,
                     user: str, teams: Sequence[Team], now: datetime,
                     excluding: str | None = None,
-                    volumes: Iterable[VolumeSpan] = ()) -> MonthSpend:
+                    volumes: Iterable[VolumeSpan] = (), project: str | None = None,
+                    project_clusters: Iterable[ClusterRecord] = ()) -> MonthSpend:
     """`month_spend` plus every request approved, launching or kept for a retry (but
     `excluding`, the one being decided) of `user` or of a member of one of `teams`: everything
     the budgets already hold.
 
     `clusters` may repeat a record (e.g. this month's and the live ones): each id counts once.
     `volumes`: the shared volumes of the same people (what they bill on their own).
+    `project`: also what it holds — `project_clusters` (this month's and the live ones of
+    that project, whoever owns them) and every committed request of it.
     """
     unique = {c.id: c for c in clusters}
     base = month_spend(unique.values(), user=user, teams=teams, now=now, volumes=volumes)
     user_cents, team_cents = base.user_cents, dict(base.team_cents)
     held: list[Commitment] = []
+    start, end = month_bounds(None, now)
+    project_total = sum(_month_cents(c, start=start, end=end, now=now)
+                        for c in {c.id: c for c in project_clusters}.values()
+                        if project is not None and c.project == project)
     for r in requests:
         if r.status not in COMMITTED_STATES or r.id == excluding:
             continue
+        if project is not None and r.project == project:
+            project_total += request_cents(r, now=now)
         mine = r.requester_id == user
         in_teams = [t.name for t in teams if r.requester_id in t.members]
         if not mine and not in_teams:
@@ -202,7 +213,8 @@ def committed_spend(clusters: Iterable[ClusterRecord], requests: Iterable[Launch
             user_cents += cents
         for name in in_teams:
             team_cents[name] += cents
-    return MonthSpend(user_cents=user_cents, team_cents=team_cents, requests=tuple(held))
+    return MonthSpend(user_cents=user_cents, team_cents=team_cents, requests=tuple(held),
+                      project_cents={project: project_total} if project is not None else {})
 
 
 class SpendReport(Frozen):
@@ -219,6 +231,9 @@ class SpendReport(Frozen):
     volumes_cents: int = 0
     month_end: datetime | None = None
     capped_by_envelopes: bool = False
+    # By project (`/cluster spend by=project`): None is spend on no project, volumes' own hours
+    # included, so the lines add up to `total_cents` like `by_owner`.
+    by_project: list[tuple[str | None, int]] = Field(default_factory=list)
 
 
 def spend_report(clusters: Iterable[ClusterRecord], month: str | None,
@@ -234,6 +249,7 @@ def spend_report(clusters: Iterable[ClusterRecord], month: str | None,
     start, end = month_bounds(month, now)
     by_cluster: list[tuple[ClusterRecord, int]] = []
     owners: dict[str | None, int] = {}
+    projects: dict[str | None, int] = {}
     projected = 0
     current = start <= now < end
     for c in clusters:
@@ -245,6 +261,7 @@ def spend_report(clusters: Iterable[ClusterRecord], month: str | None,
         if cents:
             by_cluster.append((c, cents))
             owners[c.owner_id] = owners.get(c.owner_id, 0) + cents
+            projects[c.project] = projects.get(c.project, 0) + cents
     by_volume: list[tuple[VolumeSpan, int]] = []
     charged_by = now + _INSTANT  # a charge at this very instant has been made
     for v in volumes:
@@ -254,6 +271,7 @@ def spend_report(clusters: Iterable[ClusterRecord], month: str | None,
         if cents:
             by_volume.append((v, cents))
             owners[v.owner_id] = owners.get(v.owner_id, 0) + cents
+            projects[None] = projects.get(None, 0) + cents
     by_cluster.sort(key=lambda item: (-item[1], item[0].id))
     by_volume.sort(key=lambda item: (-item[1], item[0].id))
     # Unclaimed spend last among equals: it is the line someone has to act on, but not a person.
@@ -263,4 +281,7 @@ def spend_report(clusters: Iterable[ClusterRecord], month: str | None,
                        total_cents=sum(cents for _, cents in by_cluster) + volumes_cents,
                        projected_cents=projected, by_volume=by_volume,
                        volumes_cents=volumes_cents, month_end=end,
-                       capped_by_envelopes=enforce_lifetime)
+                       capped_by_envelopes=enforce_lifetime,
+                       by_project=sorted(projects.items(),
+                                         key=lambda item: (-item[1], item[0] is None,
+                                                           item[0] or "")))

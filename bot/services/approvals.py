@@ -78,14 +78,14 @@ class ApprovalService:
         now = self._clock.now()
         async with self._db.transaction() as repos:
             month = await _committed(repos, self._people.policy, requester=requester, now=now,
-                                     excluding=excluding)
+                                     excluding=excluding, project=quote.spec.project)
         policy = self._people.policy
         if quote.spec.planned_hours is not None:  # a planned run commits its hours, no more
             policy = policy.model_copy(update={"max_lifetime_hours": quote.spec.planned_hours})
         return rules.evaluate(policy, requester=requester,
                               accelerator_id=quote.spec.shape.accelerator,
                               nodes=quote.spec.shape.nodes, hourly_cents=quote.hourly_cents,
-                              month_spend=month, now=now)
+                              month_spend=month, now=now, project=quote.spec.project)
 
     async def quote_for_request(self, *, quote_id: str, actor: Actor,
                                 any_state: bool = False) -> QuoteInfo:
@@ -129,7 +129,7 @@ class ApprovalService:
             approvals_needed=verdict.approvals_needed,
             override_rule=verdict.refused if verdict.override else None,
             lifetime_hours=quote.spec.planned_hours or verdict.lifetime_hours,
-            created_at=now, updated_at=now, wait_hours=wait_hours,
+            created_at=now, updated_at=now, wait_hours=wait_hours, project=quote.spec.project,
         )
         async with self._db.transaction() as repos:
             await repos.requests.add(request)
@@ -335,13 +335,14 @@ async def _over_budget(repos: Repos, policy: rules.Policy, request: LaunchReques
                        now: datetime) -> str | None:
     """Inside the approving transaction: lock the requester's budgets (bot/services/budgets.py),
     then judge them again with everything they hold. None: it fits."""
-    if not await budgets.hold(repos, policy, request.requester_id):
+    if not await budgets.hold(repos, policy, request.requester_id, request.project):
         return None
     month = await _committed(repos, policy, requester=request.requester_id, now=now,
-                             excluding=request.id)
+                             excluding=request.id, project=request.project)
     return rules.budget_refusal(policy, requester=request.requester_id,
                                 hourly_cents=request.hourly_cents,
-                                lifetime_hours=request.lifetime_hours, month_spend=month, now=now)
+                                lifetime_hours=request.lifetime_hours, month_spend=month, now=now,
+                                project=request.project)
 
 
 async def reprice(request: LaunchRequest, *, reason: str, db: Database, quoting: QuotingService,

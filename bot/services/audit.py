@@ -27,6 +27,7 @@ from bot.domain.models import (
 )
 from bot.domain.policy import money
 from bot.domain.reasons import why_terminated
+from bot.domain.templates import ClusterTemplate
 from bot.logs import log_context
 from bot.reserve import errors as api
 from storage.db import Database
@@ -136,6 +137,10 @@ def describe(action: str, result: Any, kwargs: dict[str, Any]) -> str:
         if result.lifetime_hours:
             said.append(f"envelope {result.lifetime_hours} h ≈ "
                         f"{money(result.hourly_cents * result.lifetime_hours)}")
+    elif isinstance(result, ClusterTemplate):
+        said.append(f"template {result.name} ({result.scope}) from {result.source_cluster_id}: "
+                    f"{result.shape_words()}"
+                    + (f", project {result.project}" if result.project else ""))
     elif isinstance(result, VolumeRecord):
         said.append(f"volume {result.id}: {result.size_gb:,} GB at "
                     f"{money(result.monthly_cents)}/month ({result.status})")

@@ -13,18 +13,20 @@ from datetime import datetime
 from bot.domain import policy as rules
 from bot.domain import spend
 from bot.services.volume_charges import volume_spans
-from storage.budgets import team_budget, user_budget
+from storage.budgets import project_budget, team_budget, user_budget
 from storage.repositories import Repos
 
 
 async def committed(repos: Repos, policy: rules.Policy, *, requester: str, now: datetime,
-                    excluding: str | None = None) -> spend.MonthSpend:
+                    excluding: str | None = None,
+                    project: str | None = None) -> spend.MonthSpend:
     """What `requester`'s budgets hold now: this month's clusters (accrued, and what the live
     ones will still accrue within their envelopes), their volumes' own hours (so far, and while
     kept) plus every request approved or launching but `excluding`.
 
     Only the clusters of the people the budgets cover are read (the requester and their teams'
-    members), however many clusters the month has."""
+    members), however many clusters the month has. With a `project` that has a budget in the
+    policy, also everything that project holds (`MonthSpend.project_cents`), whoever spends it."""
     start, end = spend.month_bounds(None, now)
     teams = policy.teams_of(requester)
     owners = {requester}.union(*(t.members for t in teams))
@@ -32,14 +34,29 @@ async def committed(repos: Repos, policy: rules.Policy, *, requester: str, now: 
                 *await repos.clusters.list_live(owners=owners)]
     held = await repos.requests.list_by_status(spend.COMMITTED_STATES)
     volumes = await volume_spans(repos, now=now, owners=owners)
+    budgeted = _budgeted(policy, project)
+    in_project = [] if budgeted is None else [
+        *await repos.clusters.list_in_period(start, end, project=budgeted),
+        *await repos.clusters.list_live(project=budgeted)]
     return spend.committed_spend(clusters, held, user=requester, teams=teams, now=now,
-                                 excluding=excluding, volumes=volumes)
+                                 excluding=excluding, volumes=volumes, project=budgeted,
+                                 project_clusters=in_project)
 
 
-async def hold(repos: Repos, policy: rules.Policy, spender: str) -> bool:
-    """Lock `spender`'s budgets until the transaction ends; False if none applies to them."""
+def _budgeted(policy: rules.Policy, project: str | None) -> str | None:
+    """`project` if the policy gives it a monthly budget (else nothing to count or lock)."""
+    found = policy.project_named(project)
+    return found.name if found is not None and found.monthly_cents is not None else None
+
+
+async def hold(repos: Repos, policy: rules.Policy, spender: str,
+               project: str | None = None) -> bool:
+    """Lock `spender`'s budgets (and `project`'s, if it has one) until the transaction ends;
+    False if none applies."""
     teams = policy.teams_of(spender)
-    if policy.budget_of(spender) is None and not teams:
+    budgeted = _budgeted(policy, project)
+    if policy.budget_of(spender) is None and not teams and budgeted is None:
         return False
-    await repos.budgets.hold([user_budget(spender), *(team_budget(t.name) for t in teams)])
+    await repos.budgets.hold([user_budget(spender), *(team_budget(t.name) for t in teams),
+                              *([project_budget(budgeted)] if budgeted is not None else [])])
     return True

@@ -136,6 +136,11 @@ class ClusterQueries:
         return entries
 
 
+    async def audit_projects(self, entries: list[AuditEntry]) -> dict[str, str]:
+        """The project of each entry's subject, for the export's `project` column."""
+        async with self._db.transaction() as repos:
+            return await repos.projects.of_subjects([e.subject_id for e in entries])
+
     async def audit_month(self, *, month: str | None, actor: Actor) -> tuple[str, list[AuditEntry]]:
         """A month's whole audit trail, oldest first, for the CSV export: approvers only."""
         if actor.user_id not in await self._people.approvers():

@@ -23,6 +23,7 @@ from bot.services.recovery import RecoveryService
 from bot.services.stewardship import StewardshipService
 from bot.services.stock import StockService
 from bot.services.storms import StormService
+from bot.services.templates import TemplateService
 from bot.services.termination import TerminationService
 from bot.services.volumes import VolumeService
 from bot.services.watching import WatchService
@@ -48,6 +49,7 @@ class Services:
     claims: ButtonClaims
     deliveries: Deliveries
     extensions: ExtensionService
+    templates: TemplateService
     readiness: ReadinessService | None = None
     duty: DutyService | None = None
     storms: StormService | None = None

@@ -201,7 +201,7 @@ class ExtensionService:
         assert record.owner_id is not None
         now = self._clock.now()
         month = await budgets.committed(repos, self._people.policy, requester=record.owner_id,
-                                        now=now)
+                                        now=now, project=record.project)
         j = judge_extension(self._people.policy, cluster=record, hours=hours,
                             asker_is_approver=is_approver, asker=actor.user_id,
                             month_spend=month, now=now)
@@ -225,8 +225,9 @@ class ExtensionService:
                                                  approved_by=approved_by, note=note), None
         refusal = None
         if ext.override_rule is None:
-            await budgets.hold(repos, policy, ext.owner_id)
-            month = await budgets.committed(repos, policy, requester=ext.owner_id, now=now)
+            await budgets.hold(repos, policy, ext.owner_id, record.project)
+            month = await budgets.committed(repos, policy, requester=ext.owner_id, now=now,
+                                            project=record.project)
             j = judge_extension(policy, cluster=record, hours=ext.hours, asker_is_approver=False,
                                 asker=ext.requested_by, month_spend=month, now=now)
             refusal = j.verdict.refused

@@ -8,6 +8,7 @@ from datetime import timedelta
 
 from bot.clock import Clock
 from bot.domain import spend
+from bot.domain import templates as template_rules
 from bot.domain.models import ClusterRecord, LaunchRequest, QuoteInfo, RequestStatus
 from bot.services.people import People
 from bot.services.volume_charges import volume_spans
@@ -24,6 +25,7 @@ class HomeFacts:
     budget_cents: int | None
     month: str
     waiting: tuple[tuple[LaunchRequest, QuoteInfo], ...] = ()  # their requests waiting for stock
+    templates: tuple[template_rules.ClusterTemplate, ...] = ()  # theirs and their teams'
 
 
 class HomeService:
@@ -43,6 +45,9 @@ class HomeService:
             waiting = [(r, q) for r in await repos.requests.list_by_status(
                 [RequestStatus.WAITING]) if r.requester_id == user_id
                 and (q := await repos.quotes.get(r.quote_id)) is not None]
+            teams = [t.name for t in self._people.policy.teams_of(user_id)]
+            templates = await repos.templates.in_scopes(
+                template_rules.visible_scopes(user_id, teams))
             pending: list[tuple[LaunchRequest, QuoteInfo]] = []
             if is_approver:
                 for request in await repos.requests.list_pending():
@@ -57,4 +62,4 @@ class HomeService:
         return HomeFacts(user_id=user_id, clusters=mine, pending=pending,
                          is_approver=is_approver, month_spent_cents=spent,
                          budget_cents=self._people.policy.budget_of(user_id),
-                         month=f"{start:%Y-%m}", waiting=tuple(waiting))
+                         month=f"{start:%Y-%m}", waiting=tuple(waiting), templates=tuple(templates))

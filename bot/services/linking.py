@@ -40,7 +40,8 @@ async def link_cluster(*, db: Database, clock: Clock, wire: Cluster, request: La
         planned = quote is not None and quote.spec.planned_hours is not None
         # A planned run (`hours=`) ends at its envelope: terminated unless its owner moves it.
         record = record.model_copy(update={"lifetime_hours": request.lifetime_hours,
-                                           "auto_terminate": planned})
+                                           "auto_terminate": planned,
+                                           "project": request.project})
         stored = await repos.clusters.link(record)
         moved = await repos.requests.transition(
             request.id, from_=NOT_LAUNCHED, to=RequestStatus.LAUNCHED, now=now,

@@ -100,6 +100,9 @@ def connection_details(cluster: Cluster) -> ConnectionDetails | None:
                                    role=roles.get(n.rank))
                     for n in conn.nodes),
         volume_mount=cluster.volume.mount_path if cluster.volume else None,
+        ports=tuple(cluster.workload.ports) if cluster.workload else (),
+        primary_host=conn.primary.ssh.host, primary_port=conn.primary.ssh.port,
+        primary_user=conn.primary.ssh.user,
     )
 
 

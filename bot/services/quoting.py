@@ -37,6 +37,8 @@ class QuotingService:
         self.auto_approve_below_cents: int | None = None
         self.max_lifetime_hours: int | None = None  # the policy's; `hours=` may not exceed it
         self.enforce_lifetime = False  # the policy's: an envelope ends in termination
+        # The policy's `Policy.project_problem`: why a `project=` is refused (set by the runtime).
+        self.project_problem: Callable[[str | None], str | None] | None = None
         self._catalog: list[Accelerator] = []
         self._catalog_at: datetime | None = None
 
@@ -80,6 +82,10 @@ class QuotingService:
                                  f"at most {policies.MAX_PLANNED_HOURS:,} hours (10 years), "
                                  "e.g. `hours=72`.",
                                  bad_part=f"hours={str(cmd.hours)[:20]}", usage=USAGE["quote"])
+        problem = self.project_problem(cmd.project) if self.project_problem else None
+        if problem is not None:
+            raise InvalidCommand(problem, bad_part=f"project={str(cmd.project)[:40]}",
+                                 usage=USAGE["quote"])
         accelerator = await self.resolve(cmd.accelerator)
         policies.check_gpus_per_node(
             cmd.gpus_per_node, accelerator_label=accelerator.name,
@@ -90,7 +96,7 @@ class QuotingService:
                             nodes=cmd.nodes),
             storage_gb=cmd.storage_gb, volume_id=cmd.volume_id, location=cmd.location,
             root_disk_gb=cmd.root_disk_gb, orchestrator=cmd.orchestrator,
-            planned_hours=cmd.hours,
+            planned_hours=cmd.hours, project=cmd.project, template_id=cmd.template_id,
         )
         return await self.quote_spec(spec, accelerator_name=accelerator.name,
                                      requested_by=actor.user_id, channel_id=channel_id)
@@ -139,7 +145,8 @@ class QuotingService:
                            # may carry another location).
                            location=source.location if plan.volume_id else location,
                            root_disk_gb=plan.root_disk_gb, orchestrator=plan.orchestrator,
-                           hours=plan.planned_hours)
+                           hours=plan.planned_hours, project=plan.project,
+                           template_id=plan.template_id)
         quote = await self.quote(cmd, actor=actor, channel_id=source.channel_id)
         return quote, await self.outlook(quote)
 

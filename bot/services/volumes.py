@@ -228,7 +228,7 @@ class VolumeService:
         location = volume.location if volume is not None else cluster.location
         return QuoteCommand(accelerator=shape.accelerator, gpus_per_node=shape.gpus_per_node,
                             nodes=shape.nodes, volume_id=cluster.volume_id,
-                            location=location), cluster.channel_id
+                            location=location, project=cluster.project), cluster.channel_id
 
 
 def _charging(wire: Volume, stored: VolumeRecord | None, *, now: datetime) -> dict[str, Any]:

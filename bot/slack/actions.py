@@ -340,7 +340,8 @@ def register(app: AsyncApp, services: Services) -> None:
         quote = await services.approvals.quote_for_request(quote_id=ref.quote_id,
                                                            actor=_actor(body))
         waits = action.get("action_id") == Action.QUOTE_WAIT_FOR_STOCK
-        view = modal_blocks.launch_modal(quote, defaults=default_workload(), wait_max=(
+        defaults = await services.templates.launch_defaults(quote) or default_workload()
+        view = modal_blocks.launch_modal(quote, defaults=defaults, wait_max=(
             services.stock_service().max_hours() if waits else None))
         try:
             await client.views_open(trigger_id=body["trigger_id"], view=view)

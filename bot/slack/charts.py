@@ -49,14 +49,17 @@ def _cents(cents: int) -> str:
 
 
 def spend_png(*, month: str, days: Sequence[tuple[date, int]],
-              owners: Sequence[tuple[str, int]], total_cents: int) -> bytes:
+              owners: Sequence[tuple[str, int]], total_cents: int,
+              group: str = "owner") -> bytes:
     """The month by day (bars) and by owner (horizontal bars, the largest `OWNERS_SHOWN`,
     the rest as one bar). The title states the total to the cent (the report's figure)."""
-    return _png(spend_figure(month=month, days=days, owners=owners, total_cents=total_cents))
+    return _png(spend_figure(month=month, days=days, owners=owners, total_cents=total_cents,
+                             group=group))
 
 
 def spend_figure(*, month: str, days: Sequence[tuple[date, int]],
-                 owners: Sequence[tuple[str, int]], total_cents: int) -> Figure:
+                 owners: Sequence[tuple[str, int]], total_cents: int,
+                 group: str = "owner") -> Figure:
     """`spend_png`'s figure, before it is drawn."""
     from matplotlib.ticker import FuncFormatter
 
@@ -85,7 +88,7 @@ def spend_figure(*, month: str, days: Sequence[tuple[date, int]],
     # thousands of dollars) is still seen and read.
     by_owner.bar_label(bars, labels=[_cents(v) for v in values], padding=3, fontsize=8)
     by_owner.set_xlim(0, max(values, default=1) * 1.35 or 1)
-    by_owner.set_title("by owner")
+    by_owner.set_title(f"by {group}")
     by_owner.xaxis.set_major_formatter(FuncFormatter(_dollars))
     by_owner.tick_params(axis="x", labelrotation=30)
     by_owner.grid(axis="x", alpha=0.3)

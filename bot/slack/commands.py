@@ -26,6 +26,10 @@ from bot.domain.commands import (
     RecoverCommand,
     SpendCommand,
     StatusCommand,
+    TemplateDeleteCommand,
+    TemplateListCommand,
+    TemplateQuoteCommand,
+    TemplateSaveCommand,
     TerminateCommand,
     VolumesCommand,
     WaitCommand,
@@ -46,6 +50,7 @@ from bot.slack.blocks import recovery as recovery_blocks
 from bot.slack.blocks import spend as spend_blocks
 from bot.slack.blocks import stock as stock_blocks
 from bot.slack.blocks import story as story_blocks
+from bot.slack.blocks import templates as template_blocks
 from bot.slack.blocks import volumes as volume_blocks
 from bot.slack.blocks.format import money
 from bot.slack.blocks.message import Message
@@ -74,13 +79,34 @@ def register(app: AsyncApp, services: Services,
                       enterprise_id=command.get("enterprise_id") or None)
         now = services.clock.now
         reply: Message
-        if isinstance(cmd, QuoteCommand):
-            await ack(text=f"Pricing {cmd.nodes} × {cmd.accelerator}x{cmd.gpus_per_node} "
-                           "at AI Reserve…", **EPHEMERAL)
+        if isinstance(cmd, TemplateQuoteCommand | QuoteCommand):
+            if isinstance(cmd, TemplateQuoteCommand):  # read after the ack: Slack waits 3 s
+                await ack(text=f"Pricing template `{cmd.template}` at AI Reserve…",
+                          **EPHEMERAL)
+                template = await services.templates.find(name=cmd.template, actor=actor)
+                cmd = parsing.quote_from_template(
+                    cmd, template_id=template.id, accelerator=template.accelerator,
+                    gpus_per_node=template.gpus_per_node, settings=template.quote_options())
+            else:
+                await ack(text=f"Pricing {cmd.nodes} × {cmd.accelerator}x{cmd.gpus_per_node} "
+                               "at AI Reserve…", **EPHEMERAL)
             quote = await services.quoting.quote(cmd, actor=actor,
                                                  channel_id=command["channel_id"])
             outlook = await services.quoting.outlook(quote)
             reply = quote_blocks.quote_card(quote, now=now(), outlook=outlook)
+        elif isinstance(cmd, TemplateSaveCommand):
+            await ack()
+            saved = await services.templates.save(name=cmd.name, cluster_id=cmd.cluster_id,
+                                                  team=cmd.team, actor=actor)
+            reply = common.notice(template_blocks.saved_words(saved))
+        elif isinstance(cmd, TemplateListCommand):
+            await ack()
+            reply = template_blocks.template_list(
+                await services.templates.visible(actor.user_id), user_id=actor.user_id)
+        elif isinstance(cmd, TemplateDeleteCommand):
+            await ack()
+            gone = await services.templates.delete(name=cmd.name, actor=actor)
+            reply = common.notice(f"Template `{gone.name}` is deleted.")
         elif isinstance(cmd, ListCommand):
             await ack()
             live = await services.clusters.live_page(cmd.page)
@@ -124,7 +150,8 @@ def register(app: AsyncApp, services: Services,
             channel = await dm_channel(actor.user_id)
             await client.files_upload_v2(
                 channel=channel, filename=audit_csv.filename(month),
-                title=f"Audit trail {month}", content=audit_csv.to_csv(entries),
+                title=f"Audit trail {month}", content=audit_csv.to_csv(
+                    entries, await services.clusters.audit_projects(entries)),
                 initial_comment=f"The audit trail of {month}: {len(entries)} entries.")
             reply = common.notice(f"The audit trail of {month} ({len(entries)} entries) is in "
                                   "your DM as a CSV file.")
@@ -155,10 +182,11 @@ def register(app: AsyncApp, services: Services,
         elif isinstance(cmd, SpendCommand):
             await ack()
             report = await services.clusters.spend(month=cmd.month)
-            await respond(**spend_blocks.spend_report(report, now=now()).as_kwargs(),
+            await respond(**spend_blocks.spend_report(report, now=now(), by=cmd.by).as_kwargs(),
                           **EPHEMERAL)
             try:
-                await uploads.send_spend_chart(client, report, user_id=actor.user_id, now=now())
+                await uploads.send_spend_chart(client, report, user_id=actor.user_id, now=now(),
+                                               by=cmd.by)
             except SlackApiError as exc:
                 reply = common.notice(f"The spend chart could not be sent "
                                       f"({exc.response.get('error')}); the figures above stand.")

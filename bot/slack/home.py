@@ -31,7 +31,7 @@ async def publish(services: Services, client: AsyncWebClient, user_id: str) -> N
         user_id=facts.user_id, clusters=facts.clusters, pending=facts.pending,
         is_approver=facts.is_approver, month_spent_cents=facts.month_spent_cents,
         budget_cents=facts.budget_cents, month=facts.month, now=services.clock.now(),
-        waiting=facts.waiting)
+        waiting=facts.waiting, templates=facts.templates)
     await client.views_publish(user_id=facts.user_id, view=view)
 
 

@@ -9,8 +9,9 @@ business (the quoting service checks that).
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
-from bot.domain import extension, policies
+from bot.domain import extension, policies, templates
 from bot.domain.commands import (
     SHORT_ACCELERATORS,
     USAGE,
@@ -29,6 +30,7 @@ from bot.domain.commands import (
     RecoverCommand,
     SpendCommand,
     StatusCommand,
+    TemplateQuoteCommand,
     TerminateCommand,
     VolumesCommand,
     WaitCommand,
@@ -37,6 +39,7 @@ from bot.domain.commands import (
 )
 from bot.domain.errors import InvalidCommand
 from bot.domain.readiness import ORCHESTRATORS
+from bot.slack.parsing_templates import parse_template
 
 MAX_TEXT = 500
 
@@ -48,6 +51,9 @@ _CHANNEL = re.compile(
 _CHANNEL_NAME = re.compile(r"^#[A-Za-z0-9][A-Za-z0-9_-]{0,79}$")
 _MONTH = re.compile(r"^20\d\d-(0[1-9]|1[0-2])$")
 _OPTION = re.compile(r"^(?P<key>[A-Za-z]+)=(?P<value>.*)$")
+_PROJECT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$")
+QUOTE_KEYS = ("nodes", "storage", "volume", "location", "disk", "orchestrator", "hours",
+              "project")
 
 
 
@@ -80,7 +86,11 @@ def parse(text: str) -> Command:
     verb, *args = text.split()
     verb = verb.lower()
     if verb == "quote":
+        if any(a.lower().startswith("template=") for a in args):
+            return _template_quote(args)
         return _parse_quote(args)
+    if verb == "template":
+        return parse_template(args)
     if verb == "list":
         return _parse_list(args)
     if verb in ("status", "terminate", "recover"):
@@ -144,11 +154,7 @@ def parse(text: str) -> Command:
         _no_more(args[1:], verb)
         return AuditCommand(_one_id(args, verb) if args else None)
     if verb == "spend":
-        _no_more(args[1:], verb)
-        if args and not _MONTH.match(args[0]):
-            raise _fail(f"`{args[0][:20]}` is not a month: write `YYYY-MM`, e.g. `2026-11`.",
-                        args[0], verb)
-        return SpendCommand(args[0] if args else None)
+        return _parse_spend(args)
     if verb == "volumes":
         _no_more(args, verb)
         return VolumesCommand()
@@ -157,6 +163,28 @@ def parse(text: str) -> Command:
     if verb == "help":
         return HelpCommand()
     return HelpCommand(unknown=verb[:40])
+
+
+def _parse_spend(args: list[str]) -> SpendCommand:
+    """`spend [YYYY-MM] [by=owner|project]` (`spend project` is `by=project`)."""
+    month, by = None, "owner"
+    for token in args:
+        option = _OPTION.match(token)
+        if token.lower() in ("project", "projects"):
+            by = "project"
+        elif option and option["key"].lower() == "by":
+            by = option["value"].lower().removesuffix("s")
+            if by not in ("owner", "project"):
+                raise _fail(f"`{token[:30]}`: say `by=owner` or `by=project`.", token, "spend")
+        elif month is None and _MONTH.match(token):
+            month = token
+        elif month is None and not option:
+            raise _fail(f"`{token[:20]}` is not a month: write `YYYY-MM`, e.g. `2026-11`.",
+                        token, "spend")
+        else:
+            raise _fail(f"`/cluster spend` takes a month and `by=owner|project`; I don't "
+                        f"understand `{token[:40]}`.", token, "spend")
+    return SpendCommand(month, by=by)
 
 
 def _parse_volume(args: list[str]) -> GrowVolumeCommand:
@@ -271,10 +299,9 @@ def _parse_quote(args: list[str]) -> QuoteCommand:
             raise _fail(f"I don't understand `{token[:40]}`; options look like `key=value`.",
                         token, "quote")
         key, value = option["key"].lower(), option["value"]
-        if key not in ("nodes", "storage", "volume", "location", "disk", "orchestrator",
-                       "hours"):
+        if key not in QUOTE_KEYS:
             raise _fail(f"Unknown option `{key}`; I know nodes, storage, volume, location, disk, "
-                        "orchestrator, hours.",
+                        "orchestrator, hours, project, template.",
                         token, "quote")
         if key in seen:
             raise _fail(f"`{key}` is given twice.", token, "quote")
@@ -291,6 +318,11 @@ def _parse_quote(args: list[str]) -> QuoteCommand:
                     "volume=" + seen["volume"], "quote")
     volume_id = seen.get("volume")
     location = seen.get("location")
+    project = seen.get("project")
+    if project is not None and not _PROJECT.match(project):
+        raise _fail(f"`project={project[:40]}`: a project name uses letters, digits, `-` and "
+                    "`_` (at most 40), e.g. `project=llama-ft`.", f"project={project[:40]}",
+                    "quote")
     for key, value in (("volume", volume_id), ("location", location)):
         if value is not None and not _ID.match(value):
             raise _fail(f"`{value[:40]}` is not a valid {key} id.", f"{key}={value[:40]}", "quote")
@@ -308,4 +340,46 @@ def _parse_quote(args: list[str]) -> QuoteCommand:
         root_disk_gb=_whole(seen["disk"], "disk", "GB") if "disk" in seen else None,
         orchestrator=orchestrator,
         hours=_planned_hours(seen["hours"]) if "hours" in seen else None,
+        project=project,
     )
+
+
+def _template_quote(args: list[str]) -> TemplateQuoteCommand:
+    """`quote template=<name> [shape] [key=value …]`: checked once merged with the template."""
+    shape = args[0].lower() if args and not _OPTION.match(args[0]) else None
+    options: dict[str, str] = {}
+    for token in args[1:] if shape else args:
+        option = _OPTION.match(token)
+        if not option:
+            raise _fail(f"I don't understand `{token[:40]}`; options look like `key=value`.",
+                        token, "quote")
+        key = option["key"].lower()
+        if key in options:
+            raise _fail(f"`{key}` is given twice.", token, "quote")
+        if key != "template" and key not in QUOTE_KEYS:
+            raise _fail(f"Unknown option `{key}`; I know nodes, storage, volume, location, "
+                        "disk, orchestrator, hours, project, template.", token, "quote")
+        options[key] = option["value"]
+    name = options.pop("template")
+    if not name:
+        raise _fail("`template=` needs the template's name (`/cluster template list`).",
+                    "template=", "quote")
+    if (problem := templates.name_problem(name)) is not None:
+        raise _fail(problem, f"template={name[:templates.MAX_NAME]}", "quote")
+    return TemplateQuoteCommand(template=name, shape=shape, options=tuple(options.items()))
+
+
+def quote_from_template(cmd: TemplateQuoteCommand, *, template_id: str, accelerator: str,
+                        gpus_per_node: int, settings: dict[str, str]) -> QuoteCommand:
+    """The quote a template asks for, the typed options over the template's `settings`
+    (option name → value, as typed on a quote); checked like any typed quote."""
+    merged = dict(settings)
+    typed = dict(cmd.options)
+    if "volume" in typed:
+        merged.pop("storage", None)  # a cluster mounts one volume: the typed choice wins
+    if "storage" in typed:
+        merged.pop("volume", None)
+    merged.update(typed)
+    shape = cmd.shape or f"{accelerator}x{gpus_per_node}"
+    quote = _parse_quote([shape, *(f"{k}={v}" for k, v in merged.items())])
+    return replace(quote, template_id=template_id)

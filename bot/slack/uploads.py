@@ -34,7 +34,7 @@ async def upload_png(client: AsyncWebClient, *, draw: Callable[[], bytes], filen
 
 
 async def send_spend_chart(client: AsyncWebClient, report: SpendReport, *, user_id: str,
-                           now: datetime) -> bool:
+                           now: datetime, by: str = "owner") -> bool:
     """`/cluster spend`'s picture: the month by day and by owner, to the asker's DM (the
     figures are as private as the ephemeral report). False when nothing was billed."""
     if report.total_cents <= 0:
@@ -43,16 +43,18 @@ async def send_spend_chart(client: AsyncWebClient, report: SpendReport, *, user_
     names = await display_names(client, [o for o, _ in report.by_owner if o is not None])
     owners = [(names.get(owner, owner) if owner else "unclaimed", cents)
               for owner, cents in report.by_owner]
+    if by == "project":  # the same bars, one per project (spend on none together)
+        owners = [(project or "no project", cents) for project, cents in report.by_project]
 
     def draw() -> bytes:
         from bot.slack import charts  # matplotlib loads on the first chart, not at start-up
 
         return charts.spend_png(month=report.month, days=days, owners=owners,
-                                total_cents=report.total_cents)
+                                total_cents=report.total_cents, group=by)
 
     await upload_png(client, draw=draw, filename=f"spend-{report.month}.png",
-                     title=f"AI Reserve spend {report.month} by day and by owner",
-                     comment=f"Spend for {report.month} by day and by owner (AI Reserve's "
+                     title=f"AI Reserve spend {report.month} by day and by {by}",
+                     comment=f"Spend for {report.month} by day and by {by} (AI Reserve's "
                              "billed hours).", user_id=user_id)
     return True
 

@@ -42,6 +42,7 @@ COMMANDS = {
     "audit": "read_audit", "audit export": "export_audit", "spend": READ, "volumes": READ,
     "volume": "grow_volume", "extend": EXTENSION_TESTS, "withdraw": "withdraw",
     "connect": "connect", "help": READ, "wait": "wait", "waiting": READ,
+    "template": "save_template",  # `template list` reads; `template delete` is walked below
 }
 BUTTONS_WALKED = {
     Action.QUOTE_REQUEST_LAUNCH: READ,  # opens the form; View.LAUNCH_REQUEST writes
@@ -161,6 +162,13 @@ async def test_every_command_and_button_writes_its_row(tmp_path):
         await walk.slash(f"autorecover {cluster_id} on", says=("turned on",))
         await walk.slash(f"autorecover {cluster_id} off", says=("turned off",))
         await walk.slash(f"connect {cluster_id}", subject=cluster_id)
+        await walk.slash(f"template save walked {cluster_id}", says=("template walked",
+                                                                      cluster_id))
+        await h.slash("template list")
+        await walk.check("template list", READ, by=ALICE)
+        await h.slash("template delete walked")
+        await walk.check("template delete", "delete_template", by=ALICE,
+                         says=("template walked",))
         await walk.slash("spend")
         await walk.slash("volumes")
         await walk.slash("help")

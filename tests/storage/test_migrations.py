@@ -29,15 +29,16 @@ NEW_IN_0005 = {"outbox", "leases", "dm_channels"}
 TABLES = {
     "quotes", "requests", "approvals", "clusters", "messages", "notices", "volumes", "audit",
     "action_claims", "request_quotes", "launch_intents", "terminations", "readiness",
-    "extensions", "schema_compat", "duties", "digests", "digest_members",
+    "extensions", "schema_compat", "duties", "digests", "digest_members", "templates",
 } | NEW_IN_0005
-HEAD = "0016"
+HEAD = "0017"
 SAGA = {"request_quotes", "launch_intents"}  # 0004
 CLAIMS = {"action_claims"}  # 0006
 TERMINATIONS = {"terminations"}  # 0007
 # everything after 0003
 LATER = SAGA | NEW_IN_0005 | CLAIMS | TERMINATIONS | {"readiness", "extensions", "schema_compat",
-                                                       "duties", "digests", "digest_members"}
+                                                       "duties", "digests", "digest_members",
+                                                       "templates"}
 
 
 def _sqlite_tables(path) -> set[str]:

@@ -65,6 +65,7 @@ from bot.slack.blocks.message import (
     header,
     section,
 )
+from bot.slack.blocks.tunnels import tunnel_blocks
 from bot.slack.ids import Action, ClusterRef, WithdrawRef
 
 TERMINABLE = (ClusterState.PROVISIONING, ClusterState.RUNNING, ClusterState.DEGRADED)
@@ -132,6 +133,7 @@ def connection_dm(c: ClusterRecord, details: ConnectionDetails) -> Message:
                 f"{escaped(c.location, ID_MAX)}\n*Primary node (rank 0):*\n"
                 f"```{escaped(details.primary_ssh_command, 1000)}```"),
         section("*Every node*\n" + ("\n".join(lines) or "_no nodes listed_")),
+        *tunnel_blocks(details),
         *([context(f":file_cabinet: The shared volume is mounted at "
                    f"{code(escaped(details.volume_mount, 200))} on every node.")]
           if details.volume_mount else []),

@@ -15,7 +15,7 @@ USAGE_MAX = 1000
 # (command, what it does, example); kept in step with bot/slack/parsing.py's USAGE by hand.
 COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("/cluster quote <accel>x<gpusPerNode> nodes=<N> [storage=<GB> | volume=<id>] "
-     "[location=<id>] [disk=<GB>] [hours=<H>]",
+     "[location=<id>] [disk=<GB>] [hours=<H>] [project=<name>]",
      "Price a cluster: N nodes (2–8) of 1–8 GPUs each. `storage=` creates a shared volume with "
      "the cluster (it survives terminate and bills until deleted); `volume=` mounts an existing "
      "one and pins the location to it; `location=` picks the place; `disk=` sizes each node's "
@@ -25,8 +25,23 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
      "per day (e.g. `hours=36`); a request from it is approved for H hours and the cluster is "
      "terminated when they run out unless its envelope is extended (`/cluster extend`). "
      "The card lists where else the shape "
-     "has stock and the nearest other accelerators with the same GPU memory (*Quote this*).",
+     "has stock and the nearest other accelerators with the same GPU memory (*Quote this*). "
+     "`project=` charges the spend to a project too (carried to the request and the cluster; "
+     "a project's monthly budget in the policy is judged like a team's, and when the policy "
+     "lists projects only those are taken).",
      "/cluster quote h100x8 nodes=4 storage=1000 location=us-tx disk=200"),
+    ("/cluster quote template=<name> [options]", "Quote from a saved template: its shape, "
+     "location, storage, orchestrator, hours and project, any option you type overriding it; "
+     "*Request launch* opens the form prefilled with its image, ports, env names (values are "
+     "never kept) and readiness rule.", "/cluster quote template=llama-serve hours=12"),
+    ("/cluster template save <name> <cluster-id> [shared | team=<name>]", "Keep a launched "
+     "cluster's settings under a name (never its secrets: env names at most). Yours alone, or "
+     "`shared` with your team (everyone when you are in none). Names: lower-case letters, "
+     "digits, `-`, `_`, at most 40, unique where they are kept.",
+     "/cluster template save llama-serve clu_9xQe1 shared"),
+    ("/cluster template list | delete <name>", "The templates you can quote from (yours, your "
+     "teams', everyone's; also in the App Home), or delete one you saved.",
+     "/cluster template delete llama-serve"),
     ("/cluster list", "Live clusters with their rate, age and owner; \"together\" adds up only "
      "the clusters billing now (running or degraded).", "/cluster list"),
     ("/cluster status <cluster-id>", "Everything about one cluster: state, rate, cost so far, "
@@ -49,11 +64,12 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
      "only that request, cluster or volume.", "/cluster audit clu_9xQe1"),
     ("/cluster audit export [YYYY-MM]", "A month's whole audit trail as a CSV file in your DM "
      "(this month by default; approvers only).", "/cluster audit export 2026-11"),
-    ("/cluster spend [YYYY-MM]", "One month's spend from AI Reserve's billed hours: the total, "
-     "by owner, by cluster and the volumes billing on their own after their cluster (this "
-     "month by default), and what the live clusters and kept volumes add by the month's end "
-     "if nobody terminates anything. A chart of the month by day and by owner comes to you "
-     "by DM.", "/cluster spend 2026-11"),
+    ("/cluster spend [YYYY-MM] [by=owner|project]", "One month's spend from AI Reserve's "
+     "billed hours: the total, by owner (or by project with `by=project`), by cluster and "
+     "the volumes billing on their own after their cluster (this month by default), and what "
+     "the live clusters and kept volumes add by the month's end if nobody terminates "
+     "anything. A chart of the month by day and by owner (or project) comes to you by DM.",
+     "/cluster spend 2026-11"),
     ("/cluster volumes", "Every shared volume, fresh from AI Reserve: size, location, the "
      "cluster holding it (or orphaned), what it costs per month and its age, with *Grow* "
      "(only while detached) and *Delete* (refused while attached).", "/cluster volumes"),
@@ -75,8 +91,9 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("/cluster waiting", "Every request waiting for stock: shape, place, approved rate, until "
      "when, the next look.", "/cluster waiting"),
     ("/cluster connect <cluster-id>", "DM the cluster's owner its SSH commands, interconnect "
-     "addresses and volume mount path again, read fresh from AI Reserve (the owner or an "
-     "approver asks; never posted in a channel).", "/cluster connect clu_9xQe1"),
+     "addresses, volume mount path and, for the ports the launch asked for, a ready "
+     "`ssh -L` line each through the primary's SSH, again, read fresh from AI Reserve (the "
+     "owner or an approver asks; never posted in a channel).", "/cluster connect clu_9xQe1"),
     ("/cluster help", "This list.", "/cluster help"),
 )
 
@@ -107,7 +124,8 @@ def _help(unknown: str | None) -> Message:
     ))
     return compose(
         "/cluster commands: quote, list, status, terminate, recover, autorecover, notify, logs, "
-        "audit, spend, volumes, volume grow, extend, withdraw, connect, help", blocks, key="help")
+        "audit, spend, volumes, volume grow, extend, withdraw, connect, template, help", blocks,
+        key="help")
 
 
 def error_message(text: str, *, usage: str = "") -> Message:

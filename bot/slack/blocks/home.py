@@ -19,7 +19,9 @@ from slack_sdk.models.views import View
 
 from bot.domain.envelope import envelope_terms
 from bot.domain.models import ClusterRecord, LaunchRequest, QuoteInfo
+from bot.domain.templates import ClusterTemplate
 from bot.slack.blocks import stock as stock_blocks
+from bot.slack.blocks import templates as template_blocks
 from bot.slack.blocks.approval import approval_buttons, override_lines
 from bot.slack.blocks.cluster import (
     TERMINABLE,
@@ -59,6 +61,7 @@ def home_view(
     month: str,
     now: datetime,
     waiting: Sequence[tuple[LaunchRequest, QuoteInfo]] = (),
+    templates: Sequence[ClusterTemplate] = (),
 ) -> View:
     """The home tab of `user_id` (≤ 100 blocks with any number of clusters and requests)."""
     blocks: list[Block] = [
@@ -70,6 +73,8 @@ def home_view(
     if is_approver:
         blocks.extend([divider(), *_pending(pending, now=now)])
     blocks.extend([divider(), *_spend(month_spent_cents, budget_cents, month)])
+    if templates:
+        blocks.extend([divider(), *template_blocks.home_section(templates, user_id=user_id)])
     blocks.append(context(f"`/cluster help` lists every command · updated {when(now)}"))
     if len(blocks) > MAX_VIEW_BLOCKS:  # cannot happen: every list is cut above
         raise ValueError(f"a home view holds at most {MAX_VIEW_BLOCKS} blocks")

@@ -63,6 +63,9 @@ class SpendReport(Protocol):
     @property
     def capped_by_envelopes(self) -> bool: ...
 
+    @property
+    def by_project(self) -> Sequence[tuple[str | None, int]]: ...
+
 
 class VolumeLine(Protocol):
     """A volume billing on its own (`bot.domain.spend.VolumeSpan` fits)."""
@@ -74,8 +77,9 @@ class VolumeLine(Protocol):
     def owner_id(self) -> str | None: ...
 
 
-def spend_report(report: SpendReport, *, now: datetime) -> Message:
-    """The month's total, by owner (unclaimed clusters together) and by cluster."""
+def spend_report(report: SpendReport, *, now: datetime, by: str = "owner") -> Message:
+    """The month's total, by owner (unclaimed clusters together) or by project (`by`), and by
+    cluster."""
     month = escaped(report.month, 20)
     blocks: list[Block] = [
         header(f"Spend for {report.month} (AI Reserve's billed hours)"),
@@ -92,11 +96,15 @@ def spend_report(report: SpendReport, *, now: datetime) -> Message:
     if not report.by_cluster and not report.by_owner:
         blocks.append(section(f"Nothing was billed in {month}."))
     else:
-        owners = [f"• {owner_mention(owner)} — *{money(cents)}*"
-                  for owner, cents in _largest_first(report.by_owner)]
-        blocks.append(section("*By owner*"))
+        if by == "project":
+            groups = [f"• {project_label(project)} — *{money(cents)}*"
+                      for project, cents in _largest_first(report.by_project)]
+        else:
+            groups = [f"• {owner_mention(owner)} — *{money(cents)}*"
+                      for owner, cents in _largest_first(report.by_owner)]
+        blocks.append(section(f"*By {by}*"))
         blocks.extend(section(text) for text in line_sections(
-            fit_lines(owners, OWNERS_BUDGET, "…and {n} more owners")))
+            fit_lines(groups, OWNERS_BUDGET, f"…and {{n}} more {by}s")))
         clusters = [_cluster_line(c, cents) for c, cents in _largest_first(report.by_cluster)]
         blocks.append(section("*By cluster*"))
         blocks.extend(section(text) for text in line_sections(
@@ -112,6 +120,10 @@ def spend_report(report: SpendReport, *, now: datetime) -> Message:
                           f"cluster pays for it). As of {when(now)}."))
     return compose(f"Spend for {month}: {money(report.total_cents)} across "
                    f"{_count(len(report.by_cluster), 'cluster')}", blocks, key="spend")
+
+
+def project_label(project: str | None) -> str:
+    return code(escaped(project, 40)) if project else "_no project_"
 
 
 def _volumes_part(report: SpendReport) -> str:

@@ -65,7 +65,8 @@ def test_help_lists_audit_and_spend_before_help():
     assert "Example: `/cluster audit clu_9xQe1`" in text
     assert "Example: `/cluster spend 2026-11`" in text
     assert "every refusal" in text and "AI Reserve's billed hours" in text
-    assert "audit, spend, volumes, volume grow, extend, withdraw, connect, help" in msg.text
+    assert ("audit, spend, volumes, volume grow, extend, withdraw, connect, template, help"
+            in msg.text)
     assert "`/cluster withdraw &lt;request-id&gt;`" in text
 
 

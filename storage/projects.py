@@ -1,0 +1,34 @@
+"""Which project each subject (a request, a cluster, a quote) is charged to: the audit
+export's `project` column (bot/domain/audit_csv.py)."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from storage.tables import CLUSTERS, QUOTES, REQUESTS
+
+_IN_CHUNK = 500
+
+
+class ProjectLookup:
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def of_subjects(self, subject_ids: list[str]) -> dict[str, str]:
+        """The project of each of `subject_ids` that is a request, a cluster or a quote with
+        one (`project=`)."""
+        wanted = sorted(set(subject_ids))
+        found: dict[str, str] = {}
+        for start in range(0, len(wanted), _IN_CHUNK):
+            chunk = wanted[start:start + _IN_CHUNK]
+            for table in (REQUESTS, CLUSTERS):
+                rows = await self._session.execute(sa.select(table.c.id, table.c.project).where(
+                    table.c.id.in_(chunk), table.c.project.is_not(None)))
+                found.update({str(id): str(project) for id, project in rows})
+            quotes = await self._session.execute(sa.select(QUOTES.c.id, QUOTES.c.spec)
+                                                 .where(QUOTES.c.id.in_(chunk)))
+            for id, spec in quotes:
+                if isinstance(spec, dict) and isinstance(spec.get("project"), str):
+                    found[str(id)] = spec["project"]
+        return found
