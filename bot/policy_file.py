@@ -19,6 +19,8 @@ import yaml
 from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from bot.domain.idle import MAX_MINUTES, MIN_MINUTES, done_pattern
+from bot.domain.patterns import problem
 from bot.domain.policy import Policy, Team, money
 
 _USER = (re.compile(r"^[UW][A-Z0-9]{2,}$"), "user id (like U012ABCDEF)")
@@ -28,13 +30,15 @@ _GROUP = (re.compile(r"^S[A-Z0-9]{2,}$"), "user group id (like S012ABCDEF)")
 MIN_NODES, MAX_NODES = 2, 8
 
 _TOP = frozenset({"approvals_channel", "approvers", "admins", "approval", "budgets", "limits",
-                  "overrides", "requesters", "allow_guests"})
+                  "overrides", "requesters", "allow_guests", "idle"})
 _APPROVERS = frozenset({"users", "group"})
 _REQUESTERS = frozenset({"users", "groups"})
 _APPROVAL = frozenset({"auto_approve_below", "one_approver_up_to"})
 _BUDGETS = frozenset({"default_user", "users", "teams"})
 _TEAM = frozenset({"members", "monthly"})
 _LIMITS = frozenset({"accelerators", "max_nodes", "max_lifetime_hours", "enforce_lifetime"})
+_IDLE = frozenset({"after_minutes", "every_rank", "done", "terminate_after_minutes",
+                   "keep_hours"})
 
 Entries = dict[str, tuple[Node, Node]]  # key → (key node, value node), nulls left out
 
@@ -228,7 +232,44 @@ class _Reader:
             max_lifetime_hours=lifetime, enforce_lifetime=self.enforce(limits, lifetime),
             overrides_by_admins=self.overrides(top, admins),
             **self.requesters(top),
+            **self.idle(self.mapping(_node(top, "idle"), "idle", _IDLE)),
         )
+
+    def idle(self, section: Entries) -> dict[str, object]:
+        """`idle:` the launch form's idle rule by default (after_minutes, every_rank, done) and
+        what happens once it fires (terminate_after_minutes, keep_hours) — bot/domain/idle.py."""
+        found: dict[str, object] = {}
+        for key, field, low, high in (
+                ("after_minutes", "idle_after_minutes", MIN_MINUTES, MAX_MINUTES),
+                ("terminate_after_minutes", "idle_terminate_after_minutes", 0, MAX_MINUTES),
+                ("keep_hours", "idle_keep_hours", 1, 168)):
+            if key not in section:
+                continue
+            node = section[key][1]
+            value = self.value(node)
+            if isinstance(value, bool) or not isinstance(value, int) or \
+                    not low <= value <= high:
+                self.problem(node, f"idle.{key} must be a whole number from {low} to {high}, "
+                                   f"not {self.describe(node)}")
+            else:
+                found[field] = value
+        if "every_rank" in section:
+            node = section["every_rank"][1]
+            if isinstance(value := self.value(node), bool):
+                found["idle_every_rank"] = value
+            else:
+                self.problem(node, f"idle.every_rank must be true or false, not "
+                                   f"{self.describe(node)}")
+        if "done" in section:
+            node = section["done"][1]
+            text = self.value(node)
+            pattern = done_pattern(text) if isinstance(text, str) else None
+            why = problem(pattern) if pattern is not None else "it must be a preset or a pattern"
+            if why is not None:
+                self.problem(node, f"idle.done: {why}")
+            else:
+                found["idle_done"] = pattern
+        return found
 
     def requesters(self, top: Entries) -> dict[str, object]:
         """Who may spend: `requesters` (users, groups; absent: everyone) and `allow_guests`."""

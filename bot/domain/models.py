@@ -7,10 +7,11 @@ these, never table rows; builders render these, never wire models.
 from __future__ import annotations
 
 import enum
-import re
 from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from bot.domain import patterns
 
 
 class Frozen(BaseModel):
@@ -137,7 +138,20 @@ class ReadinessRule(Frozen):
         return tuple(range(nodes)) if self.all_ranks else (0,)
 
     def matches(self, line: str) -> bool:
-        return re.search(self.pattern, line) is not None
+        return patterns.search(self.pattern, line)
+
+
+class IdleRule(Frozen):
+    """Idle rules (bot/domain/idle.py): idle after `quiet_minutes` without a new line (None: no
+    quiet rule) on rank 0, or on every rank (`all_ranks`: idle only when none printed); done
+    when a line matches `done`."""
+
+    quiet_minutes: int | None = None
+    all_ranks: bool = False
+    done: str | None = None
+
+    def ranks(self, nodes: int) -> tuple[int, ...]:
+        return tuple(range(nodes)) if self.all_ranks else (0,)
 
 
 class Workload(Frozen):
@@ -151,6 +165,7 @@ class Workload(Frozen):
     ssh_keys: tuple[str, ...] = ()
     auto_recovery: bool = False
     readiness: ReadinessRule | None = None
+    idle: IdleRule | None = None
 
 
 class RequestStatus(enum.StrEnum):

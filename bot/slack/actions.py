@@ -47,6 +47,7 @@ from bot.slack.blocks import quote as quote_blocks
 from bot.slack.blocks import recovery as recovery_blocks
 from bot.slack.blocks import story as story_blocks
 from bot.slack.blocks import volumes as volume_blocks
+from bot.slack.blocks.format import money
 from bot.slack.blocks.message import Message
 from bot.slack.errors import StaleReference, answering, reply_privately
 from bot.slack.ids import (
@@ -58,6 +59,7 @@ from bot.slack.ids import (
     ExtensionRef,
     GrowRef,
     HoursRef,
+    IdleRef,
     QuoteRef,
     ReadinessRef,
     RecoveryRef,
@@ -251,6 +253,15 @@ BUTTONS: dict[str, Button[Any, Any]] = {
         Once("keep_waiting", lambda r: (r.cluster_id, str(r.prompt)),
              lambda r, c, by: f"Already answered by {by}: the wait for `{c.id}` was "
                               "extended then.")),
+    Action.KEEP_IDLE: Button[IdleRef, ClusterRecord](
+        IdleRef,
+        lambda s, r, a: s.readiness_service().idle.keep(cluster_id=r.cluster_id,
+                                                        episode=r.episode, hours=r.hours,
+                                                        actor=a),
+        lambda r, c: f"Keeping `{c.id}` for {r.hours} h: no idle rule fires and nothing "
+                     f"terminates it until then. It bills {money(c.hourly_cents)}/h meanwhile.",
+        Once("keep_idle", lambda r: (r.cluster_id, str(r.episode)),
+             lambda r, c, by: f"Already answered by {by}: `{c.id}` was kept then.")),
     Action.QUOTE_THIS: Button[AlternativeRef, Any](
         AlternativeRef,
         lambda s, r, a: _quote_this(s, r, a),
@@ -360,7 +371,8 @@ def register(app: AsyncApp, services: Services) -> None:
         # A local read only: the trigger_id is valid for 3 s and single-use.
         quote = await services.approvals.quote_for_request(quote_id=ref.quote_id,
                                                            actor=_actor(body))
-        view = modal_blocks.launch_modal(quote, defaults=default_workload())
+        view = modal_blocks.launch_modal(quote, defaults=default_workload(
+            idle=services.people.policy.idle_default()))
         try:
             await client.views_open(trigger_id=body["trigger_id"], view=view)
         except SlackApiError as exc:

@@ -42,11 +42,12 @@ class Action:
     EXTENSION_APPROVE = "extension_approve"
     EXTENSION_REJECT = "extension_reject"
     WITHDRAW = "request_withdraw"
+    KEEP_IDLE = "cluster_keep_idle"
     ALL: ClassVar[tuple[str, ...]] = (
         QUOTE_REQUEST_LAUNCH, QUOTE_DISCARD, APPROVE, REJECT, RETRY_LAUNCH, TERMINATE,
         RECOVER, AUTORECOVER_ON, KEEP_RUNNING, CLAIM, DELETE_VOLUME, KEEP_VOLUME, EXTEND,
         GROW_VOLUME, RELAUNCH_ON_VOLUME, HOURS_CHART, KEEP_WAITING, QUOTE_THIS, CLUSTER_STATUS,
-        REJECT_WITH_REASON, EXTENSION_APPROVE, EXTENSION_REJECT, WITHDRAW,
+        REJECT_WITH_REASON, EXTENSION_APPROVE, EXTENSION_REJECT, WITHDRAW, KEEP_IDLE,
     )
 
 
@@ -160,6 +161,15 @@ class ReadinessRef(Ref):
     tag = "rd"
     cluster_id: str
     prompt: int
+
+
+class IdleRef(Ref):
+    """Keep for N h: bound to the idle episode its DM was about (the 1st, 2nd … time)."""
+
+    tag = "id"
+    cluster_id: str
+    episode: int
+    hours: int
 
 
 class VolumeRef(Ref):

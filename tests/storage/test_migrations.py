@@ -31,7 +31,7 @@ TABLES = {
     "action_claims", "request_quotes", "launch_intents", "terminations", "readiness",
     "extensions",
 } | NEW_IN_0005
-HEAD = "0013"
+HEAD = "0014_idle"
 SAGA = {"request_quotes", "launch_intents"}  # 0004
 CLAIMS = {"action_claims"}  # 0006
 TERMINATIONS = {"terminations"}  # 0007
