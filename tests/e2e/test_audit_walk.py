@@ -16,6 +16,7 @@ from bot.slack.ids import (
     ClusterRef,
     GrowRef,
     HoursRef,
+    IdleRef,
     ReadinessRef,
     RecoveryRef,
     RelaunchRef,
@@ -25,6 +26,7 @@ from bot.slack.ids import (
     VolumeRef,
     WithdrawRef,
 )
+from bot.slack.blocks.launch_modal import FIELD_IDLE_MINUTES
 from tests.e2e.harness import ALICE, BOB, CAROL, GENERAL, bot
 from tests.e2e.test_readiness import readiness
 
@@ -53,11 +55,12 @@ BUTTONS_WALKED = {
     Action.GROW_VOLUME: READ,  # opens the form; View.GROW_VOLUME writes
     Action.RELAUNCH_ON_VOLUME: "quote", Action.HOURS_CHART: READ, Action.WITHDRAW: "withdraw",
     Action.EXTENSION_APPROVE: EXTENSION_TESTS, Action.EXTENSION_REJECT: EXTENSION_TESTS,
+    Action.KEEP_IDLE: "keep_idle",
 }
 FORMS = {View.LAUNCH_REQUEST: "request", View.GROW_VOLUME: "grow_volume",
          View.REJECT_REASON: "reject"}
 MONEY = {"quote", "request", "approve", "reject", "withdraw", "retry", "terminate", "recover",
-         "autorecover", "keep_running", "claim", "notify", "connect", "keep_waiting",
+         "autorecover", "keep_running", "claim", "notify", "connect", "keep_waiting", "keep_idle",
          "grow_volume", "keep_volume", "delete_volume"}
 
 
@@ -136,9 +139,12 @@ async def test_every_command_and_button_writes_its_row(tmp_path):
         await walk.start()
         services = h.rt.services
 
-        # A request, approved: the cluster bills, with a readiness rule nobody meets.
-        card, request = await walk.request("quote h100x8 nodes=2 storage=1000",
-                                           values=readiness("never printed"))
+        # A request, approved: the cluster bills, with a readiness rule nobody meets and an
+        # idle rule its silent rank 0 sets off.
+        card, request = await walk.request(
+            "quote h100x8 nodes=2 storage=1000",
+            values={**readiness("never printed"),
+                    FIELD_IDLE_MINUTES: {FIELD_IDLE_MINUTES: "30"}})
         await walk.click(card, Action.APPROVE, user=BOB, subject=request.id,
                          says=(f"${request.hourly_cents / 100:,.2f}/h",))
         [launched] = [r for r in await h.requests_in_db() if r.id == request.id]
@@ -178,6 +184,9 @@ async def test_every_command_and_button_writes_its_row(tmp_path):
         await walk.press(Action.KEEP_WAITING, ReadinessRef(cluster_id=cluster_id,
                                                            prompt=watch.prompts),
                          subject=cluster_id)
+        assert watch.idle_episode == 1  # idle too: the owner keeps it for two hours
+        await walk.press(Action.KEEP_IDLE, IdleRef(cluster_id=cluster_id, episode=1, hours=2),
+                         subject=cluster_id, says=("kept 2 h",))
 
         # A node fails: one recovery by the button, another by the command.
         await h.fail_node(cluster_id)
