@@ -200,3 +200,30 @@ async def test_one_log_read_per_node_per_poll_for_readiness_and_idle(tmp_path):
             provider.cluster_logs = real
         assert sorted(calls) == [(cluster_id, 0), (cluster_id, 1)]
 
+
+
+async def test_a_bad_idle_rule_is_refused_in_the_form_and_nothing_changes(tmp_path):
+    async with bot(tmp_path) as h:
+        card = await h.quote("quote h100x8 nodes=2")
+        await h.click(card, Action.QUOTE_REQUEST_LAUNCH, user=ALICE)
+        modal = h.slack.last_view(ALICE)
+        for values, field, words in (
+                (idle(minutes=4), FIELD_IDLE_MINUTES, "5 to 1440"),
+                (idle(minutes=1441, done="training"), FIELD_IDLE_MINUTES, "5 to 1440"),
+                (idle(done="Training (completed"), FIELD_IDLE_DONE, "not a valid pattern"),
+                (idle(minutes=30, done=r"(step \d+) \1"), FIELD_IDLE_DONE, "super-linear")):
+            reply = await h.requests.submit_view(modal, user_id=ALICE, values=values)
+            assert reply.json["response_action"] == "errors", values
+            assert set(reply.json["errors"]) == {field}, reply.json
+            assert words in reply.json["errors"][field]
+        await h.rt.settle()
+        assert h.cards() == [] and await h.requests_in_db() == []
+
+
+async def test_the_policy_prefills_the_form(tmp_path):
+    async with bot(tmp_path, policy=policy(after_minutes=45, done="slurm")) as h:
+        card = await h.quote("quote h100x8 nodes=2")
+        await h.click(card, Action.QUOTE_REQUEST_LAUNCH, user=ALICE)
+        blocks = {b["block_id"]: b for b in h.slack.last_view(ALICE)["blocks"]}
+        assert blocks[FIELD_IDLE_MINUTES]["element"]["initial_value"] == "45"
+        assert "_job_complete" in blocks[FIELD_IDLE_DONE]["element"]["initial_value"]
