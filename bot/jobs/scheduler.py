@@ -48,7 +48,7 @@ RESUME_SECONDS = 20
 # gains a duty or a notice kind that an older build would not perform or deliver (a new deadline
 # enforced, a new kind of notice stored for the sweeps to send): then a replica of the new build
 # takes the sweeps over from an old holder during a rollout instead of leaving the duty undone.
-SWEEP_CAPABILITY = 1
+SWEEP_CAPABILITY = 2  # 2: idle rules (DM, warning, terminate after the grace)
 VOLUME_SECONDS = 300
 SWEEPS_LEASE = "sweeps"
 LEASE_SHARE = 0.6  # of a poll interval

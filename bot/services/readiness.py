@@ -6,8 +6,8 @@ the stored cursor (`since`, the provider's `nextSince`), and once the line is th
 **Serving** in the cluster's thread — a notice keyed `serving` in the outbox, queued in the same
 transaction that settles the check, so a restart or a second replica never says it twice. When
 the owner's limit passes first, the owner is asked (once per limit) with the last lines, what
-the wait billed, and Terminate / Keep waiting. Only checks still watching are read: the sweep
-stays bounded by the clusters that are not serving yet. Serving is a state: a lost node ends it
+the wait billed, and Terminate / Keep waiting. Only checks still watching — and idle rules still
+in play (bot/services/idle.py) — are read: the same read, one cursor per node, serves both. Serving is a state: a lost node ends it
 and the restart makes the check watch again (the watcher moves it, bot/services/watching.py);
 the line after the restart brings Serving back, with what the outage billed.
 """
