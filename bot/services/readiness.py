@@ -6,10 +6,11 @@ the stored cursor (`since`, the provider's `nextSince`), and once the line is th
 **Serving** in the cluster's thread — a notice keyed `serving` in the outbox, queued in the same
 transaction that settles the check, so a restart or a second replica never says it twice. When
 the owner's limit passes first, the owner is asked (once per limit) with the last lines, what
-the wait billed, and Terminate / Keep waiting. Only checks still watching — and idle rules still
-in play (bot/services/idle.py) — are read: the same read, one cursor per node, serves both. Serving is a state: a lost node ends it
-and the restart makes the check watch again (the watcher moves it, bot/services/watching.py);
-the line after the restart brings Serving back, with what the outage billed.
+the wait billed, and Terminate / Keep waiting. Only checks still watching — and idle rules
+still in play (bot/services/idle.py) — are read: the same read, one cursor per node, serves
+both. Serving is a state: a lost node ends it and the restart makes the check watch again
+(the watcher moves it, bot/services/watching.py); the line after the restart brings Serving
+back, with what the outage billed.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from bot.clock import Clock
 from bot.domain.charges import charges_by
@@ -49,6 +50,7 @@ LOG_TAIL = 5000  # the contract's maximum: the most lines one read can see after
 PROMPT_LINES = 12
 _WATCHED = (ClusterState.RUNNING, ClusterState.DEGRADED)
 _IDLE_FOLLOWED = (IdleState.ACTIVE, IdleState.IDLE, IdleState.TERMINATING)
+IDLE_READ_EVERY = timedelta(seconds=60)
 
 
 MATCH_SECONDS = 5.0  # one cluster's matching, at most: RE2 is linear, this bounds the wait
@@ -119,6 +121,8 @@ class ReadinessService:
         matched = set(watch.matched_ranks)
         wanted = {r for r in watch.rule.ranks(nodes) if r not in matched} if checking else set()
         idling = watch.idle is not None and watch.idle_state in _IDLE_FOLLOWED
+        if idling and not checking and now - watch.updated_at < IDLE_READ_EVERY:
+            return  # idle rules count minutes: a read a minute is plenty (AI Reserve's budget)
         if idling and watch.idle is not None:
             wanted |= set(watch.idle.ranks(nodes))
         cursors = dict(watch.cursors)

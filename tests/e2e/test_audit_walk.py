@@ -9,6 +9,7 @@ from bot.domain.claims import launch_attempt, recovery_version
 from bot.domain.commands import USAGE
 from bot.domain.models import Actor, RequestStatus
 from bot.slack.actions import BUTTONS, GROW_ONCE, press, press_once
+from bot.slack.blocks.launch_modal import FIELD_IDLE_MINUTES
 from bot.slack.ids import (
     Action,
     AlternativeRef,
@@ -26,7 +27,6 @@ from bot.slack.ids import (
     VolumeRef,
     WithdrawRef,
 )
-from bot.slack.blocks.launch_modal import FIELD_IDLE_MINUTES
 from tests.e2e.harness import ALICE, BOB, CAROL, GENERAL, bot
 from tests.e2e.test_readiness import readiness
 

@@ -15,9 +15,9 @@ from bot.reserve.simulator.config import SimConfig
 from bot.reserve.simulator.embedded import EmbeddedSimulator
 from bot.slack.blocks.launch_modal import (
     FIELD_IDLE_ALL,
-    FIELD_READINESS,
     FIELD_IDLE_DONE,
     FIELD_IDLE_MINUTES,
+    FIELD_READINESS,
     IDLE_ALL_ON,
 )
 from bot.slack.ids import Action
@@ -157,7 +157,8 @@ async def test_keep_for_n_hours_postpones(tmp_path):
         watch = await watch_of(h, cluster_id)
         assert watch.idle_state is IdleState.IDLE and watch.idle_episode == 2
         async with h.rt.db.transaction() as repos:
-            kept = [r for r in await repos.audit.list(limit=500) if r.action == "keep_idle" and r.outcome == "ok"]
+            kept = [r for r in await repos.audit.list(limit=500)
+                    if r.action == "keep_idle" and r.outcome == "ok"]
         assert len(kept) == 1 and kept[0].actor_id == ALICE
 
 
