@@ -228,3 +228,72 @@ async def test_the_policy_prefills_the_form(tmp_path):
         blocks = {b["block_id"]: b for b in h.slack.last_view(ALICE)["blocks"]}
         assert blocks[FIELD_IDLE_MINUTES]["element"]["initial_value"] == "45"
         assert "_job_complete" in blocks[FIELD_IDLE_DONE]["element"]["initial_value"]
+
+
+async def test_a_terminate_decided_before_a_crash_is_made_after_the_restart(tmp_path):
+    """The grace ran out and the rule moved to terminating, then the process died before the
+    terminate intent: the next runtime on the same database makes it — once, with one audit
+    row and the idle reason on the receipt."""
+    clock = ManualClock(START)
+    async with EmbeddedSimulator(SimConfig.fast(), clock) as sim, fake_slack(clock) as slack:
+        async with bot(tmp_path, slack=slack, sim=sim,
+                       policy=policy(terminate_after_minutes=5)) as first:
+            cluster_id = await launched(first, idle(done="training"))
+            await first.advance(60)
+            await say(first, cluster_id, "Training completed")
+            await first.advance(60)
+            assert len(idle_dms(first)) == 1
+            first.rt.services.watching.readiness.idle.terminate = None  # dies right after
+            for _ in range(6):
+                await first.advance(60)
+            assert (await watch_of(first, cluster_id)).idle_state is IdleState.TERMINATING
+            async with first.rt.db.transaction() as repos:
+                assert await repos.terminations.get(cluster_id) is None
+        async with bot(tmp_path, slack=slack, sim=sim,
+                       policy=policy(terminate_after_minutes=5)) as second:
+            for _ in range(3):
+                await second.advance(60)
+            assert (await second.record(cluster_id)).status.value == "terminated"
+            async with second.rt.db.transaction() as repos:
+                rows = [r for r in await repos.audit.list(limit=500)
+                        if r.action == "idle_terminate"]
+            assert len(rows) == 1
+            [receipt] = await second.notices(cluster_id, "Receipt")
+            assert "it was idle and nobody kept it" in second.text_of(receipt)
+            assert len(idle_dms(second)) == 1
+
+
+async def test_a_slow_match_never_delays_another_clusters_watch(tmp_path, monkeypatch):
+    """Matching runs off the event loop with a time limit: a pattern stuck on one cluster's
+    lines (RE2 can't be slow, so the stand-in blocks until released) costs that cluster its
+    match for this poll and nobody else anything."""
+    import threading
+    import time
+
+    from bot.services import readiness as follower
+
+    release = threading.Event()
+    real = follower.search
+
+    def search(pattern, line):
+        if pattern == "STUCK":
+            release.wait(30)
+        return real(pattern, line)
+
+    monkeypatch.setattr(follower, "search", search)
+    monkeypatch.setattr(follower, "MATCH_SECONDS", 0.5)
+    try:
+        async with bot(tmp_path) as h:
+            stuck = await launched(h, idle(done="STUCK"))
+            other = await launched(h, idle(done="training"))
+            await h.advance(60)
+            await say(h, stuck, "epoch 1 done")
+            await say(h, other, "Training completed")
+            started = time.monotonic()
+            await h.advance(60)
+            assert time.monotonic() - started < 10
+            [dm] = idle_dms(h)
+            assert other in h.text_of(dm)
+            assert (await watch_of(h, stuck)).idle_state is IdleState.ACTIVE
+    finally:
+        release.set()
