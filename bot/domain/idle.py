@@ -17,7 +17,6 @@ from datetime import datetime, timedelta
 
 from bot.domain.models import Frozen, IdleRule
 from bot.domain.patterns import problem
-from bot.domain.spend import HOUR
 
 MIN_MINUTES, MAX_MINUTES = 5, 1440
 DEFAULT_KEEP_HOURS = 2
@@ -92,20 +91,6 @@ def quiet_fired(rule: IdleRule, *, last_line_at: datetime, now: datetime) -> Fir
     if now - last_line_at >= timedelta(minutes=rule.quiet_minutes):
         return Fired(since=last_line_at, reason="quiet")
     return None
-
-
-def billed_since(ready_at: datetime, since: datetime, now: datetime) -> int:
-    """The hour marks readyAt + k·1 h in [since, now]: the charges the idle time brought."""
-    if now < since:
-        return 0
-    first = max(0, -(-(since - ready_at) // HOUR))  # the first mark at or after `since`
-    last = (now - ready_at) // HOUR
-    return max(0, int(last) - int(first) + 1)
-
-
-def next_mark(ready_at: datetime, now: datetime) -> datetime:
-    """The next hour mark after `now` (when AI Reserve charges the next hour)."""
-    return ready_at + HOUR * (int((now - ready_at) // HOUR) + 1)
 
 
 def warn_at(terminate_at: datetime, fired_at: datetime) -> datetime:

@@ -53,7 +53,7 @@ class Policy(Frozen):
     idle_every_rank: bool = False
     idle_done: str | None = None
     idle_terminate_after_minutes: int | None = None
-    idle_keep_hours: int = 2  # what Keep for N h keeps
+    idle_keep_hours: int = 2  # what Keep for N h keeps (bot/domain/idle.py DEFAULT_KEEP_HOURS)
 
     def idle_default(self) -> IdleRule | None:
         """The launch form's idle rule before anyone edits it."""

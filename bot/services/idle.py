@@ -19,8 +19,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bot.clock import Clock
+from bot.domain.charges import charges_by
 from bot.domain.errors import DomainError
-from bot.domain.idle import Fired, IdleState, billed_since, quiet_fired, warn_at
+from bot.domain.idle import Fired, IdleState, quiet_fired, warn_at
 from bot.domain.models import Actor, ClusterRecord
 from bot.domain.policy import money
 from bot.domain.ports import Notifier
@@ -76,7 +77,9 @@ class IdleService:
         grace = self._people.policy.idle_terminate_after_minutes
         terminate_at = now + timedelta(minutes=grace) if grace is not None else None
         episode = watch.idle_episode + 1
-        charges = billed_since(record.ready_at, since, now)
+        # The one source of charges (bot/domain/charges.py): the hour marks AI Reserve charged
+        # in [since, now] — a mark with every node down was not charged.
+        charges = charges_by(record, now) - charges_by(record, since - timedelta(microseconds=1))
         notice = Notice(
             cluster_id=record.id, key=f"idle:{episode}", kind=NoticeKind.IDLE, created_at=now,
             facts=NoticeFacts(

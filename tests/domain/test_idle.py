@@ -7,8 +7,6 @@ import pytest
 
 from bot.domain.idle import (
     DONE_PRESETS,
-    billed_since,
-    next_mark,
     parse_idle,
     quiet_fired,
     warn_at,
@@ -91,16 +89,6 @@ def test_quiet_rule_fires_after_n_minutes_without_a_line():
     fired = quiet_fired(rule, last_line_at=T0, now=T0 + timedelta(minutes=20))
     assert fired is not None and fired.since == T0 and fired.reason == "quiet"
     assert quiet_fired(IdleRule(done="x"), last_line_at=T0, now=T0 + timedelta(days=1)) is None
-
-
-def test_money_counts_the_hour_marks_since_idle():
-    ready = T0
-    # Marks at 02:00, 03:00, 04:00 …: idle since 02:20, now 03:10 → the 03:00 mark only.
-    assert billed_since(ready, T0 + timedelta(minutes=20), T0 + timedelta(minutes=70)) == 1
-    assert billed_since(ready, T0 + timedelta(minutes=20), T0 + timedelta(minutes=50)) == 0
-    assert billed_since(ready, T0, T0 + timedelta(minutes=5)) == 1  # the mark at ready
-    assert billed_since(ready, T0 + timedelta(hours=1), T0 + timedelta(hours=3)) == 3
-    assert next_mark(ready, T0 + timedelta(minutes=20)) == T0 + timedelta(hours=1)
 
 
 def test_the_warning_comes_before_the_terminate():

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from slack_sdk.models.blocks import Block
 
-from bot.domain.idle import IdleState
+from bot.domain.idle import DEFAULT_KEEP_HOURS, IdleState
 from bot.domain.models import ClusterRecord, ClusterState
 from bot.domain.readiness import ReadinessWatch
 from bot.domain.watch import Notice
@@ -62,7 +62,7 @@ def idle_dm(n: Notice, c: ClusterRecord) -> Message:
         lines.pop(0)
     shown = "\n".join(lines) if lines else "(no new lines)"
     blocks.append(section(f"*The last lines of rank 0:*\n```{shown}```"))
-    hours = f.keep_hours or 2
+    hours = f.keep_hours or DEFAULT_KEEP_HOURS
     if f.terminate_at is not None:
         blocks.append(context(f":warning: The spend policy terminates it at "
                               f"{when(f.terminate_at)} unless someone keeps it."))
@@ -87,7 +87,7 @@ def idle_warning(n: Notice, c: ClusterRecord) -> Message:
             "until then.")
     blocks: list[Block] = [section(body)]
     if c.status in TERMINABLE:
-        hours = f.keep_hours or 2
+        hours = f.keep_hours or DEFAULT_KEEP_HOURS
         value = IdleRef(cluster_id=c.id, episode=f.prompt or 1, hours=hours).pack()
         blocks.append(actions(button(f"Keep for {hours} h", action_id=Action.KEEP_IDLE,
                                      value=value)))
