@@ -16,6 +16,8 @@ from pathlib import Path
 import yaml
 from yaml.nodes import MappingNode, Node, SequenceNode
 
+from bot.domain.idle import MAX_MINUTES, MIN_MINUTES, done_pattern
+from bot.domain.patterns import problem
 from bot.domain.policy import Policy, Project, Team, money
 from bot.policy_yaml import CHANNEL, GROUP, USER, Entries, YamlReader, entry
 
@@ -23,7 +25,7 @@ from bot.policy_yaml import CHANNEL, GROUP, USER, Entries, YamlReader, entry
 MIN_NODES, MAX_NODES = 2, 8
 
 _TOP = frozenset({"approvals_channel", "approvers", "admins", "approval", "budgets", "limits",
-                  "overrides", "requesters", "allow_guests", "degraded", "projects"})
+                  "overrides", "requesters", "allow_guests", "degraded", "projects", "idle"})
 _PROJECT = frozenset({"monthly_budget"})
 _PROJECT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$")
 _APPROVERS = frozenset({"users", "group"})
@@ -36,6 +38,8 @@ _DEGRADED = frozenset({"escalate_to", "escalate_after_minutes"})
 ESCALATE_MINUTES = (1, 1440)
 _LIMITS = frozenset({"accelerators", "max_nodes", "max_lifetime_hours", "enforce_lifetime",
                      "max_stock_wait_hours"})
+_IDLE = frozenset({"after_minutes", "every_rank", "done", "terminate_after_minutes",
+                   "keep_hours"})
 
 
 
@@ -121,6 +125,7 @@ class _Reader(YamlReader):
             projects=self.projects(entry(top, "projects")),
             **self.requesters(top),
             **self.degraded(self.mapping(entry(top, "degraded"), "degraded", _DEGRADED)),
+            **self.idle(self.mapping(entry(top, "idle"), "idle", _IDLE)),
         )
 
     def degraded(self, section: Entries) -> dict[str, object]:
@@ -164,6 +169,42 @@ class _Reader(YamlReader):
                        if "monthly_budget" in fields else None)
             found.append(Project(name=name, monthly_cents=monthly))
         return tuple(found)
+
+    def idle(self, section: Entries) -> dict[str, object]:
+        """`idle:` the launch form's idle rule by default (after_minutes, every_rank, done) and
+        what happens once it fires (terminate_after_minutes, keep_hours) — bot/domain/idle.py."""
+        found: dict[str, object] = {}
+        for key, field, low, high in (
+                ("after_minutes", "idle_after_minutes", MIN_MINUTES, MAX_MINUTES),
+                ("terminate_after_minutes", "idle_terminate_after_minutes", 0, MAX_MINUTES),
+                ("keep_hours", "idle_keep_hours", 1, 168)):
+            if key not in section:
+                continue
+            node = section[key][1]
+            value = self.value(node)
+            if isinstance(value, bool) or not isinstance(value, int) or \
+                    not low <= value <= high:
+                self.problem(node, f"idle.{key} must be a whole number from {low} to {high}, "
+                                   f"not {self.describe(node)}")
+            else:
+                found[field] = value
+        if "every_rank" in section:
+            node = section["every_rank"][1]
+            if isinstance(value := self.value(node), bool):
+                found["idle_every_rank"] = value
+            else:
+                self.problem(node, f"idle.every_rank must be true or false, not "
+                                   f"{self.describe(node)}")
+        if "done" in section:
+            node = section["done"][1]
+            text = self.value(node)
+            pattern = done_pattern(text) if isinstance(text, str) else None
+            why = problem(pattern) if pattern is not None else "it must be a preset or a pattern"
+            if why is not None:
+                self.problem(node, f"idle.done: {why}")
+            else:
+                found["idle_done"] = pattern
+        return found
 
     def requesters(self, top: Entries) -> dict[str, object]:
         """Who may spend: `requesters` (users, groups; absent: everyone) and `allow_guests`."""

@@ -204,6 +204,8 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         quoting.project_problem = policy.project_problem
         termination = TerminationService(watching=watching, provider=provider, people=people,
                                          notifier=notifier, audit=audit, db=db, clock=clock)
+        # An idle rule the policy's grace ran out on ends through the same terminate intent.
+        watching.readiness.idle.terminate = termination.terminate_for_idle
         volumes = VolumeService(notifier=notifier, provider=provider, people=people, audit=audit,
                                 db=db, clock=clock)
         recovery = RecoveryService(watching=watching, provider=provider, people=people,

@@ -13,6 +13,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.domain.idle import IdleState
 from bot.domain.readiness import ReadinessState, ReadinessWatch
 from storage.statements import insert, rowcount
 from storage.tables import READINESS, json_data, row_values, to_domain
@@ -39,6 +40,44 @@ class ReadinessRepo:
             sa.select(READINESS).where(_R.state == ReadinessState.WATCHING.value)
             .order_by(_R.updated_at).limit(limit))).mappings()
         return [to_domain(ReadinessWatch, row) for row in rows]
+
+    async def followed(self, *, limit: int = 200) -> list[ReadinessWatch]:
+        """The rows whose log is followed: a readiness check still watching, or an idle rule
+        still in play (active, asked, or its terminate under way)."""
+        live = (IdleState.ACTIVE.value, IdleState.IDLE.value, IdleState.TERMINATING.value)
+        rows = (await self._session.execute(
+            sa.select(READINESS).where(sa.or_(_R.state == ReadinessState.WATCHING.value,
+                                              _R.idle_state.in_(live)))
+            .order_by(_R.updated_at).limit(limit))).mappings()
+        return [to_domain(ReadinessWatch, row) for row in rows]
+
+    async def read_to(self, watch: ReadinessWatch, *, cursors: dict[str, datetime],
+                      last_line_at: datetime | None, now: datetime) -> bool:
+        """Store the one shared cursor per node after a poll, whatever the readiness state —
+        unless the watcher re-armed the check since (a restart: its cursors win)."""
+        rearmed = (_R.rearmed_at.is_(None) if watch.rearmed_at is None
+                   else _R.rearmed_at == watch.rearmed_at)
+        return bool(await rowcount(self._session, sa.update(READINESS).where(
+            _R.cluster_id == watch.cluster_id, rearmed,
+        ).values(cursors=json_data(cursors), last_line_at=last_line_at, updated_at=now)))
+
+    async def idle_move(self, cluster_id: str, *, from_: IdleState, episode: int,
+                        to: IdleState, now: datetime, **changes: Any) -> bool:
+        """One idle move (fire, keep, terminate), only from the state and episode it was
+        decided on: True for the one call that made it (a restart or a replica: False)."""
+        values = {k: v if isinstance(v, datetime) or v is None else json_data(v)
+                  for k, v in changes.items()}
+        return bool(await rowcount(self._session, sa.update(READINESS).where(
+            _R.cluster_id == cluster_id, _R.idle_state == from_.value,
+            _R.idle_episode == episode,
+        ).values(**values, idle_state=to.value, updated_at=now)))
+
+    async def idle_end(self, cluster_id: str, *, now: datetime) -> bool:
+        """The cluster stopped billing: its idle rule stops too."""
+        live = (IdleState.ACTIVE.value, IdleState.IDLE.value, IdleState.TERMINATING.value)
+        return bool(await rowcount(self._session, sa.update(READINESS).where(
+            _R.cluster_id == cluster_id, _R.idle_state.in_(live),
+        ).values(idle_state=IdleState.ENDED.value, updated_at=now)))
 
     async def advance(self, cluster_id: str, *, now: datetime, **changes: Any) -> bool:
         """Store what one poll read, only while still watching; True if it was stored."""

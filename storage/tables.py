@@ -394,7 +394,7 @@ class ReadinessRow(Base, table=True):
     __tablename__ = "readiness"
 
     cluster_id: str = Field(primary_key=True, foreign_key="clusters.id", sa_type=sa.String)
-    pattern: str = Field(sa_type=sa.Text)
+    pattern: str | None = Field(default=None, sa_type=sa.Text)  # 0014: None, idle rule only
     all_ranks: bool = Field(sa_type=sa.Boolean)
     limit_minutes: int = Field(sa_type=sa.Integer)
     state: str = Field(index=True, sa_type=sa.String)
@@ -407,6 +407,17 @@ class ReadinessRow(Base, table=True):
     # 0010: serving periods that ended when a node was lost; the restart read from again.
     served: list[Any] = Field(sa_type=sa.JSON, sa_column_kwargs=_default(_EMPTY_LIST))
     rearmed_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    # 0014: the idle rule shares this follower (bot/domain/idle.py); `idle_state` is the
+    # compare-and-set that makes each idle DM and each idle terminate happen once.
+    idle: dict[str, Any] | None = Field(default=None, sa_type=sa.JSON)
+    idle_state: str = Field(index=True, sa_type=sa.String,
+                            sa_column_kwargs=_default(sa.text("'off'")))
+    idle_episode: int = Field(sa_type=sa.Integer, sa_column_kwargs=_default(sa.text("0")))
+    idle_since: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    idle_fired_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    idle_terminate_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    last_line_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    kept_until: datetime | None = Field(default=None, sa_type=UtcDateTime)
 
 
 class ExtensionRow(Base, table=True):

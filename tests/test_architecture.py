@@ -34,6 +34,8 @@ EXCEPTIONS = {"bot/slack/notifier.py": {"storage"}, "bot/slack/outbox.py": {"sto
               "bot/slack/unreachable.py": {"storage"},
               # storm digests and the degraded notice's duty edits, split out of it too
               "bot/slack/digests.py": {"storage"}, "bot/slack/duty.py": {"storage"},
+              # the owner's DM questions (not serving, idle), split out of it
+              "bot/slack/asks.py": {"storage"},
               # the local workspace is an entry point: the bot, the stand-in and a terminal
               "devslack/local.py": {"bot"}}
 OURS = ("bot", "storage", "aireserve_sim", "devslack")

@@ -43,6 +43,11 @@ def test_the_example_file_loads_with_every_key():
         allow_guests=False,
         escalate_to="S0ONCALL",
         escalate_after_minutes=30,
+        idle_after_minutes=60,
+        idle_every_rank=False,
+        idle_done="Training completed",
+        idle_terminate_after_minutes=30,
+        idle_keep_hours=2,
     )
 
 
@@ -207,6 +212,20 @@ MALFORMED = [
     ("overrides-empty-admins", VALID + "admins: []\noverrides: admins\n",
      "policy.yaml:3: admins is empty but overrides is admins: list at least one admin, or set "
      "overrides: none"),
+    ("idle-minutes", VALID + "idle:\n  after_minutes: 2\n",
+     "policy.yaml:4: idle.after_minutes must be a whole number from 5 to 1440, not the "
+     "number 2"),
+    ("idle-grace", VALID + "idle:\n  terminate_after_minutes: soon\n",
+     "policy.yaml:4: idle.terminate_after_minutes must be a whole number from 0 to 1440, not "
+     "'soon'"),
+    ("idle-done-backtracking", VALID + "idle:\n  done: '(x)\\1'\n",
+     "policy.yaml:4: idle.done: `(x)\\1` needs backtracking (a backreference or a lookaround), "
+     "which could take super-linear time on a long line; write it without."),
+    ("idle-done-invalid", VALID + "idle:\n  done: 'Training (completed'\n",
+     "policy.yaml:4: idle.done: `Training (completed` is not a valid pattern: missing ): "
+     "Training (completed."),
+    ("idle-every-rank", VALID + "idle:\n  every_rank: sometimes\n",
+     "policy.yaml:4: idle.every_rank must be true or false, not 'sometimes'"),
     ("python-tag", VALID + "budgets:\n  default_user: !!python/object:os.system 1\n",
      "policy.yaml:4: budgets.default_user must be an amount in dollars like 20 or 20.50, "
      "not a value tagged tag:yaml.org,2002:python/object:os.system"),

@@ -7,10 +7,11 @@ these, never table rows; builders render these, never wire models.
 from __future__ import annotations
 
 import enum
-import re
 from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from bot.domain import patterns
 
 
 class Frozen(BaseModel):
@@ -139,7 +140,20 @@ class ReadinessRule(Frozen):
         return tuple(range(nodes)) if self.all_ranks else (0,)
 
     def matches(self, line: str) -> bool:
-        return re.search(self.pattern, line) is not None
+        return patterns.search(self.pattern, line)
+
+
+class IdleRule(Frozen):
+    """Idle rules (bot/domain/idle.py): idle after `quiet_minutes` without a new line (None: no
+    quiet rule) on rank 0, or on every rank (`all_ranks`: idle only when none printed); done
+    when a line matches `done`."""
+
+    quiet_minutes: int | None = None
+    all_ranks: bool = False
+    done: str | None = None
+
+    def ranks(self, nodes: int) -> tuple[int, ...]:
+        return tuple(range(nodes)) if self.all_ranks else (0,)
 
 
 class Workload(Frozen):
@@ -153,6 +167,7 @@ class Workload(Frozen):
     ssh_keys: tuple[str, ...] = ()
     auto_recovery: bool = False
     readiness: ReadinessRule | None = None
+    idle: IdleRule | None = None
 
 
 class RequestStatus(enum.StrEnum):
@@ -385,25 +400,3 @@ class NodeSummary(Frozen):
     gpus: int
     interconnect_address: str | None = None
     last_error: str | None = None
-
-
-class NodeConnection(Frozen):
-    rank: int
-    ssh_command: str | None
-    interconnect_address: str | None
-    role: str | None = None  # primary | worker | slurm_controller | … (the orchestrator's)
-
-
-class ConnectionDetails(Frozen):
-    """SSH details: for the owner's DM only — never stored, never posted to a channel."""
-
-    cluster_id: str
-    primary_ssh_command: str
-    nodes: tuple[NodeConnection, ...]
-    volume_mount: str | None = None  # where the shared volume is mounted on every node
-    # The ports the launch asked for (`8000/http`) and the primary's SSH they are reached
-    # through: the contract publishes no other address for them (bot/domain/tunnels.py).
-    ports: tuple[str, ...] = ()
-    primary_host: str | None = None
-    primary_port: int | None = None
-    primary_user: str | None = None

@@ -14,7 +14,7 @@ from datetime import datetime
 
 from pydantic import Field
 
-from bot.domain.models import Frozen
+from bot.domain.models import Frozen, IdleRule
 from bot.domain.spend import MonthSpend, accruals_before, month_bounds
 
 
@@ -62,6 +62,20 @@ class Policy(Frozen):
     escalate_after_minutes: int = 30
     # Projects (`projects:`): when any is listed, a quote must name a listed one, if any.
     projects: tuple[Project, ...] = ()
+    # Idle rules (bot/domain/idle.py): the launch form's defaults, and the grace after which
+    # an idle cluster nobody kept is terminated (None: never, the owner decides).
+    idle_after_minutes: int | None = None
+    idle_every_rank: bool = False
+    idle_done: str | None = None
+    idle_terminate_after_minutes: int | None = None
+    idle_keep_hours: int = 2  # what Keep for N h keeps (bot/domain/idle.py DEFAULT_KEEP_HOURS)
+
+    def idle_default(self) -> IdleRule | None:
+        """The launch form's idle rule before anyone edits it."""
+        if self.idle_after_minutes is None and self.idle_done is None:
+            return None
+        return IdleRule(quiet_minutes=self.idle_after_minutes, all_ranks=self.idle_every_rank,
+                        done=self.idle_done)
 
     @classmethod
     def simple(cls, *, approvers: Iterable[str], approvals_channel: str | None) -> Policy:

@@ -6,8 +6,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
+from bot.domain.connection import ConnectionDetails
 from bot.domain.duty import Duty, Escalation
-from bot.domain.models import ClusterRecord, ConnectionDetails, VolumeRecord
+from bot.domain.models import ClusterRecord, VolumeRecord
 from bot.domain.spenders import Installed
 
 

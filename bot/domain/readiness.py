@@ -10,25 +10,27 @@ whether to keep waiting. Money follows the provider's hour marks: one charge at 
 from __future__ import annotations
 
 import enum
-import re
 from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import Field
 
+from bot.domain.idle import IdleState
 from bot.domain.models import (
     DEFAULT_LIMIT_MINUTES,
     ClusterRecord,
     ClusterState,
     Frozen,
+    IdleRule,
     Observation,
     ReadinessRule,
 )
+from bot.domain.patterns import MAX_PATTERN, problem
 from bot.domain.spend import HOUR, charge_instants, uncharged_marks
 from bot.domain.watch import recovered_at
 
 MAX_LIMIT_MINUTES = 7 * 24 * 60
-MAX_PATTERN = 300
+__all__ = ["MAX_PATTERN"]  # kept importable from here for older callers
 
 # name → (what it is, the pattern). Each is a line the tool prints once it serves / has met.
 PRESETS: dict[str, tuple[str, str]] = {
@@ -47,15 +49,10 @@ def parse_rule(text: str, *, all_ranks: bool, limit_text: str) -> ReadinessRule 
     errors: dict[str, str] = {}
     text = text.strip()
     pattern = PRESETS[text.lower()][1] if text.lower() in PRESETS else text
-    if len(pattern) > MAX_PATTERN:
-        errors["readiness"] = f"A readiness pattern is at most {MAX_PATTERN} characters."
-    else:
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            errors["readiness"] = (f"`{pattern[:60]}` is not a valid pattern: {exc}. Escape "
-                                   "special characters with `\\`, or pick a preset "
-                                   f"({', '.join(PRESETS)}).")
+    why = problem(pattern)  # RE2: linear time, or refused here (bot/domain/patterns.py)
+    if why is not None:
+        errors["readiness"] = (f"{why} Escape special characters with `\\`, or pick a preset "
+                               f"({', '.join(PRESETS)}).")
     limit = DEFAULT_LIMIT_MINUTES
     if limit_text.strip():
         raw = limit_text.strip()
@@ -110,6 +107,7 @@ class ReadinessState(enum.StrEnum):
     SERVING = "serving"  # the line appeared: Serving announced (once per serving period)
     STOPPED = "stopped"  # a node was lost while serving: not serving until it runs again
     ENDED = "ended"  # the cluster stopped billing before it served (again)
+    NONE = "none"  # no readiness rule: the row follows the log for the idle rule only
 
 
 class ServedSpan(Frozen):
@@ -125,7 +123,7 @@ class ReadinessWatch(Frozen):
     owner was asked (`prompts`: how many times; Keep waiting is bound to it)."""
 
     cluster_id: str
-    pattern: str
+    pattern: str | None  # None: no readiness rule (state NONE), only an idle rule
     all_ranks: bool = False
     limit_minutes: int
     state: ReadinessState = ReadinessState.WATCHING
@@ -139,6 +137,16 @@ class ReadinessWatch(Frozen):
     # restart after which the log is read again for the line (None: never lost serving).
     served: tuple[ServedSpan, ...] = ()
     rearmed_at: datetime | None = None
+    # The idle rule shares this follower and its cursors (bot/domain/idle.py): one log read
+    # per node per poll serves both. `last_line_at`: the newest line on the idle rule's ranks.
+    idle: IdleRule | None = None
+    idle_state: IdleState = IdleState.OFF
+    idle_episode: int = 0
+    idle_since: datetime | None = None
+    idle_fired_at: datetime | None = None
+    idle_terminate_at: datetime | None = None
+    last_line_at: datetime | None = None
+    kept_until: datetime | None = None
 
     @property
     def stopped_at(self) -> datetime | None:
@@ -164,6 +172,7 @@ class ReadinessWatch(Frozen):
 
     @property
     def rule(self) -> ReadinessRule:
+        assert self.pattern is not None, "no readiness rule: state NONE is never followed"
         return ReadinessRule(pattern=self.pattern, all_ranks=self.all_ranks,
                              limit_minutes=self.limit_minutes)
 

@@ -12,6 +12,7 @@ import re
 # Who asked the bot to terminate (`ClusterRecord.terminate_requested_by`) when no person did.
 BY_SPEND_POLICY = "spend-policy"
 BY_PAYMENT_GRACE = "payment-grace"
+BY_IDLE_RULE = "idle-rule"
 
 _CODE = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$")
 _ERRORS = {
@@ -44,12 +45,16 @@ def why_terminated(*, reason: str | None, requested_by: str | None) -> str:
     """Why a cluster ended, in words (mrkdwn: a person is a mention).
 
     `reason` is AI Reserve's `terminationReason`; `requested_by` who asked the bot to end it
-    (a Slack user id, `BY_SPEND_POLICY`, `BY_PAYMENT_GRACE`, or None: not the bot).
+    (a Slack user id, `BY_SPEND_POLICY`, `BY_IDLE_RULE`, `BY_PAYMENT_GRACE`, or None: not the
+    bot).
     """
     if reason == "payment_grace_expired" or requested_by == BY_PAYMENT_GRACE:
         return "the payment grace ended on an unpaid hour (AI Reserve terminated it)"
     if reason == "not_found_at_provider":
         return "it is gone at AI Reserve (the provider no longer knows it)"
+    if requested_by == BY_IDLE_RULE:
+        return ("it was idle and nobody kept it within the spend policy's grace (its idle rule "
+                "fired; the spend policy terminated it)")
     if requested_by == BY_SPEND_POLICY:
         return "its approved spend envelope ran out (the spend policy terminated it)"
     if requested_by:

@@ -15,9 +15,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any
 
-from bot.domain.models import Frozen, ReadinessRule, Workload
+from bot.domain.models import Frozen, IdleRule, ReadinessRule, Workload
 
 MAX_NAME = 40
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
@@ -43,9 +42,7 @@ class ClusterTemplate(Frozen):
     ports: tuple[str, ...] = ()
     env_names: tuple[str, ...] = ()  # names only: values are secrets and stay with the cluster
     readiness: ReadinessRule | None = None
-    # Extension point for the idle/done rules (issue 19 item 1, the idle branch): kept as the
-    # idle rule's own JSON so a template saved now round-trips once that rule exists.
-    idle: dict[str, Any] | None = None
+    idle: IdleRule | None = None  # the launch form's idle/done rule (bot/domain/idle.py)
     created_at: datetime
 
     @property
@@ -69,7 +66,7 @@ class ClusterTemplate(Frozen):
     def launch_defaults(self) -> Workload:
         """What the launch form starts from: env names with empty values, never a value."""
         return Workload(image=self.image, ports=self.ports, readiness=self.readiness,
-                        env=dict.fromkeys(self.env_names, ""))
+                        idle=self.idle, env=dict.fromkeys(self.env_names, ""))
 
 
 def personal(user_id: str) -> str:

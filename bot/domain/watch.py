@@ -38,6 +38,8 @@ class NoticeKind(enum.StrEnum):
     # reads again.
     UNREADABLE = "unreadable"
     READABLE_AGAIN = "readable_again"
+    IDLE = "idle"  # a DM to the owner: an idle rule fired (bot/domain/idle.py), once an episode
+    IDLE_WARNING = "idle_warning"  # in its thread: the policy terminates it soon unless kept
 
     @property
     def broadcast(self) -> bool:
@@ -80,6 +82,13 @@ class NoticeFacts(Frozen):
     episode_ended_at: datetime | None = None
     unreadable_field: str | None = None  # UNREADABLE: the first field that did not parse
     unreadable_since: datetime | None = None  # UNREADABLE, READABLE_AGAIN: the episode's start
+    # IDLE, IDLE_WARNING (also waited_seconds, waiting_*, log_lines, prompt = the episode):
+    # since when, why ("done" with its line, or "quiet"), and when the policy terminates it.
+    idle_since: datetime | None = None
+    idle_reason: str | None = None
+    idle_line: str | None = None
+    terminate_at: datetime | None = None
+    keep_hours: int | None = None
 
 
 class Notice(Frozen):

@@ -11,7 +11,8 @@ import re
 import shlex
 from collections.abc import Mapping
 
-from bot.domain.models import Workload
+from bot.domain.idle import parse_idle
+from bot.domain.models import IdleRule, Workload
 from bot.domain.readiness import parse_rule
 
 RESERVED_ENV = frozenset({
@@ -31,7 +32,7 @@ _SSH_KEY = re.compile(
 _IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]*$")
 
 FIELDS = ("name", "image", "cmd", "env", "ports", "ssh_keys", "auto_recovery", "readiness",
-          "readiness_all", "readiness_limit")
+          "readiness_all", "readiness_limit", "idle_minutes", "idle_all", "idle_done")
 
 
 class WorkloadInvalid(ValueError):
@@ -40,8 +41,9 @@ class WorkloadInvalid(ValueError):
         self.errors = errors
 
 
-def default_workload() -> Workload:
-    return Workload(env=dict(DEFAULT_ENV))
+def default_workload(*, idle: IdleRule | None = None) -> Workload:
+    """The launch form's starting values (`idle`: the spend policy's idle rule)."""
+    return Workload(env=dict(DEFAULT_ENV), idle=idle)
 
 
 def parse_workload(fields: Mapping[str, str | bool]) -> Workload:
@@ -107,10 +109,15 @@ def parse_workload(fields: Mapping[str, str | bool]) -> Workload:
             errors.update(rule)
         else:
             readiness = rule
+    idle = parse_idle(text("idle_minutes"), text("idle_done"),
+                      all_ranks=bool(fields.get("idle_all")))
+    if isinstance(idle, dict):
+        errors.update(idle)
+        idle = None
     if errors:
         raise WorkloadInvalid(errors)
     return Workload(
         name=name or None, image=image or None, docker_start_cmd=tuple(cmd), env=env,
         ports=tuple(ports), ssh_keys=tuple(keys), auto_recovery=bool(fields.get("auto_recovery")),
-        readiness=readiness,
+        readiness=readiness, idle=idle,
     )

@@ -48,7 +48,7 @@ RESUME_SECONDS = 20
 # gains a duty or a notice kind that an older build would not perform or deliver (a new deadline
 # enforced, a new kind of notice stored for the sweeps to send): then a replica of the new build
 # takes the sweeps over from an old holder during a rollout instead of leaving the duty undone.
-SWEEP_CAPABILITY = 3  # 2: degraded escalation (duties); 3: requests waiting for stock are re-quoted
+SWEEP_CAPABILITY = 4  # 2: degraded escalation; 3: waiting for stock; 4: idle rules
 VOLUME_SECONDS = 300
 STOCK_SECONDS = 60  # the shortest back-off between two re-quotes of one shape
 SWEEPS_LEASE = "sweeps"

@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bot.clock import Clock
-from bot.domain.models import ClusterRecord, LaunchRequest, RequestStatus
-from bot.domain.readiness import ReadinessWatch
+from bot.domain.idle import IdleState
+from bot.domain.models import DEFAULT_LIMIT_MINUTES, ClusterRecord, LaunchRequest, RequestStatus
+from bot.domain.readiness import ReadinessState, ReadinessWatch
 from bot.reserve.schemas import Cluster
 from bot.services.observing import record_from_wire
 from storage.db import Database
@@ -48,9 +49,13 @@ async def link_cluster(*, db: Database, clock: Clock, wire: Cluster, request: La
             cluster_id=wire.id, last_error=None)
         await repos.launches.settle_request(request.id, cluster_id=wire.id,
                                             quote_id=wire.quote_id, now=now)
-        rule = request.workload.readiness
-        if rule is not None:  # the readiness check starts with the cluster (kept if there)
-            await repos.readiness.add(ReadinessWatch(
-                cluster_id=wire.id, pattern=rule.pattern, all_ranks=rule.all_ranks,
-                limit_minutes=rule.limit_minutes, updated_at=now))
+        rule, idle = request.workload.readiness, request.workload.idle
+        if rule is not None or idle is not None:  # the log follower starts with the cluster
+            await repos.readiness.add(ReadinessWatch(  # (kept if there)
+                cluster_id=wire.id, pattern=rule.pattern if rule else None,
+                all_ranks=rule.all_ranks if rule else False,
+                limit_minutes=rule.limit_minutes if rule else DEFAULT_LIMIT_MINUTES,
+                state=ReadinessState.WATCHING if rule else ReadinessState.NONE,
+                idle=idle, idle_state=IdleState.ACTIVE if idle else IdleState.OFF,
+                updated_at=now))
     return Linked(record=stored, request=moved)

@@ -5,11 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from bot.domain.connection import ConnectionDetails, NodeConnection
 from bot.domain.models import (
     ClusterRecord,
     ClusterState,
-    ConnectionDetails,
-    NodeConnection,
     NodeState,
     NodeSummary,
     Observation,

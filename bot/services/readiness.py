@@ -6,22 +6,26 @@ the stored cursor (`since`, the provider's `nextSince`), and once the line is th
 **Serving** in the cluster's thread — a notice keyed `serving` in the outbox, queued in the same
 transaction that settles the check, so a restart or a second replica never says it twice. When
 the owner's limit passes first, the owner is asked (once per limit) with the last lines, what
-the wait billed, and Terminate / Keep waiting. Only checks still watching are read: the sweep
-stays bounded by the clusters that are not serving yet. Serving is a state: a lost node ends it
-and the restart makes the check watch again (the watcher moves it, bot/services/watching.py);
-the line after the restart brings Serving back, with what the outage billed.
+the wait billed, and Terminate / Keep waiting. Only checks still watching — and idle rules
+still in play (bot/services/idle.py) — are read: the same read, one cursor per node, serves
+both. Serving is a state: a lost node ends it and the restart makes the check watch again
+(the watcher moves it, bot/services/watching.py); the line after the restart brings Serving
+back, with what the outage billed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import datetime
+from collections.abc import Sequence
+from datetime import datetime, timedelta
 
 from bot.clock import Clock
 from bot.domain.charges import charges_by
 from bot.domain.errors import DomainError
+from bot.domain.idle import IdleState
 from bot.domain.models import Actor, ClusterRecord, ClusterState
+from bot.domain.patterns import search
 from bot.domain.policy import money
 from bot.domain.ports import Notifier
 from bot.domain.readiness import (
@@ -35,6 +39,7 @@ from bot.reserve import errors as api
 from bot.reserve.port import ClusterProvider
 from bot.reserve.schemas import LogLine
 from bot.services.audit import AuditLog
+from bot.services.idle import IdleService, idle_ranks_last
 from bot.services.people import People
 from storage.db import Database
 
@@ -43,16 +48,33 @@ log = logging.getLogger(__name__)
 MAX_CONCURRENT = 4
 LOG_TAIL = 5000  # the contract's maximum: the most lines one read can see after the cursor
 PROMPT_LINES = 12
-MATCH_CHARS = 2000  # a pattern only sees this much of one line
 _WATCHED = (ClusterState.RUNNING, ClusterState.DEGRADED)
+_IDLE_FOLLOWED = (IdleState.ACTIVE, IdleState.IDLE, IdleState.TERMINATING)
+IDLE_READ_EVERY = timedelta(seconds=60)
 
 
-def _first_match(watch: ReadinessWatch, lines: list[LogLine]) -> LogLine | None:
-    rule = watch.rule
-    return next((line for line in lines if rule.matches(line.line[:MATCH_CHARS])), None)
+MATCH_SECONDS = 5.0  # one cluster's matching, at most: RE2 is linear, this bounds the wait
+
+
+async def _first_match(pattern: str, lines: Sequence[LogLine], *,
+                       cluster_id: str) -> LogLine | None:
+    """The first line `pattern` finds, matched off the event loop with a time limit (RE2,
+    bot/domain/patterns.py): one cluster's long log never delays another's watch."""
+    def scan() -> LogLine | None:
+        return next((line for line in lines if search(pattern, line.line)), None)
+
+    try:
+        return await asyncio.wait_for(asyncio.to_thread(scan), timeout=MATCH_SECONDS)
+    except TimeoutError:
+        log.warning("matching %d lines of %s took over %.0f s; read on next poll",
+                    len(lines), cluster_id, MATCH_SECONDS)
+        return None
 
 
 class ReadinessService:
+    """The one log follower: readiness checks and idle rules (bot/services/idle.py) share each
+    cluster's row, one cursor per node and one provider read per node per poll."""
+
     def __init__(self, *, db: Database, provider: ClusterProvider, notifier: Notifier,
                  clock: Clock, people: People, audit: AuditLog) -> None:
         self._db = db
@@ -61,11 +83,14 @@ class ReadinessService:
         self._clock = clock
         self._people = people
         self._audit = audit
+        self.idle = IdleService(db=db, notifier=notifier, clock=clock, people=people,
+                                audit=audit)
 
     async def follow(self) -> int:
-        """One pass over the checks still watching; returns how many were read."""
+        """One pass over the followed rows (a check still watching, an idle rule in play);
+        returns how many were read."""
         async with self._db.transaction() as repos:
-            watching = await repos.readiness.watching()
+            watching = await repos.readiness.followed()
         gate = asyncio.Semaphore(MAX_CONCURRENT)
 
         async def one(watch: ReadinessWatch) -> None:
@@ -87,24 +112,52 @@ class ReadinessService:
         if not record.status.is_live or record.status is ClusterState.TERMINATING:
             async with self._db.transaction() as repos:
                 await repos.readiness.settle(record.id, to=ReadinessState.ENDED, now=now)
+                await repos.readiness.idle_end(record.id, now=now)
             return
         if record.status not in _WATCHED or record.ready_at is None:
             return  # still provisioning: nothing to serve yet
-        cursors = dict(watch.cursors)
+        nodes = record.shape.nodes
+        checking = watch.state is ReadinessState.WATCHING and watch.pattern is not None
         matched = set(watch.matched_ranks)
-        seen_at: datetime | None = None
-        tails: list[str] = []
-        for rank in watch.rule.ranks(record.shape.nodes):
-            if rank in matched:
-                continue
+        wanted = {r for r in watch.rule.ranks(nodes) if r not in matched} if checking else set()
+        idling = watch.idle is not None and watch.idle_state in _IDLE_FOLLOWED
+        if idling and not checking and now - watch.updated_at < IDLE_READ_EVERY:
+            return  # idle rules count minutes: a read a minute is plenty (AI Reserve's budget)
+        if idling and watch.idle is not None:
+            wanted |= set(watch.idle.ranks(nodes))
+        cursors = dict(watch.cursors)
+        read: dict[int, list[LogLine]] = {}
+        for rank in sorted(wanted):  # one read per node, from its one cursor
             logs = await self._provider.cluster_logs(record.id, node=rank, tail=LOG_TAIL,
                                                      since=cursors.get(str(rank)))
             if logs.next_since is not None:
                 cursors[str(rank)] = logs.next_since
-            if rank == 0:
-                tails = [line.line for line in logs.lines[-PROMPT_LINES:]]
-            # A user's pattern runs off the event loop, on lines cut to MATCH_CHARS.
-            hit = await asyncio.to_thread(_first_match, watch, logs.lines)
+            read[rank] = logs.lines
+        tails = [line.line for line in read.get(0, [])[-PROMPT_LINES:]]
+        last = idle_ranks_last(watch, record, read) if idling else watch.last_line_at
+        async with self._db.transaction() as repos:
+            await repos.readiness.read_to(watch, cursors=cursors, last_line_at=last, now=now)
+        if checking:
+            await self._check(record, watch, read, tails=tails, now=now)
+        if idling and watch.idle is not None and last is not None:
+            done = None
+            if watch.idle.done is not None and watch.idle_state is IdleState.ACTIVE:
+                lines = [line for rank in watch.idle.ranks(nodes) for line in read.get(rank, [])]
+                done = await _first_match(watch.idle.done, lines, cluster_id=record.id)
+            await self.idle.after_read(record, watch, done=done, last_line_at=last,
+                                       tails=tails, now=now)
+
+    async def _check(self, record: ClusterRecord, watch: ReadinessWatch,
+                     read: dict[int, list[LogLine]], *, tails: list[str],
+                     now: datetime) -> None:
+        """The readiness check's part of one read: Serving, or the owner asked at the limit."""
+        assert record.ready_at is not None and watch.pattern is not None
+        matched = set(watch.matched_ranks)
+        seen_at: datetime | None = None
+        for rank, lines in read.items():
+            if rank in matched or rank not in watch.rule.ranks(record.shape.nodes):
+                continue
+            hit = await _first_match(watch.pattern, lines, cluster_id=record.id)
             if hit is not None:
                 matched.add(rank)
                 seen_at = hit.ts if seen_at is None else max(seen_at, hit.ts)
@@ -118,8 +171,7 @@ class ReadinessService:
                 due = deadline(ready_at=record.ready_at, limit_minutes=watch.limit_minutes,
                                prompts=0)
                 await repos.readiness.advance(record.id, now=now, deadline_at=due)
-            await repos.readiness.advance(record.id, now=now, cursors=cursors,
-                                          matched_ranks=sorted(matched))
+            await repos.readiness.advance(record.id, now=now, matched_ranks=sorted(matched))
         if due is not None and now >= due:
             await self._ask(record, watch, tails=tails, now=now)
 

@@ -1,9 +1,9 @@
 """Cluster templates: saved from a launched cluster's settings, listed, deleted, quoted from.
 
 What a template keeps is bot/domain/templates.py's business (never an env value). Saving reads
-the cluster, the request it was launched for (the workload: image, ports, env names, readiness)
-and that request's quote (storage, root disk, orchestrator, planned hours); an adopted cluster
-has neither, so its template holds the shape and the place only.
+the cluster, the request it was launched for (the workload: image, ports, env names, readiness
+and idle rules) and that request's quote (storage, root disk, orchestrator, planned hours); an
+adopted cluster has neither, so its template holds the shape and the place only.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ class TemplateService:
             hours=spec.planned_hours if spec else None, project=record.project,
             image=workload.image, ports=workload.ports,
             env_names=tuple(sorted(workload.env)),  # names only: the values are secrets
-            readiness=workload.readiness, created_at=self._clock.now())
+            readiness=workload.readiness, idle=workload.idle, created_at=self._clock.now())
         try:
             async with self._db.transaction() as repos:
                 await repos.templates.add(template)

@@ -17,7 +17,7 @@ from bot.domain.errors import Conflict, ProviderUnavailable, UnknownResource
 from bot.domain.models import Actor, ClusterRecord, ClusterState
 from bot.domain.policy import money
 from bot.domain.ports import Notifier
-from bot.domain.reasons import error_words
+from bot.domain.reasons import BY_IDLE_RULE, error_words
 from bot.domain.termination import (
     CLAIM_LEASE,
     POLICY,
@@ -71,6 +71,11 @@ class TerminationService:
     async def terminate_for_policy(self, *, cluster_id: str) -> ClusterRecord:
         """The spend policy's enforced envelope ran out (audited by the caller)."""
         return await self._terminate(cluster_id, by=POLICY)
+
+    async def terminate_for_idle(self, *, cluster_id: str) -> ClusterRecord:
+        """An idle rule fired and nobody kept the cluster within the policy's grace (audited by
+        the caller, bot/services/idle.py). The same durable intent: once, stored first."""
+        return await self._terminate(cluster_id, by=BY_IDLE_RULE)
 
     async def _terminate(self, cluster_id: str, *, by: str) -> ClusterRecord:
         # Intent first: stored before AI Reserve is asked, so a failure or a crash from here on
@@ -182,7 +187,8 @@ class TerminationService:
         return 1
 
     async def _tell(self, intent: TerminationIntent, record: ClusterRecord, text: str) -> None:
-        user = record.owner_id if intent.requested_by == POLICY else intent.requested_by
+        user = (record.owner_id if intent.requested_by in (POLICY, BY_IDLE_RULE)
+                else intent.requested_by)
         if user is None:
             return
         try:

@@ -47,6 +47,7 @@ from bot.slack.blocks import recovery as recovery_blocks
 from bot.slack.blocks import stock as stock_blocks
 from bot.slack.blocks import story as story_blocks
 from bot.slack.blocks import volumes as volume_blocks
+from bot.slack.blocks.format import money
 from bot.slack.blocks.message import Message
 from bot.slack.buttons import Button, Once, R, T
 from bot.slack.duty_buttons import DUTY_BUTTONS
@@ -60,6 +61,7 @@ from bot.slack.ids import (
     ExtensionRef,
     GrowRef,
     HoursRef,
+    IdleRef,
     QuoteRef,
     ReadinessRef,
     RecoveryRef,
@@ -228,6 +230,15 @@ BUTTONS: dict[str, Button[Any, Any]] = {
         Once("keep_waiting", lambda r: (r.cluster_id, str(r.prompt)),
              lambda r, c, by: f"Already answered by {by}: the wait for `{c.id}` was "
                               "extended then.")),
+    Action.KEEP_IDLE: Button[IdleRef, ClusterRecord](
+        IdleRef,
+        lambda s, r, a: s.readiness_service().idle.keep(cluster_id=r.cluster_id,
+                                                        episode=r.episode, hours=r.hours,
+                                                        actor=a),
+        lambda r, c: f"Keeping `{c.id}` for {r.hours} h: no idle rule fires and nothing "
+                     f"terminates it until then. It bills {money(c.hourly_cents)}/h meanwhile.",
+        Once("keep_idle", lambda r: (r.cluster_id, str(r.episode)),
+             lambda r, c, by: f"Already answered by {by}: `{c.id}` was kept then.")),
     Action.QUOTE_THIS: Button[AlternativeRef, Any](
         AlternativeRef,
         lambda s, r, a: _quote_this(s, r, a),
@@ -340,7 +351,8 @@ def register(app: AsyncApp, services: Services) -> None:
         quote = await services.approvals.quote_for_request(quote_id=ref.quote_id,
                                                            actor=_actor(body))
         waits = action.get("action_id") == Action.QUOTE_WAIT_FOR_STOCK
-        defaults = await services.templates.launch_defaults(quote) or default_workload()
+        defaults = (await services.templates.launch_defaults(quote)
+                    or default_workload(idle=services.people.policy.idle_default()))
         view = modal_blocks.launch_modal(quote, defaults=defaults, wait_max=(
             services.stock_service().max_hours() if waits else None))
         try:

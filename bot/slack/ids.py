@@ -47,12 +47,13 @@ class Action:
     RECOVER_ALL_MINE = "digest_recover_all_mine"
     WAIT_FOR_STOCK = "request_wait_for_stock"
     QUOTE_WAIT_FOR_STOCK = "quote_wait_for_stock"
+    KEEP_IDLE = "cluster_keep_idle"
     ALL: ClassVar[tuple[str, ...]] = (
         QUOTE_REQUEST_LAUNCH, QUOTE_DISCARD, APPROVE, REJECT, RETRY_LAUNCH, TERMINATE,
         RECOVER, AUTORECOVER_ON, KEEP_RUNNING, CLAIM, DELETE_VOLUME, KEEP_VOLUME, EXTEND,
         GROW_VOLUME, RELAUNCH_ON_VOLUME, HOURS_CHART, KEEP_WAITING, QUOTE_THIS, CLUSTER_STATUS,
         REJECT_WITH_REASON, EXTENSION_APPROVE, EXTENSION_REJECT, WITHDRAW, ACKNOWLEDGE, SNOOZE,
-        RECOVER_ALL_MINE, WAIT_FOR_STOCK, QUOTE_WAIT_FOR_STOCK,
+        RECOVER_ALL_MINE, WAIT_FOR_STOCK, QUOTE_WAIT_FOR_STOCK, KEEP_IDLE,
     )
 
 
@@ -192,6 +193,15 @@ class DigestRef(Ref):
     tag = "dg"
     digest_id: str
     degraded: int
+
+
+class IdleRef(Ref):
+    """Keep for N h: bound to the idle episode its DM was about (the 1st, 2nd … time)."""
+
+    tag = "id"
+    cluster_id: str
+    episode: int
+    hours: int
 
 
 class VolumeRef(Ref):

@@ -21,11 +21,11 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.clock import Clock
 from bot.domain.claims import ClaimKey
+from bot.domain.connection import ConnectionDetails
 from bot.domain.models import (
     Approval,
     ClusterRecord,
     ClusterState,
-    ConnectionDetails,
     Decision,
     LaunchRequest,
     MessageRef,
@@ -35,6 +35,7 @@ from bot.domain.models import (
 from bot.domain.watch import Notice, NoticeKind
 from bot.services.home import HomeService
 from bot.services.people import People
+from bot.slack import asks
 from bot.slack.blocks import approval as approval_blocks
 from bot.slack.blocks import audit as audit_blocks
 from bot.slack.blocks import cluster as cluster_blocks
@@ -246,17 +247,9 @@ class SlackNotifier:
                 return True  # it ended since (read by id): nothing bills, nothing to warn of
             posts = await self._owner_and_approvals(
                 prefix, unreadable_blocks.unreadable_notice(notice, record).as_kwargs(), record)
-        elif notice.kind is NoticeKind.NOT_SERVING:
-            async with self._db.transaction() as repos:
-                check = await repos.readiness.get(record.id)
-            if record.status not in (ClusterState.RUNNING, ClusterState.DEGRADED) or (
-                    check is not None and check.state.value != "watching"):
-                return True  # terminated or serving since it was queued: nothing to decide
-            owners = ([record.owner_id] if record.owner_id
-                      else sorted(await self._people.approvers()))
-            asked = readiness_blocks.not_serving_dm(notice, record).as_kwargs()
-            posts = [(f"{prefix}/dm/{person}", person, partial(self.outbox.dm, person, asked))
-                     for person in owners]
+        elif notice.kind in asks.KINDS:  # bot/slack/asks.py: none left to decide, none sent
+            posts = [*await asks.owner_asks(notice, record, prefix=prefix, db=self._db,
+                                            people=self._people, outbox=self.outbox)]
         else:
             kwargs = (await self._receipt(record) if notice.kind is NoticeKind.RECEIPT
                       else notice_blocks.thread_notice(notice, record, now=now)).as_kwargs()

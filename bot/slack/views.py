@@ -32,6 +32,9 @@ FIELDS = {
     modal_blocks.FIELD_READINESS: "readiness",
     modal_blocks.FIELD_READINESS_LIMIT: "readiness_limit",
     modal_blocks.FIELD_READINESS_ALL: "readiness_all",
+    modal_blocks.FIELD_IDLE_MINUTES: "idle_minutes",
+    modal_blocks.FIELD_IDLE_ALL: "idle_all",
+    modal_blocks.FIELD_IDLE_DONE: "idle_done",
 }
 BLOCKS = {field: block for block, field in FIELDS.items()}
 

@@ -9,6 +9,7 @@ from bot.domain.claims import launch_attempt, recovery_version
 from bot.domain.commands import USAGE
 from bot.domain.models import Actor, RequestStatus
 from bot.slack.actions import BUTTONS, GROW_ONCE, press, press_once
+from bot.slack.blocks.launch_modal import FIELD_IDLE_MINUTES
 from bot.slack.ids import (
     Action,
     AlternativeRef,
@@ -18,6 +19,7 @@ from bot.slack.ids import (
     DutyRef,
     GrowRef,
     HoursRef,
+    IdleRef,
     ReadinessRef,
     RecoveryRef,
     RelaunchRef,
@@ -61,11 +63,12 @@ BUTTONS_WALKED = {
     Action.RECOVER_ALL_MINE: "recover",  # one row per cluster it recovers, as Recover writes
     Action.WAIT_FOR_STOCK: "wait",
     Action.QUOTE_WAIT_FOR_STOCK: READ,  # opens the form; View.LAUNCH_REQUEST writes
+    Action.KEEP_IDLE: "keep_idle",
 }
 FORMS = {View.LAUNCH_REQUEST: "request", View.GROW_VOLUME: "grow_volume",
          View.REJECT_REASON: "reject"}
 MONEY = {"quote", "request", "approve", "reject", "withdraw", "retry", "terminate", "recover",
-         "autorecover", "keep_running", "claim", "notify", "connect", "keep_waiting",
+         "autorecover", "keep_running", "claim", "notify", "connect", "keep_waiting", "keep_idle",
          "grow_volume", "keep_volume", "delete_volume", "acknowledge", "snooze", "wait"}
 
 
@@ -144,9 +147,12 @@ async def test_every_command_and_button_writes_its_row(tmp_path):
         await walk.start()
         services = h.rt.services
 
-        # A request, approved: the cluster bills, with a readiness rule nobody meets.
-        card, request = await walk.request("quote h100x8 nodes=2 storage=1000",
-                                           values=readiness("never printed"))
+        # A request, approved: the cluster bills, with a readiness rule nobody meets and an
+        # idle rule its silent rank 0 sets off.
+        card, request = await walk.request(
+            "quote h100x8 nodes=2 storage=1000",
+            values={**readiness("never printed"),
+                    FIELD_IDLE_MINUTES: {FIELD_IDLE_MINUTES: "30"}})
         await walk.click(card, Action.APPROVE, user=BOB, subject=request.id,
                          says=(f"${request.hourly_cents / 100:,.2f}/h",))
         [launched] = [r for r in await h.requests_in_db() if r.id == request.id]
@@ -193,6 +199,9 @@ async def test_every_command_and_button_writes_its_row(tmp_path):
         await walk.press(Action.KEEP_WAITING, ReadinessRef(cluster_id=cluster_id,
                                                            prompt=watch.prompts),
                          subject=cluster_id)
+        assert watch.idle_episode == 1  # idle too: the owner keeps it for two hours
+        await walk.press(Action.KEEP_IDLE, IdleRef(cluster_id=cluster_id, episode=1, hours=2),
+                         subject=cluster_id, says=("kept 2 h",))
 
         # A node fails: one recovery by the button, another by the command.
         await h.fail_node(cluster_id)

@@ -16,7 +16,13 @@ import json
 import sqlalchemy as sa
 
 from bot.domain.models import RequestStatus
-from bot.slack.blocks.launch_modal import FIELD_ENV, FIELD_IMAGE, FIELD_PORTS
+from bot.slack.blocks.launch_modal import (
+    FIELD_ENV,
+    FIELD_IDLE_DONE,
+    FIELD_IDLE_MINUTES,
+    FIELD_IMAGE,
+    FIELD_PORTS,
+)
 from bot.slack.ids import Action
 from tests.e2e.harness import ALICE, BOB, CAROL, DAVE, bot
 from tests.e2e.test_policy import policy
@@ -29,6 +35,8 @@ def workload(**extra):
     return {FIELD_ENV: {FIELD_ENV: f"HF_TOKEN={SECRET_VALUE}\nMALLOC_ARENA_MAX=1"},
             FIELD_PORTS: {FIELD_PORTS: "8000/http, 22/tcp, 80/http"},
             FIELD_IMAGE: {FIELD_IMAGE: "vllm/vllm-openai:latest"},
+            FIELD_IDLE_MINUTES: {FIELD_IDLE_MINUTES: "45"},
+            FIELD_IDLE_DONE: {FIELD_IDLE_DONE: "Training completed"},
             **readiness("Uvicorn running"), **extra}
 
 
@@ -97,6 +105,9 @@ async def test_a_template_round_trips_through_quote_form_and_home_never_keeping_
         text = json.dumps(form)
         assert "vllm/vllm-openai:latest" in text and "8000/http" in text
         assert "Uvicorn running" in text
+        # The idle rule comes along too (bot/domain/idle.py).
+        assert field(form, FIELD_IDLE_MINUTES) == "45"
+        assert "Training completed" in field(form, FIELD_IDLE_DONE)
         assert "HF_TOKEN=" in text and SECRET_VALUE not in text  # the name, to fill in again
 
         # A request from it carries the project again.

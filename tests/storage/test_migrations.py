@@ -31,7 +31,7 @@ TABLES = {
     "action_claims", "request_quotes", "launch_intents", "terminations", "readiness",
     "extensions", "schema_compat", "duties", "digests", "digest_members", "templates",
 } | NEW_IN_0005
-HEAD = "0017"
+HEAD = "0018"
 SAGA = {"request_quotes", "launch_intents"}  # 0004
 CLAIMS = {"action_claims"}  # 0006
 TERMINATIONS = {"terminations"}  # 0007

@@ -81,3 +81,47 @@ async def test_serving_stops_and_watches_again_once_and_the_history_round_trips(
     assert watch.served == span and watch.stopped_at == lost
     assert watch.served[0].ended.tzinfo is not None and watch.rearmed_at == back
     assert watch.cursors == {"0": back} and watch.serving_at == began
+
+
+async def test_idle_moves_are_compare_and_set_and_the_follower_lists_idle_rows(db):
+    """An idle-only row (no readiness pattern) is followed while its rule is in play; firing,
+    keeping and terminating each happen once per episode; the shared cursor is stored after
+    serving but never over a re-arm."""
+    from bot.domain.idle import IdleState
+    from bot.domain.models import IdleRule
+
+    await seed(db)
+    async with db.transaction() as repos:
+        await repos.clusters.add(make_cluster())
+        await repos.readiness.add(ReadinessWatch(
+            cluster_id="c-1", pattern=None, limit_minutes=45, state=ReadinessState.NONE,
+            idle=IdleRule(quiet_minutes=30, done="Training completed"),
+            idle_state=IdleState.ACTIVE, updated_at=T0))
+    cursor = T0 + timedelta(minutes=3)
+    async with db.transaction() as repos:
+        [watch] = await repos.readiness.followed()
+        assert watch.pattern is None and watch.idle == IdleRule(quiet_minutes=30,
+                                                                done="Training completed")
+        assert await repos.readiness.watching() == []  # no readiness check to watch
+        assert await repos.readiness.read_to(watch, cursors={"0": cursor}, last_line_at=cursor,
+                                             now=T0)
+        stale = watch.model_copy(update={"rearmed_at": T0})  # decided before a re-arm
+        assert not await repos.readiness.read_to(stale, cursors={"0": T0}, last_line_at=T0,
+                                                 now=T0)
+        fired = {"idle_episode": 1, "idle_since": cursor, "idle_fired_at": T0}
+        assert await repos.readiness.idle_move("c-1", from_=IdleState.ACTIVE, episode=0,
+                                               to=IdleState.IDLE, now=T0, **fired)
+        assert not await repos.readiness.idle_move("c-1", from_=IdleState.ACTIVE, episode=0,
+                                                   to=IdleState.IDLE, now=T0, **fired)
+        assert not await repos.readiness.idle_move("c-1", from_=IdleState.IDLE, episode=0,
+                                                   to=IdleState.ACTIVE, now=T0)  # old episode
+        assert await repos.readiness.idle_move("c-1", from_=IdleState.IDLE, episode=1,
+                                               to=IdleState.TERMINATING, now=T0)
+        assert not await repos.readiness.idle_move("c-1", from_=IdleState.IDLE, episode=1,
+                                                   to=IdleState.ACTIVE, now=T0)  # too late
+        [followed] = await repos.readiness.followed()
+        assert followed.cursors == {"0": cursor} and followed.last_line_at == cursor
+        assert (followed.idle_state, followed.idle_episode) == (IdleState.TERMINATING, 1)
+        assert await repos.readiness.idle_end("c-1", now=T0)
+        assert not await repos.readiness.idle_end("c-1", now=T0)
+        assert await repos.readiness.followed() == []

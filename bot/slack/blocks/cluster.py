@@ -15,11 +15,11 @@ from slack_sdk.models.blocks import Block, ButtonElement
 
 from bot.domain import recovery
 from bot.domain.charges import HOUR, accruals_before, hour_in_progress
+from bot.domain.connection import ConnectionDetails
 from bot.domain.models import (
     Approval,
     ClusterRecord,
     ClusterState,
-    ConnectionDetails,
     Decision,
     LaunchRequest,
     NodeSummary,

@@ -122,6 +122,13 @@ def _help(unknown: str | None) -> Message:
         "approver; the cluster bills its whole hourly rate from the moment every node is ready "
         "until someone terminates it."
     ))
+    blocks.append(context(
+        "*Idle clusters:* the launch form takes an idle rule — *idle after N minutes* (5–1440) "
+        "without a new log line on rank 0 (or on every rank), and/or *done when a line "
+        "matches* (`torchrun`, `training`, `slurm`, `ray` or a pattern). When it fires the "
+        "owner gets one DM with the last lines, what the idle time billed and *Terminate* / "
+        "*Keep for N h*; the spend policy may terminate it after a grace unless kept."
+    ))
     return compose(
         "/cluster commands: quote, list, status, terminate, recover, autorecover, notify, logs, "
         "audit, spend, volumes, volume grow, extend, withdraw, connect, template, help", blocks,

@@ -20,6 +20,7 @@ from slack_sdk.models.blocks import (
 )
 from slack_sdk.models.views import View
 
+from bot.domain.idle import DONE_PRESETS, MAX_MINUTES, MIN_MINUTES
 from bot.domain.models import DEFAULT_LIMIT_MINUTES, QuoteInfo, Workload
 from bot.domain.readiness import PRESETS, TORCHRUN_TEMPLATE, VLLM_TEMPLATE
 from bot.slack import ids
@@ -36,15 +37,19 @@ FIELD_AUTO_RECOVERY = "launch_auto_recovery"
 FIELD_READINESS = "launch_readiness"
 FIELD_READINESS_LIMIT = "launch_readiness_limit"
 FIELD_READINESS_ALL = "launch_readiness_all"
+FIELD_IDLE_MINUTES = "launch_idle_minutes"
+FIELD_IDLE_ALL = "launch_idle_all"
+FIELD_IDLE_DONE = "launch_idle_done"
 FIELD_NO_SSH_OK = "launch_no_ssh_ok"
 FIELD_WAIT_HOURS = "launch_wait_hours"  # only on the form of a quote with no stock
 NO_SSH_OK = "nobody-can-log-in"
 NO_SSH_ERROR = ("No SSH key: nobody can log in to the nodes. Add a key above, or tick this box "
                 "to launch without one.")
 TEXT_FIELDS = (FIELD_NAME, FIELD_IMAGE, FIELD_CMD, FIELD_ENV, FIELD_PORTS, FIELD_SSH_KEYS,
-               FIELD_READINESS, FIELD_READINESS_LIMIT)
+               FIELD_READINESS, FIELD_READINESS_LIMIT, FIELD_IDLE_MINUTES, FIELD_IDLE_DONE)
 AUTO_RECOVERY_ON = "on"
 READINESS_ALL_ON = "all"
+IDLE_ALL_ON = "all"
 
 READINESS_HINT = (
     "AI Reserve's `running` is infrastructure only: it does not check your server or the "
@@ -103,6 +108,7 @@ def launch_modal(q: QuoteInfo, *, defaults: Workload, wait_max: int | None = Non
         _no_ssh_input(),
         _recovery_input(defaults.auto_recovery),
         *readiness_inputs(defaults),
+        *idle_inputs(defaults),
     ]
     if wait_max is not None:
         wait = _text_input(FIELD_WAIT_HOURS, "Wait for stock up to (hours)", str(wait_max),
@@ -145,6 +151,9 @@ def read_modal(state_values: Mapping[str, Mapping[str, Any]]) -> dict[str, str |
     wait = _element_state(state_values, FIELD_WAIT_HOURS)
     if FIELD_WAIT_HOURS in state_values:  # the field is only on a no-stock quote's form
         result[FIELD_WAIT_HOURS] = str(wait.get("value") or "").strip()
+    selected = _element_state(state_values, FIELD_IDLE_ALL).get("selected_options") or []
+    result[FIELD_IDLE_ALL] = any(
+        isinstance(option, Mapping) and option.get("value") == IDLE_ALL_ON for option in selected)
     no_ssh = _element_state(state_values, FIELD_NO_SSH_OK).get("selected_options") or []
     result[FIELD_NO_SSH_OK] = any(
         isinstance(option, Mapping) and option.get("value") == NO_SSH_OK for option in no_ssh)
@@ -179,6 +188,37 @@ def readiness_inputs(defaults: Workload) -> list[Block]:
             hint=plain("Off: rank 0 (the primary) only.", 2000),
             optional=True,
         ),
+    ]
+
+
+IDLE_HINT = (f"A cluster bills every hour until terminated. Minutes ({MIN_MINUTES} to "
+             f"{MAX_MINUTES}) without a new log line after which the owner is asked whether to "
+             "terminate it; the spend policy may terminate it after a grace.")
+DONE_HINT = ("A log line that says the job is done (the owner is asked at once). A preset — "
+             + ", ".join(f"`{name}` ({label})" for name, (label, _) in DONE_PRESETS.items())
+             + " — or a regular expression (linear-time RE2 syntax).")
+
+
+def idle_inputs(defaults: Workload) -> list[Block]:
+    """Idle rules (bot/domain/idle.py), prefilled with the spend policy's defaults."""
+    rule = defaults.idle
+    option = Option(value=IDLE_ALL_ON, text=plain("Idle only when every rank is silent"))
+    return [
+        _text_input(FIELD_IDLE_MINUTES, "Idle after (minutes without a new line)",
+                    str(rule.quiet_minutes) if rule and rule.quiet_minutes else None,
+                    placeholder="30", hint=IDLE_HINT),
+        InputBlock(
+            block_id=FIELD_IDLE_ALL,
+            label=plain("Idle on", 2000),
+            element=CheckboxesElement(
+                action_id=FIELD_IDLE_ALL, options=[option],
+                initial_options=[option] if rule and rule.all_ranks else None),
+            hint=plain("Off: a silent rank 0 is idle, whatever the other ranks print.", 2000),
+            optional=True,
+        ),
+        _text_input(FIELD_IDLE_DONE, "Done when a line matches (optional)",
+                    rule.done if rule and rule.done else None, placeholder="training",
+                    hint=DONE_HINT),
     ]
 
 

@@ -45,6 +45,7 @@ from bot.slack.blocks.format import (
     user,
     when,
 )
+from bot.slack.blocks.idle import idle_warning
 from bot.slack.blocks.message import (
     Message,
     actions,
@@ -82,6 +83,8 @@ def thread_notice(n: Notice, c: ClusterRecord, *, now: datetime) -> Message:
         return serving_notice(n, c)
     if n.kind is NoticeKind.READABLE_AGAIN:
         return readable_again_notice(n, c)
+    if n.kind is NoticeKind.IDLE_WARNING:
+        return idle_warning(n, c)
     render = _RENDERERS.get(n.kind)
     if render is None:
         raise ValueError(f"{n.kind.value} is not a thread notice (use reminder_dm)")

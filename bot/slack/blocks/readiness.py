@@ -14,6 +14,7 @@ from bot.domain.readiness import ReadinessState, ReadinessWatch, outage_charges
 from bot.domain.watch import Notice
 from bot.slack.blocks.cluster import TERMINABLE, cluster_ref, terminate_button
 from bot.slack.blocks.format import ID_MAX, code, duration, escaped, hourly, money, when
+from bot.slack.blocks.idle import idle_line
 from bot.slack.blocks.message import Message, actions, button, compose, context, section
 from bot.slack.ids import Action, ReadinessRef
 
@@ -22,8 +23,16 @@ LINES_BUDGET = 2600
 
 
 def serving_line(c: ClusterRecord, w: ReadinessWatch | None) -> str | None:
-    """Running is not serving: what the readiness check has seen (None: no check asked for)."""
-    if w is None or c.status not in (ClusterState.RUNNING, ClusterState.DEGRADED):
+    """Running is not serving: what the readiness check has seen (None: no check asked for),
+    and "idle since …" once an idle rule fired (bot/slack/blocks/idle.py)."""
+    idle = idle_line(c, w)
+    serving = _serving_line(c, w)
+    return "\n".join(part for part in (serving, idle) if part) or None
+
+
+def _serving_line(c: ClusterRecord, w: ReadinessWatch | None) -> str | None:
+    if w is None or w.pattern is None or c.status not in (ClusterState.RUNNING,
+                                                          ClusterState.DEGRADED):
         return None
     where = "every rank" if w.all_ranks else "rank 0"
     stopped = w.stopped_at

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from slack_sdk.models.blocks import Block
 
-from bot.domain.models import ConnectionDetails
+from bot.domain.connection import ConnectionDetails
 from bot.domain.tunnels import tunnel_lines
 from bot.slack.blocks.format import code, escaped, fit_lines
 from bot.slack.blocks.message import section

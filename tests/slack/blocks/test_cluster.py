@@ -6,13 +6,12 @@ from typing import Any
 
 import pytest
 
+from bot.domain.connection import ConnectionDetails, NodeConnection
 from bot.domain.models import (
     Approval,
     ClusterRecord,
     ClusterState,
-    ConnectionDetails,
     Decision,
-    NodeConnection,
     NodeState,
     NodeSummary,
     Observation,

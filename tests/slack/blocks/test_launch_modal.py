@@ -8,6 +8,9 @@ from bot.slack.blocks.launch_modal import (
     FIELD_AUTO_RECOVERY,
     FIELD_CMD,
     FIELD_ENV,
+    FIELD_IDLE_ALL,
+    FIELD_IDLE_DONE,
+    FIELD_IDLE_MINUTES,
     FIELD_IMAGE,
     FIELD_NAME,
     FIELD_NO_SSH_OK,
@@ -23,7 +26,7 @@ from tests.slack.blocks import HOSTILE, SSH_KEY, check_view, make_quote, make_wo
 
 FIELDS = (FIELD_NAME, FIELD_IMAGE, FIELD_CMD, FIELD_ENV, FIELD_PORTS, FIELD_SSH_KEYS,
           FIELD_NO_SSH_OK, FIELD_AUTO_RECOVERY, FIELD_READINESS, FIELD_READINESS_LIMIT,
-          FIELD_READINESS_ALL)
+          FIELD_READINESS_ALL, FIELD_IDLE_MINUTES, FIELD_IDLE_ALL, FIELD_IDLE_DONE)
 
 
 def _inputs(view_dict: dict[str, Any]) -> dict[str, Any]:
@@ -127,11 +130,12 @@ def test_read_modal_reads_every_field():
         FIELD_CMD: "bash -lc 'x y'", FIELD_ENV: "A=1\nB=2", FIELD_PORTS: "8000/http",
         FIELD_SSH_KEYS: SSH_KEY, FIELD_AUTO_RECOVERY: True, FIELD_NO_SSH_OK: False,
         FIELD_READINESS: "", FIELD_READINESS_LIMIT: "", FIELD_READINESS_ALL: False,
+        FIELD_IDLE_MINUTES: "", FIELD_IDLE_DONE: "", FIELD_IDLE_ALL: False,
     }
 
 
 def test_read_modal_defaults_absent_and_none_values():
-    checkboxes = (FIELD_AUTO_RECOVERY, FIELD_READINESS_ALL, FIELD_NO_SSH_OK)
+    checkboxes = (FIELD_AUTO_RECOVERY, FIELD_READINESS_ALL, FIELD_NO_SSH_OK, FIELD_IDLE_ALL)
     expected = (dict.fromkeys([f for f in FIELDS if f not in checkboxes], "")
                 | dict.fromkeys(checkboxes, False))
     assert read_modal({}) == expected
@@ -160,3 +164,16 @@ def test_readiness_presets_and_a_rank_aware_start_command_are_offered():
     for name in ("NODE_RANK", "NUM_NODES", "GPUS_PER_NODE", "MASTER_ADDR", "MASTER_PORT"):
         assert f"${name}" in text
     assert "torchrun --nnodes=$NUM_NODES" in text and "vllm serve" in text
+
+
+def test_idle_rules_are_offered_prefilled_with_the_policy_defaults():
+    from bot.domain.models import IdleRule
+    from bot.domain.workload import default_workload
+    rule = IdleRule(quiet_minutes=45, all_ranks=True, done="Training completed")
+    inputs = _inputs(check_view(launch_modal(make_quote(), defaults=default_workload(idle=rule))))
+    assert inputs[FIELD_IDLE_MINUTES]["element"]["initial_value"] == "45"
+    assert inputs[FIELD_IDLE_DONE]["element"]["initial_value"] == "Training completed"
+    assert inputs[FIELD_IDLE_ALL]["element"]["initial_options"]
+    assert "`training`" in inputs[FIELD_IDLE_DONE]["hint"]["text"]
+    plain = _inputs(check_view(launch_modal(make_quote(), defaults=default_workload())))
+    assert "initial_value" not in plain[FIELD_IDLE_MINUTES]["element"]

@@ -27,7 +27,7 @@ from tests.slack.blocks import (
 # RECEIPT is rendered by blocks/audit.py (it needs the request and its approvers).
 THREAD_KINDS = [k for k in NoticeKind if k not in (NoticeKind.REMINDER, NoticeKind.RECEIPT,
                                                  NoticeKind.PAST_DUE, NoticeKind.GRACE_ENDING,
-                                                 NoticeKind.NOT_SERVING,
+                                                 NoticeKind.NOT_SERVING, NoticeKind.IDLE,
                                                  NoticeKind.UNREADABLE)]
 PER_HOUR = "$62.53 per hour"
 
