@@ -80,6 +80,10 @@ class Settings(BaseSettings):
     poll_interval_seconds: int = Field(default=30, ge=1, le=3600)
     # How long a replica's claim on a post lasts: if it dies posting, another posts after this.
     outbox_claim_seconds: int = Field(default=120, ge=2, le=3600)
+    # Slack's limits the bot paces its calls to (bot/slack/pacing.py); "off": no pacing (each
+    # 429 is waited out alone, as slack_sdk does).
+    slack_rate_limits: str = "chat.postMessage=1/s/channel,chat.postMessage=300/min," \
+        "chat.update=50/min"
     policy_file: Path | None = None
     # Tests and demos only: a file holding seconds to add to the wall clock, re-read whenever
     # it changes (tests/procs.py moves every bot process's time together with the simulator's).
@@ -152,6 +156,14 @@ class Settings(BaseSettings):
     def _check_url(cls, value: str | None) -> str | None:
         if value is not None and not re.match(r"^https?://[^\s/]+", value):
             raise ValueError(f"{value!r} is not an http(s) URL")
+        return value
+
+    @field_validator("slack_rate_limits")
+    @classmethod
+    def _rate_limits(cls, value: str) -> str:
+        from bot.slack.pacing import parse_limits  # the one parser, where the pacing is
+
+        parse_limits(value)  # ValueError names the bad part
         return value
 
     @field_validator("log_level")

@@ -96,6 +96,7 @@ class ClusterTerminal(Terminal):
             if verb == "fail":
                 simulator.engine.fail_node(cluster_id, rank, "unhealthy")
                 await sweeps.watch_clusters(self._rt.services)
+                await sweeps.deliver_outbox(self._rt.services)
                 return f"node {rank} of {cluster_id} is down"
             simulator.engine.set_recoverable(cluster_id, rank, False)
             return f"node {rank} of {cluster_id} can't be recovered now"
@@ -116,7 +117,8 @@ class ClusterTerminal(Terminal):
             moved = min(step, left)
             self._clock.advance(moved)
             left -= moved
-            for sweep in (sweeps.watch_clusters, sweeps.finish_terminations,
+            for sweep in (sweeps.watch_clusters, sweeps.deliver_outbox,
+                          sweeps.enforce_envelopes, sweeps.finish_terminations,
                           sweeps.resume_launches, sweeps.remind_volumes):
                 try:
                     await sweep(services)
@@ -143,6 +145,7 @@ class ClusterTerminal(Terminal):
         line = " ".join(args)
         simulator.engine.append_log(cluster_id, rank, line)
         await sweeps.watch_clusters(self._rt.services)
+        await sweeps.deliver_outbox(self._rt.services)
         return f"node {rank} of {cluster_id} printed: {line}"
 
 

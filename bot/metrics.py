@@ -48,7 +48,7 @@ ACK_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0)
 # The scheduler's jobs (bot/jobs/scheduler.py; tests/test_jobs.py keeps the two in step): the
 # failure counter starts at 0 for each, so a rate over it works before the first failure.
 SWEEPS = ("watch_clusters", "finish_terminations", "resume_launches", "remind_volumes",
-          "keep_lease")
+          "keep_lease", "enforce_envelopes", "deliver_outbox")
 SWEEP_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 
 

@@ -67,6 +67,7 @@ from bot.slack.app import build_app, http_app
 from bot.slack.directory import SlackDirectory
 from bot.slack.inflight import InFlight
 from bot.slack.notifier import SlackNotifier
+from bot.slack.pacing import PacedWebClient, Pacer, parse_limits
 from bot.slack.retry import Sleep, retry_handlers
 from storage import sealing
 from storage.db import Database
@@ -84,6 +85,15 @@ START_WAIT_SECONDS = 5.0  # start waits this long for the resume before serving 
 FIRST_RETRY_SECONDS = 1.0  # then doubling up to RETRY_CAP_SECONDS
 RETRY_CAP_SECONDS = 60.0
 HTTP_SHUTDOWN_SECONDS = 5.0  # an ack takes milliseconds; the work after it is drained apart
+
+
+# Stored posts a delivery pass sends side by side when Slack's limits are paced (each waits its
+# turn per channel and method): one slow channel doesn't hold up the others.
+DELIVERY_CONCURRENCY = 16
+
+
+class SlackClient(CountingWebClient, PacedWebClient):
+    """The bot's Web API client: each call counted (metrics) after its pacing (bot/slack/pacing)."""
 
 
 @dataclass
@@ -160,8 +170,11 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         # One HTTP session for Slack (Web API and response_url replies): without it slack_sdk and
         # Bolt open a session — a connection and a TLS handshake — for every call.
         slack_session = await stack.enter_async_context(aiohttp.ClientSession())
-        slack = CountingWebClient(token=token, base_url=settings.slack_api_url,
-                                  retry_handlers=retry_handlers(sleep), session=slack_session)
+        limits = parse_limits(settings.slack_rate_limits)
+        # Paced: 429s are waited out by the pacer, once per channel and method, not per call.
+        slack = SlackClient(token=token, base_url=settings.slack_api_url, session=slack_session,
+                            retry_handlers=retry_handlers(sleep, rate_limits=not limits))
+        slack.pacer = Pacer(limits) if limits else None
         slack.metrics = metrics
         approvals_channel = policy.approvals_channel or settings.approvals_channel or ""
         people = People(policy=policy, directory=SlackDirectory(slack), clock=clock)
@@ -170,6 +183,8 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         notifier = SlackNotifier(client=slack, db=db, clock=clock, people=people, home=home,
                                  approvals_channel=approvals_channel, holder=replica,
                                  claim_ttl=timedelta(seconds=settings.outbox_claim_seconds))
+        if slack.pacer is not None:  # paced per channel: many go side by side, each in turn
+            notifier.outbox.concurrency = DELIVERY_CONCURRENCY
         audit = AuditLog(db=db, clock=clock)
         quoting = QuotingService(provider=provider, db=db, clock=clock, audit=audit)
         launching = LaunchService(provider=provider, quoting=quoting, notifier=notifier,

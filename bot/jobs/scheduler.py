@@ -50,6 +50,9 @@ RESUME_SECONDS = 20
 # takes the sweeps over from an old holder during a rollout instead of leaving the duty undone.
 SWEEP_CAPABILITY = 1
 VOLUME_SECONDS = 300
+# The delivery sweep: what the others stored goes out within about a second (it runs as long
+# as a backlog lasts; `max_instances=1` keeps one pass at a time).
+DELIVER_SECONDS = 1
 SWEEPS_LEASE = "sweeps"
 LEASE_SHARE = 0.6  # of a poll interval
 MIN_LEASE_SECONDS = 2.0  # below this a busy event loop would hand the lease back and forth
@@ -126,7 +129,9 @@ def build_scheduler(services: Services, *, poll_interval_seconds: int,
         "coalesce": True, "max_instances": 1, "misfire_grace_time": poll_interval_seconds,
     })
     jobs: tuple[tuple[Sweep, float], ...] = (
+        (sweeps.enforce_envelopes, poll_interval_seconds),
         (sweeps.watch_clusters, poll_interval_seconds),
+        (sweeps.deliver_outbox, DELIVER_SECONDS),
         (sweeps.finish_terminations, poll_interval_seconds),
         (sweeps.resume_launches, RESUME_SECONDS),
         (sweeps.remind_volumes, VOLUME_SECONDS),

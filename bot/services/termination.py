@@ -14,6 +14,7 @@ import logging
 from bot.clock import Clock
 from bot.domain import policies
 from bot.domain.errors import Conflict, ProviderUnavailable, UnknownResource
+from bot.domain.lanes import Lane, lane
 from bot.domain.models import Actor, ClusterRecord, ClusterState
 from bot.domain.policy import money
 from bot.domain.ports import Notifier
@@ -70,7 +71,8 @@ class TerminationService:
 
     async def terminate_for_policy(self, *, cluster_id: str) -> ClusterRecord:
         """The spend policy's enforced envelope ran out (audited by the caller)."""
-        return await self._terminate(cluster_id, by=POLICY)
+        with lane(Lane.MONEY):
+            return await self._terminate(cluster_id, by=POLICY)
 
     async def _terminate(self, cluster_id: str, *, by: str) -> ClusterRecord:
         # Intent first: stored before AI Reserve is asked, so a failure or a crash from here on
@@ -96,7 +98,12 @@ class TerminationService:
 
     async def finish(self) -> int:
         """The sweep: attempt every due terminate, and tell whoever asked about the ones
-        AI Reserve has now terminated. Returns how many intents it moved on."""
+        AI Reserve has now terminated (in the money lane). Returns how many intents it moved
+        on."""
+        with lane(Lane.MONEY):
+            return await self._finish()
+
+    async def _finish(self) -> int:
         now = self._clock.now()
         async with self._db.transaction() as repos:
             due = await repos.terminations.due(now=now)
