@@ -119,10 +119,24 @@ def tracked(job: Sweep, tracker: Sweeps) -> Sweep:
     return run
 
 
+class _BacklogTicks(logging.Filter):
+    """The delivery sweep runs as long as a backlog lasts (a storm: minutes); APScheduler
+    skipping its ticks meanwhile is the plan, not a warning worth a line a second."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        return not (f'job "{sweeps.deliver_outbox.__name__} ' in text
+                    and "maximum number of running instances" in text)
+
+
+_QUIET = _BacklogTicks()
+
+
 def build_scheduler(services: Services, *, poll_interval_seconds: int,
                     lease: Lease | None = None,
                     tracker: Sweeps | None = None) -> AsyncIOScheduler:
     tracker = tracker or Sweeps()
+    logging.getLogger("apscheduler.scheduler").addFilter(_QUIET)  # once: a set of filters
     if lease is not None:
         tracker.lease = lease  # readiness and the holder gauge look at it
     scheduler = AsyncIOScheduler(timezone="UTC", job_defaults={
