@@ -5,8 +5,8 @@ the simulator; FakeSlack enforcing per-channel and per-method limits). Shared by
 `seed` records `n` running clusters — adopted ones, each with its card in the approvals channel
 (where a new request's approval card must also go) — and one of them with an enforced 1-hour
 envelope; `to_the_envelope` moves the clocks to just past its terminate's deadline (an hour
-minus the margin after it was ready), before AI Reserve would charge its second hour. `strike` degrades
-them all at once (one node each, as a region outage does). The readers below tell apart, in
+minus the margin after it was ready), before AI Reserve would charge its second hour. `strike`
+degrades them all at once (one node each, as a region outage does). The readers below tell apart, in
 FakeSlack's call log, the storm's notices, the approval card and the cluster messages.
 """
 

@@ -77,8 +77,6 @@ async def test_a_storm_delays_neither_approval_cards_nor_money_and_drops_nothing
         finally:
             sampler.cancel()
         assert probes and set(probes) == {200}, Counter(probes)
-        refused = sum(1 for c in w.slack.calls if c.status == 429)
-        print(f"storm of {CLUSTERS}: {len(w.slack.calls)} Slack calls, {refused} answered 429")
 
 
 async def _ready(bot: BotProcess) -> bool:

@@ -11,7 +11,7 @@ from slack_sdk.errors import SlackApiError
 
 from bot.devslack.webapi import FakeSlack
 from bot.domain.lanes import Lane, lane
-from bot.slack.pacing import Pacer, PacedWebClient, parse_limits
+from bot.slack.pacing import PacedWebClient, Pacer, parse_limits
 
 CHANNELS = {"C1": "one", "C2": "two"}
 FAST = "chat.postMessage=10/s/channel"
