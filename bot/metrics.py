@@ -95,6 +95,10 @@ class Metrics:
                                     "yet (notices and other posts)", registry=r)
         self.outbox_oldest = Gauge("clusterbot_outbox_oldest_seconds", "Age of the oldest "
                                    "undelivered Slack post (0 when none)", registry=r)
+        self.slack_paced = Gauge("clusterbot_slack_paced_calls", "Slack calls through the "
+                                 "pacer since start, by kind: tried (sent), held (waited their "
+                                 "turn), refused (429), pauses (shared Retry-After pauses)",
+                                 ["kind"], registry=r)
         self.poll_interval = Gauge("clusterbot_poll_interval_seconds", "POLL_INTERVAL_SECONDS",
                                    registry=r)
         self.poll_interval.set(poll_interval_seconds)

@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
+from functools import partial
 from typing import TYPE_CHECKING
 
 import aiohttp
@@ -175,6 +176,10 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         slack = SlackClient(token=token, base_url=settings.slack_api_url, session=slack_session,
                             retry_handlers=retry_handlers(sleep, rate_limits=not limits))
         slack.pacer = Pacer(limits) if limits else None
+        if slack.pacer is not None:
+            for kind in ("tried", "held", "refused", "pauses"):
+                metrics.slack_paced.labels(kind=kind).set_function(
+                    partial(_stat, slack.pacer.stats, kind))
         slack.metrics = metrics
         approvals_channel = policy.approvals_channel or settings.approvals_channel or ""
         people = People(policy=policy, directory=SlackDirectory(slack), clock=clock)
@@ -264,6 +269,10 @@ async def start(settings: Settings, *, clock: Clock | None = None,
             sweeps.started_at = time.monotonic()
             jobs.start()
         yield rt
+
+
+def _stat(stats: object, kind: str) -> float:
+    return float(getattr(stats, kind))
 
 
 def start_line(settings: Settings) -> str:

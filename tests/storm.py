@@ -21,7 +21,9 @@ from bot.domain.envelope import margin_for
 from bot.domain.models import MessageRef
 from bot.reserve.schemas import Cluster
 from bot.services.observing import observe, record_from_wire
-from tests.procs import ALICE, APPROVALS, GENERAL, World
+from bot.slack.ids import Action
+from tests.e2e.harness import launch_without_ssh
+from tests.procs import ALICE, APPROVALS, GENERAL, BotProcess, World, wait_for
 
 POLL = timedelta(seconds=1)  # the bots' POLL_INTERVAL_SECONDS in tests/procs.py
 
@@ -101,3 +103,22 @@ def shows(w: World, storm: Storm, states: dict[str, str]) -> list[str]:
 
 def said(call: ApiCall) -> str:
     return f"{call.args.get('text', '')} {call.args.get('blocks', '')}"
+
+
+async def ask_for_a_launch(w: World, bot: BotProcess, *, user: str = ALICE) -> None:
+    """Quote, Request launch, submit (tests/procs.py's request_launch without its wait for the
+    card: the storm's broadcast replies are in the approvals channel too)."""
+    def quotes() -> list[Any]:
+        return [m for m in w.slack.ephemerals(user) if Action.QUOTE_REQUEST_LAUNCH in w.text_of(m)]
+
+    before = len(quotes())
+    await bot.requests.slash(text="quote h100x8 nodes=2", user_id=user, channel_id=GENERAL)
+    quote = await wait_for(lambda: quotes()[before:], what="the quote")
+    views = len([c for c in w.slack.calls if c.method == "views.open"])
+    await bot.requests.click(quote[-1], Action.QUOTE_REQUEST_LAUNCH, user_id=user)
+    await wait_for(lambda: len([c for c in w.slack.calls if c.method == "views.open"]) > views,
+                   what="the request modal")
+    modal = w.slack.last_view(user)
+    assert modal is not None
+    reply = await bot.requests.submit_view(modal, user_id=user, values=launch_without_ssh())
+    assert reply.status == 200 and not reply.body, reply.body

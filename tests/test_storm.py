@@ -11,10 +11,8 @@ from collections import Counter
 
 import pytest
 
-from bot.slack.ids import Action
 from tests import storm as storms
-from tests.e2e.harness import launch_without_ssh
-from tests.procs import ALICE, GENERAL, BotProcess, World, wait_for, world
+from tests.procs import BotProcess, World, wait_for, world
 
 pytestmark = pytest.mark.procs  # real processes: one at a time (tests/conftest.py)
 
@@ -22,19 +20,6 @@ pytestmark = pytest.mark.procs  # real processes: one at a time (tests/conftest.
 # approvals channel), a workspace cap on posts, and chat.update's Tier-3-like budget.
 LIMITS = "chat.postMessage=2/s/channel,chat.postMessage=20/s,chat.update=4/s"
 CLUSTERS = 30
-
-
-async def ask_for_a_launch(w: World, bot: BotProcess) -> None:
-    """Quote, Request launch, submit (tests/procs.py's request_launch without its wait: the
-    storm's broadcast replies are in the approvals channel too)."""
-    await bot.requests.slash(text="quote h100x8 nodes=2", user_id=ALICE, channel_id=GENERAL)
-    quote = await wait_for(lambda: [m for m in w.slack.ephemerals(ALICE)
-                                    if Action.QUOTE_REQUEST_LAUNCH in w.text_of(m)],
-                           what="the quote")
-    await bot.requests.click(quote[-1], Action.QUOTE_REQUEST_LAUNCH, user_id=ALICE)
-    modal = await wait_for(lambda: w.slack.last_view(ALICE), what="the request modal")
-    reply = await bot.requests.submit_view(modal, user_id=ALICE, values=launch_without_ssh())
-    assert reply.status == 200 and not reply.body, reply.body
 
 
 async def test_a_storm_delays_neither_approval_cards_nor_money_and_drops_nothing(tmp_path):
@@ -49,7 +34,7 @@ async def test_a_storm_delays_neither_approval_cards_nor_money_and_drops_nothing
             await storms.strike(w, storm)
             await wait_for(lambda: storms.notices(w, storm), what="the storm's first notice")
             asked = len(w.slack.calls)
-            await ask_for_a_launch(w, bot)
+            await storms.ask_for_a_launch(w, bot)
             [(card_at, _)] = await wait_for(lambda: storms.cards(w, asked), what="the card")
 
             await storms.to_the_envelope(w, storm)  # its terminate falls due, mid-storm
