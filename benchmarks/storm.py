@@ -18,6 +18,7 @@ import re
 import statistics
 import tempfile
 import time
+from datetime import timedelta
 from pathlib import Path
 
 from benchmarks.report import Table
@@ -27,6 +28,8 @@ from tests.procs import ALICE, DAVE, BotProcess, wait_for, world
 CLUSTERS = 250
 LIMITS = "chat.postMessage=1/s/channel,chat.postMessage=300/min,chat.update=50/min"
 REQUESTS = 12  # spread over the drain
+# As benchmarks/world.py polls (production: 30 s); /readyz wants a watch sweep every 3 polls.
+POLL_SECONDS = 5
 DRAIN_WITHIN = 900.0
 _PACED = re.compile(r'clusterbot_slack_paced_calls\{kind="(\w+)"\} ([\d.e+]+)')
 
@@ -45,10 +48,11 @@ async def run() -> list[Table]:
 
 async def _storm(tmp: Path) -> list[tuple[str, str]]:
     async with world(tmp, slack_limits=LIMITS) as w:
-        storm = await storms.seed(w, CLUSTERS)
-        bot = await w.bot(env={"SLACK_RATE_LIMITS": LIMITS, "LOG_LEVEL": "WARNING"})
+        storm = await storms.seed(w, CLUSTERS, poll=timedelta(seconds=POLL_SECONDS))
+        bot = await w.bot(env={"SLACK_RATE_LIMITS": LIMITS,
+                               "POLL_INTERVAL_SECONDS": str(POLL_SECONDS)})
         await wait_for(lambda: _status(bot, 200), within=60, what="/readyz green")
-        probes: list[int] = []
+        probes: list[tuple[int, str]] = []
         sampler = asyncio.create_task(_sample(bot, probes))
         try:
             started, calls = time.perf_counter(), len(w.slack.calls)
@@ -90,7 +94,8 @@ async def _storm(tmp: Path) -> list[tuple[str, str]]:
         ("approval card delay p50 / p99 / max",
          f"{statistics.median(delays):.2f} / {p99:.2f} / {delays[-1]:.2f} s"),
         ("enforced envelope terminated after its deadline", f"{terminate_s:.1f} s"),
-        ("/readyz green", f"{probes.count(200)} of {len(probes)} samples"),
+        ("/readyz green", f"{sum(1 for p, _ in probes if p == 200)} of {len(probes)} samples"),
+        *(("/readyz red because", why) for why in sorted({w for p, w in probes if p != 200})),
         ("Slack calls made / answered 429", f"{len(made)} / "
                                             f"{sum(1 for c in made if c.status == 429)}"),
         ("pacer: tried / held / pauses",
@@ -107,7 +112,10 @@ async def _ended(w: storms.World, cluster_id: str) -> bool:
                for c in await w.sim.clusters())
 
 
-async def _sample(bot: BotProcess, probes: list[int]) -> None:
+async def _sample(bot: BotProcess, probes: list[tuple[int, str]]) -> None:
     while True:
-        probes.append((await bot.get("/readyz"))[0])
+        status, body = await bot.get("/readyz")
+        why = "; ".join(str(r)[:60] for r in body.get("reasons", [])) \
+            if isinstance(body, dict) else ""
+        probes.append((status, why))
         await asyncio.sleep(1.0)  # a readiness probe's period

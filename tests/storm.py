@@ -39,14 +39,14 @@ class Storm:
         return list(self.tops)
 
 
-async def seed(w: World, n: int) -> Storm:
+async def seed(w: World, n: int, *, poll: timedelta = POLL) -> Storm:
     await w.sim.admin("clusters/seed", {"count": n})
     await w.advance(120)  # the fast profile boots a node in seconds
     wires = [Cluster.model_validate(c) for c in await w.sim.clusters()]
     now = max(c.created_at for c in wires)
     envelope = wires[0].id
     assert wires[0].ready_at is not None
-    due_at = wires[0].ready_at + timedelta(hours=1) - margin_for(POLL)
+    due_at = wires[0].ready_at + timedelta(hours=1) - margin_for(poll)
     tops: dict[str, str] = {}
     async with w.database() as db:
         await db.migrate()

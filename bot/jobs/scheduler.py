@@ -48,7 +48,8 @@ RESUME_SECONDS = 20
 # gains a duty or a notice kind that an older build would not perform or deliver (a new deadline
 # enforced, a new kind of notice stored for the sweeps to send): then a replica of the new build
 # takes the sweeps over from an old holder during a rollout instead of leaving the duty undone.
-SWEEP_CAPABILITY = 1
+# 2: the delivery sweep and queued refreshes (`refresh/…` outbox entries, issue 17 lanes).
+SWEEP_CAPABILITY = 2
 VOLUME_SECONDS = 300
 # The delivery sweep: what the others stored goes out within about a second (it runs as long
 # as a backlog lasts; `max_instances=1` keeps one pass at a time).

@@ -24,6 +24,13 @@ async def watch_clusters(services: Services) -> None:
               time.perf_counter() - wall, time.process_time() - cpu)
 
 
+async def watch_and_tell(services: Services) -> None:
+    """The watch sweep telling as it goes, then the delivery: the local workspace's (one
+    person at a terminal, no Slack limits), where each step's messages read in order."""
+    await services.watching.sync_live(on_page=services.reconciling.reconcile_page)
+    await services.approvals.show_expired()
+
+
 async def enforce_envelopes(services: Services) -> None:
     """Money first, on its own schedule: spend envelopes move on (and enforced ones end) every
     poll interval, whatever Slack is doing — a terminate never waits behind a notice."""

@@ -220,7 +220,7 @@ class WatchService:
         if visible and tell:
             await self._notifier.refresh_cluster(cluster_id)
         if after.status is ClusterState.RUNNING and after.connection_sent_at is None:
-            after = await self._send_connection(after, wire)
+            after = await self._send_connection(after, wire, shown=visible and tell)
         if deliver and queued:
             await self._notifier.deliver_notices()
         return after
@@ -261,12 +261,16 @@ class WatchService:
             ))
         return notices
 
-    async def _send_connection(self, record: ClusterRecord, wire: Cluster) -> ClusterRecord:
+    async def _send_connection(self, record: ClusterRecord, wire: Cluster, *,
+                               shown: bool) -> ClusterRecord:
         """DM the details just read from the provider (never stored): claimed in the outbox,
-        so one replica sends them; the record says so once they are out."""
+        so one replica sends them; the record says so once they are out. Its message shows it
+        running first (`shown`: this sync just did), whichever sync gets here."""
         details = connection_details(wire)
         if details is None or record.owner_id is None:
             return record
+        if not shown:
+            await self._notifier.refresh_cluster(record.id)
         if not await self._notifier.send_connection_details(record, details):
             return record  # another replica is sending them now
         async with self._db.transaction() as repos:

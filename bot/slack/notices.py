@@ -76,16 +76,22 @@ class NoticeDelivery:
         what is stored in the outbox first (queued refreshes, refused posts)."""
         async with self._delivering:  # one delivery pass per process; the claims across them
             await self._fallbacks.recheck(self._refresh_request)
-            await self.outbox.retry()
-            skipped: set[tuple[str, str]] = set()  # refused by Slack or busy: a later pass
-            while True:
-                async with self._db.transaction() as repos:
-                    pending = [n for n in await repos.notices.pending(
-                                   limit=100 + len(skipped), now=self.outbox.claim_clock())
-                               if (n.cluster_id, n.key) not in skipped]
-                if not pending:
-                    return
-                skipped |= await self._deliver_batch(pending)
+            if self.outbox.concurrency == 1:  # one at a time: stored first, then notices
+                await self.outbox.retry()
+                await self._notices()
+            else:  # side by side: the edits (chat.update) don't wait for the notices' posts
+                await asyncio.gather(self.outbox.retry(), self._notices())
+
+    async def _notices(self) -> None:
+        skipped: set[tuple[str, str]] = set()  # refused by Slack or busy: a later pass
+        while True:
+            async with self._db.transaction() as repos:
+                pending = [n for n in await repos.notices.pending(
+                               limit=100 + len(skipped), now=self.outbox.claim_clock())
+                           if (n.cluster_id, n.key) not in skipped]
+            if not pending:
+                return
+            skipped |= await self._deliver_batch(pending)
 
     async def _deliver_batch(self, pending: Sequence[Notice]) -> set[tuple[str, str]]:
         """Claim, post and mark each notice delivered, by lane then oldest first (side by side
