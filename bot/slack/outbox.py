@@ -214,6 +214,9 @@ class SlackOutbox:
                                             holder=self.holder, now=self.claim_clock(),
                                             ttl=self.claim_ttl):
                 return False
+            # Queued again since the pass read it? What is rendered now includes that too.
+            item = await repos.outbox.get(item.key) or item
+        assert item.payload is not None
         try:
             await self.on_refresh(str(item.payload["refresh"]), str(item.payload["id"]),
                                   item.payload)
