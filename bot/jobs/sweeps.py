@@ -25,8 +25,9 @@ async def watch_clusters(services: Services) -> None:
 
 
 async def watch_and_tell(services: Services) -> None:
-    """The watch sweep telling as it goes, then the delivery: the local workspace's (one
-    person at a terminal, no Slack limits), where each step's messages read in order."""
+    """The watch sweep telling as it goes (edits inline, notices delivered at its end): the
+    local workspace's (one person at a terminal, no Slack limits), where each step's messages
+    read in the order they happened."""
     await services.watching.sync_live(on_page=services.reconciling.reconcile_page)
     await services.approvals.show_expired()
 
