@@ -1,5 +1,5 @@
 """`python -m benchmarks [ack] [sweep] [storage] [envelope] [saga] [replicas] [scale]
-[charts] [stock]`: run the
+[charts] [stock] [storm]`: run the
 benchmarks (all by default), report.
 
 The report goes to stdout; the bot's own log is kept to errors so it doesn't drown the figures
@@ -17,7 +17,18 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from benchmarks import ack, charts, envelope, replicas, saga, scale, stock, storage, sweep
+from benchmarks import (
+    ack,
+    charts,
+    envelope,
+    replicas,
+    saga,
+    scale,
+    stock,
+    storage,
+    storm,
+    sweep,
+)
 from benchmarks.report import Table
 
 BENCHMARKS: dict[str, Callable[[], Coroutine[Any, Any, list[Table]]]] = {
@@ -30,6 +41,7 @@ BENCHMARKS: dict[str, Callable[[], Coroutine[Any, Any, list[Table]]]] = {
     "scale": scale.run,
     "charts": charts.run,
     "stock": stock.run,
+    "storm": storm.run,
 }
 
 

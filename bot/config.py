@@ -93,6 +93,10 @@ class Settings(BaseSettings):
     poll_interval_seconds: int = Field(default=30, ge=1, le=3600)
     # How long a replica's claim on a post lasts: if it dies posting, another posts after this.
     outbox_claim_seconds: int = Field(default=120, ge=2, le=3600)
+    # Slack's limits the bot paces its calls to (bot/slack/pacing.py); "off": no pacing (each
+    # 429 is waited out alone, as slack_sdk does).
+    slack_rate_limits: str = "chat.postMessage=1/s/channel,chat.postMessage=300/min," \
+        "chat.update=50/min"
     policy_file: Path | None = None
     # Tests and demos only: a file holding seconds to add to the wall clock, re-read whenever
     # it changes (tests/procs.py moves every bot process's time together with the simulator's).
@@ -168,6 +172,14 @@ class Settings(BaseSettings):
             raise ValueError(f"{value!r} is not an http(s) URL")
         return value
 
+    @field_validator("slack_rate_limits")
+    @classmethod
+    def _rate_limits(cls, value: str) -> str:
+        from bot.slack.pacing import parse_limits  # the one parser, where the pacing is
+
+        parse_limits(value)  # ValueError names the bad part
+        return value
+
     @field_validator("log_level")
     @classmethod
     def _check_level(cls, value: str) -> str:
@@ -211,6 +223,17 @@ class Settings(BaseSettings):
             raise ConfigError([str(devtools.DevToolMissing(
                 devtools.SIMULATOR, "AIRESERVE_SIMULATOR=embedded",
                 "; set AIRESERVE_API_URL and AIRESERVE_API_KEY"))])
+
+    def start_line(self) -> str:
+        """What this process runs against, in one line (never a secret)."""
+        provider = ("the embedded simulator (fake clusters)" if self.uses_simulator
+                    else self.aireserve_api_url)
+        slack = ("Socket Mode" if self.socket_mode
+                 else "HTTP (/slack/events)" if self.has_slack_credentials else "none")
+        database = self.database_url.split(":", 1)[0].split("+", 1)[0]
+        policy = str(self.policy_file) if self.policy_file else "none (APPROVERS)"
+        return (f"starting: AI Reserve {provider}; Slack {slack}; database {database}; "
+                f"poll every {self.poll_interval_seconds} s; policy file {policy}")
 
     @property
     def uses_simulator(self) -> bool:

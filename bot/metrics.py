@@ -50,7 +50,7 @@ ACK_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0)
 # The scheduler's jobs (bot/jobs/scheduler.py; tests/test_jobs.py keeps the two in step): the
 # failure counter starts at 0 for each, so a rate over it works before the first failure.
 SWEEPS = ("watch_clusters", "finish_terminations", "resume_launches", "remind_volumes",
-          "look_for_stock", "keep_lease")
+          "look_for_stock", "keep_lease", "enforce_envelopes", "deliver_outbox")
 SWEEP_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 
 
@@ -97,6 +97,10 @@ class Metrics:
                                     "yet (notices and other posts)", registry=r)
         self.outbox_oldest = Gauge("clusterbot_outbox_oldest_seconds", "Age of the oldest "
                                    "undelivered Slack post (0 when none)", registry=r)
+        self.slack_paced = Gauge("clusterbot_slack_paced_calls", "Slack calls through the "
+                                 "pacer since start, by kind: tried (sent), held (waited their "
+                                 "turn), refused (429), pauses (shared Retry-After pauses)",
+                                 ["kind"], registry=r)
         self.poll_interval = Gauge("clusterbot_poll_interval_seconds", "POLL_INTERVAL_SECONDS",
                                    registry=r)
         self.poll_interval.set(poll_interval_seconds)

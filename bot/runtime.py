@@ -41,7 +41,7 @@ from bot.jobs.scheduler import (
 )
 from bot.jobs.tracker import Sweeps
 from bot.listeners import internal_site, site, start_prober, watch_connection
-from bot.metrics import CountingWebClient, Metrics
+from bot.metrics import Metrics
 from bot.policy_file import load_policy_or_default
 from bot.reachability import Connection, Reachability, provider_outcome
 from bot.reserve.client import AsyncAIReserveClient
@@ -73,7 +73,8 @@ from bot.slack.directory import SlackDirectory
 from bot.slack.duty import DutyNotices
 from bot.slack.inflight import InFlight
 from bot.slack.notifier import SlackNotifier
-from bot.slack.retry import Sleep, retry_handlers
+from bot.slack.retry import Sleep
+from bot.slack_client import slack_client
 from storage import sealing
 from storage.db import Database
 from storage.leases import Lease, replica_id
@@ -89,6 +90,11 @@ DRAIN_SECONDS = 20.0  # a graceful stop waits this long for in-flight work, then
 START_WAIT_SECONDS = 5.0  # start waits this long for the resume before serving regardless
 FIRST_RETRY_SECONDS = 1.0  # then doubling up to RETRY_CAP_SECONDS
 RETRY_CAP_SECONDS = 60.0
+
+
+# Stored posts a delivery pass sends side by side when Slack's limits are paced (each waits its
+# turn per channel and method): one slow channel doesn't hold up the others.
+DELIVERY_CONCURRENCY = 16
 
 
 @dataclass
@@ -170,15 +176,14 @@ async def start(settings: Settings, *, clock: Clock | None = None,
 
         provider = AsyncAIReserveClient(session, base_url, key, clock=clock, sleep=sleep,
                                         observe=observe)
-        log.info("%s", start_line(settings))
+        log.info("%s", settings.start_line())
 
         token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
         # One HTTP session for Slack (Web API and response_url replies): without it slack_sdk and
         # Bolt open a session — a connection and a TLS handshake — for every call.
         slack_session = await stack.enter_async_context(aiohttp.ClientSession())
-        slack = CountingWebClient(token=token, base_url=settings.slack_api_url,
-                                  retry_handlers=retry_handlers(sleep), session=slack_session)
-        slack.metrics, slack.reach = metrics, reach_slack
+        slack = slack_client(token, settings, session=slack_session, sleep=sleep,
+                             metrics=metrics, reach=reach_slack)
         approvals_channel = policy.approvals_channel or settings.approvals_channel or ""
         people = People(policy=policy, directory=SlackDirectory(slack), clock=clock)
         home = HomeService(db=db, people=people, clock=clock)
@@ -186,6 +191,8 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         notifier = SlackNotifier(client=slack, db=db, clock=clock, people=people, home=home,
                                  approvals_channel=approvals_channel, holder=replica,
                                  claim_ttl=timedelta(seconds=settings.outbox_claim_seconds))
+        if slack.pacer is not None:  # paced per channel: many go side by side, each in turn
+            notifier.outbox.concurrency = DELIVERY_CONCURRENCY
         audit = AuditLog(db=db, clock=clock)
         quoting = QuotingService(provider=provider, db=db, clock=clock, audit=audit)
         launching = LaunchService(provider=provider, quoting=quoting, notifier=notifier,
@@ -278,18 +285,6 @@ async def start(settings: Settings, *, clock: Clock | None = None,
             sweeps.started_at = time.monotonic()
             jobs.start()
         yield rt
-
-
-def start_line(settings: Settings) -> str:
-    """What this process runs against, in one line (never a secret)."""
-    provider = ("the embedded simulator (fake clusters)" if settings.uses_simulator
-                else settings.aireserve_api_url)
-    slack = ("Socket Mode" if settings.socket_mode
-             else "HTTP (/slack/events)" if settings.has_slack_credentials else "none")
-    database = settings.database_url.split(":", 1)[0].split("+", 1)[0]
-    policy = str(settings.policy_file) if settings.policy_file else "none (APPROVERS)"
-    return (f"starting: AI Reserve {provider}; Slack {slack}; database {database}; "
-            f"poll every {settings.poll_interval_seconds} s; policy file {policy}")
 
 
 def _keep_trying(rt: Runtime, what: str, work: Callable[[], Awaitable[object]]

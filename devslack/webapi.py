@@ -28,6 +28,7 @@ from aiohttp import web
 from bot.clock import Clock, SystemClock
 from devslack import replies
 from devslack.files import FileUploads
+from devslack.limits import RateLimits
 from devslack.methods import METHODS, MethodStore
 from devslack.models import (
     DEFAULT_CHANNELS,
@@ -88,6 +89,7 @@ class FakeSlack(MethodStore):
         channels: Mapping[str, str] = DEFAULT_CHANNELS,
         usergroups: Mapping[str, Sequence[str]] | None = None,
         clock: Clock | None = None,
+        rate_limits: str = "",  # Slack's limits, enforced: devslack/limits.py
     ) -> None:
         super().__init__(
             clock=clock or MonotonicClock(),
@@ -108,6 +110,7 @@ class FakeSlack(MethodStore):
         self._subscribers: list[Subscriber] = []
         self._faults: dict[str, list[_Fault]] = {}
         self._cooldown: dict[str, datetime] = {}
+        self.limits = RateLimits(rate_limits)
         self._runner: web.AppRunner | None = None
         self._base_url: str | None = None
         self._in_flight = 0
@@ -122,12 +125,8 @@ class FakeSlack(MethodStore):
         await self.start()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
         await self.stop()
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> None:
@@ -338,9 +337,10 @@ class FakeSlack(MethodStore):
         if token != self.bot_token:
             return 200, {}, {"ok": False, "error": "invalid_auth"}
         now = self.clock.now()
-        until = self._cooldown.get(method)
-        if until is not None and now < until:
-            wait = math.ceil((until - now).total_seconds())
+        until = self._cooldown.get(method)  # a fault's Retry-After, else Slack's own limits
+        wait = (math.ceil((until - now).total_seconds()) if until is not None and now < until
+                else self.limits.check(method, args.get("channel")))
+        if wait is not None:
             return 429, {"Retry-After": str(wait)}, {"ok": False, "error": "ratelimited"}
         fault = self._take_fault(method)
         if fault is not None:

@@ -19,11 +19,18 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from storage.statements import insert, rowcount
 from storage.tables import DM_CHANNELS, OUTBOX
 
-MAX_ATTEMPTS = 5
+# A stored post or edit is retried until it is delivered or its target is undeliverable:
+# never given up after a number of tries (a storm's 429s can last minutes). Attempts are
+# counted for the log only.
 # A target Slack refuses for good (a deactivated person, an archived channel) is one row of
 # its own in the outbox: key `undeliverable/<target>`, payload {"reason": <Slack's code>},
 # created (and "delivered") when it was found. Inserted once; removed when it works again.
 UNDELIVERABLE = "undeliverable"
+# A message to render again from what is stored and post or edit (a cluster's message, a
+# request's card and progress message): key `refresh/<what>/<id>`, payload {"refresh": what,
+# "id": id, "lane": …}. Queued where its state is stored, or when Slack refused the edit; one
+# per message, so edits coalesce: whatever is stored when it goes out is what is shown.
+REFRESH = "refresh"
 
 
 @dataclass(frozen=True)
@@ -63,10 +70,31 @@ class OutboxRepo:
                         attempts=OUTBOX.c.attempts + 1))
         return await rowcount(self._session, stmt) == 1
 
-    async def delivered(self, key: str, *, now: datetime) -> None:
+    async def delivered(self, key: str, *, now: datetime,
+                        queued_at: datetime | None = None) -> None:
+        """`queued_at`: only if the entry wasn't queued again since (`queue` moved it on):
+        else the claim is just released and the newer state goes out on a later pass."""
+        where = [OUTBOX.c.key == key, OUTBOX.c.delivered_at.is_(None)]
+        if queued_at is not None:
+            await self._session.execute(
+                sa.update(OUTBOX).where(*where, OUTBOX.c.created_at != queued_at)
+                .values(claimed_until=None))
+            where.append(OUTBOX.c.created_at == queued_at)
         await self._session.execute(
-            sa.update(OUTBOX).where(OUTBOX.c.key == key, OUTBOX.c.delivered_at.is_(None))
-            .values(delivered_at=now, claimed_until=None))
+            sa.update(OUTBOX).where(*where).values(delivered_at=now, claimed_until=None))
+
+    async def queue(self, key: str, *, kind: str, target: str, payload: dict[str, Any],
+                    now: datetime) -> None:
+        """Store (or store again) something to deliver: a new entry, or a delivered or
+        pending one armed again with the latest `payload` — edits to one message coalesce,
+        the latest wins. A live claim is left alone: its holder sees `created_at` moved and
+        doesn't mark it delivered (`delivered(queued_at=…)`)."""
+        stmt = insert(self._session, OUTBOX).values(
+            key=key, kind=kind, target=target, payload=payload, created_at=now, attempts=0)
+        await self._session.execute(stmt.on_conflict_do_update(
+            index_elements=["key"],
+            set_={"payload": stmt.excluded.payload, "created_at": stmt.excluded.created_at,
+                  "target": stmt.excluded.target, "delivered_at": None}))
 
     async def release(self, key: str, *, holder: str) -> None:
         """Give a claim back (the post failed): the next delivery pass may try again."""
@@ -76,18 +104,23 @@ class OutboxRepo:
             .values(claimed_until=None))
 
     async def retryable(self, *, now: datetime, limit: int = 100) -> list[OutboxItem]:
-        """Stored posts not delivered, unclaimed (or whose claim expired), oldest first;
-        after MAX_ATTEMPTS a post is left alone (logged by whoever gave up on it), and so is
-        one to an undeliverable target (else they would fill every page and starve the rest)."""
+        """Stored posts and edits not delivered, unclaimed (or whose claim expired), oldest
+        first — however often they were refused; one to an undeliverable target is left aside
+        (else they would fill every page and starve the rest)."""
         gone = OUTBOX.alias("gone")
         stmt = (sa.select(OUTBOX)
                 .where(OUTBOX.c.delivered_at.is_(None), OUTBOX.c.payload.is_not(None),
-                       OUTBOX.c.attempts < MAX_ATTEMPTS,
                        ~sa.exists().where(gone.c.kind == UNDELIVERABLE,
                                           gone.c.target == OUTBOX.c.target),
                        sa.or_(OUTBOX.c.claimed_until.is_(None), OUTBOX.c.claimed_until <= now))
                 .order_by(OUTBOX.c.created_at, OUTBOX.c.key).limit(limit))
         return [OutboxItem(**row) for row in (await self._session.execute(stmt)).mappings()]
+
+    async def queue_refresh(self, what: str, subject: str, *, lane: int, now: datetime,
+                            **extra: Any) -> None:
+        await self.queue(f"{REFRESH}/{what}/{subject}", kind=REFRESH, target=REFRESH,
+                         payload={"refresh": what, "id": subject, "lane": lane, **extra},
+                         now=now)
 
     async def mark_undeliverable(self, target: str, *, reason: str, now: datetime) -> bool:
         """Record that Slack refuses `target` for good; True only for the first record."""

@@ -434,12 +434,13 @@ class World:
 
 @asynccontextmanager
 async def world(tmp_path: Path, *, database_url: str | None = None,
-                profile: str = "fast") -> AsyncIterator[World]:
+                profile: str = "fast", slack_limits: str = "") -> AsyncIterator[World]:
+    """`slack_limits`: Slack's rate limits FakeSlack enforces (devslack/limits.py)."""
     async with AsyncExitStack() as stack:
         users = (*DEFAULT_USERS, SlackUser(DAVE, "dave", "Dave Diaz"))
         slack = await stack.enter_async_context(FakeSlack(
             channels={GENERAL: "general", APPROVALS: "approvals", "C0RANDOM": "random"},
-            users=users, usergroups={LEADS: [CAROL]}))
+            users=users, usergroups={LEADS: [CAROL]}, rate_limits=slack_limits))
         sim = SimProcess(tmp_path, profile=profile)
         stack.push_async_callback(sim.stop)
         await sim.start()

@@ -32,6 +32,8 @@ ALLOWED = {
 EXCEPTIONS = {"bot/slack/notifier.py": {"storage"}, "bot/slack/outbox.py": {"storage"},
               # the notifier's fallbacks for undeliverable targets, split out of it
               "bot/slack/unreachable.py": {"storage"},
+              # the notifier's delivery of notices, split out of it (by lane)
+              "bot/slack/notices.py": {"storage"},
               # storm digests and the degraded notice's duty edits, split out of it too
               "bot/slack/digests.py": {"storage"}, "bot/slack/duty.py": {"storage"},
               # the owner's DM questions (not serving, idle), split out of it

@@ -55,7 +55,8 @@ def test_the_lease_lasts_under_one_poll_interval_and_is_renewed_thrice_in_it():
     scheduler = build_scheduler(Any, poll_interval_seconds=30, lease=FakeLease())  # type: ignore[arg-type]
     jobs = {job.id: job for job in scheduler.get_jobs()}
     assert set(jobs) == {"watch_clusters", "finish_terminations", "resume_launches",
-                         "remind_volumes", "look_for_stock", "keep_lease"}
+                         "remind_volumes", "look_for_stock", "keep_lease", "enforce_envelopes",
+                         "deliver_outbox"}
     assert set(jobs) == set(metrics.SWEEPS)  # each one's failure counter starts at 0
     assert jobs["keep_lease"].trigger.interval == timedelta(seconds=6)
     assert jobs["watch_clusters"].func.__name__ == sweeps.watch_clusters.__name__

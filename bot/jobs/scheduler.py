@@ -48,9 +48,14 @@ RESUME_SECONDS = 20
 # gains a duty or a notice kind that an older build would not perform or deliver (a new deadline
 # enforced, a new kind of notice stored for the sweeps to send): then a replica of the new build
 # takes the sweeps over from an old holder during a rollout instead of leaving the duty undone.
-SWEEP_CAPABILITY = 4  # 2: degraded escalation; 3: waiting for stock; 4: idle rules
+# 2: degraded escalation; 3: waiting for stock; 4: idle rules; 5: the delivery sweep and queued
+# refreshes (`refresh/…` outbox entries, issue 17 lanes).
+SWEEP_CAPABILITY = 5
 VOLUME_SECONDS = 300
 STOCK_SECONDS = 60  # the shortest back-off between two re-quotes of one shape
+# The delivery sweep: what the others stored goes out within about a second (it runs as long
+# as a backlog lasts; `max_instances=1` keeps one pass at a time).
+DELIVER_SECONDS = 1
 SWEEPS_LEASE = "sweeps"
 LEASE_SHARE = 0.6  # of a poll interval
 MIN_LEASE_SECONDS = 2.0  # below this a busy event loop would hand the lease back and forth
@@ -117,17 +122,33 @@ def tracked(job: Sweep, tracker: Sweeps) -> Sweep:
     return run
 
 
+class _BacklogTicks(logging.Filter):
+    """The delivery sweep runs as long as a backlog lasts (a storm: minutes); APScheduler
+    skipping its ticks meanwhile is the plan, not a warning worth a line a second."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        return not (f'job "{sweeps.deliver_outbox.__name__} ' in text
+                    and "maximum number of running instances" in text)
+
+
+_QUIET = _BacklogTicks()
+
+
 def build_scheduler(services: Services, *, poll_interval_seconds: int,
                     lease: Lease | None = None,
                     tracker: Sweeps | None = None) -> AsyncIOScheduler:
     tracker = tracker or Sweeps()
+    logging.getLogger("apscheduler.scheduler").addFilter(_QUIET)  # once: a set of filters
     if lease is not None:
         tracker.lease = lease  # readiness and the holder gauge look at it
     scheduler = AsyncIOScheduler(timezone="UTC", job_defaults={
         "coalesce": True, "max_instances": 1, "misfire_grace_time": poll_interval_seconds,
     })
     jobs: tuple[tuple[Sweep, float], ...] = (
+        (sweeps.enforce_envelopes, poll_interval_seconds),
         (sweeps.watch_clusters, poll_interval_seconds),
+        (sweeps.deliver_outbox, DELIVER_SECONDS),
         (sweeps.finish_terminations, poll_interval_seconds),
         (sweeps.resume_launches, RESUME_SECONDS),
         (sweeps.remind_volumes, VOLUME_SECONDS),

@@ -12,15 +12,36 @@ log = logging.getLogger(__name__)
 
 
 async def watch_clusters(services: Services) -> None:
-    """Adopt untracked clusters, bring every live one up to date from the provider's listing,
-    deliver what changed (and the hourly reminders), move spend envelopes on."""
+    """Adopt untracked clusters, bring every live one up to date from the provider's listing
+    and queue what changed (and the hourly reminders) — without waiting for Slack: the
+    delivery sweep tells it, so a storm's posts never make a poll, or readiness, wait."""
     wall, cpu = time.perf_counter(), time.process_time()
-    polled = await services.watching.sync_live(on_page=services.reconciling.reconcile_page)
-    await services.envelopes.sweep()
+    polled = await services.watching.sync_live(on_page=services.reconciling.reconcile_page,
+                                               deliver=False)
     await services.approvals.show_expired()
     # `make bench` reads this line (benchmarks/scale.py): keep its shape.
     log.debug("swept %d live clusters in %.4f s wall, %.4f s CPU", polled,
               time.perf_counter() - wall, time.process_time() - cpu)
+
+
+async def watch_and_tell(services: Services) -> None:
+    """The watch sweep telling as it goes (edits inline, notices delivered at its end): the
+    local workspace's (one person at a terminal, no Slack limits), where each step's messages
+    read in the order they happened."""
+    await services.watching.sync_live(on_page=services.reconciling.reconcile_page)
+    await services.approvals.show_expired()
+
+
+async def enforce_envelopes(services: Services) -> None:
+    """Money first, on its own schedule: spend envelopes move on (and enforced ones end) every
+    poll interval, whatever Slack is doing — a terminate never waits behind a notice."""
+    await services.envelopes.sweep()
+
+
+async def deliver_outbox(services: Services) -> None:
+    """Tell what the sweeps stored: notices, queued messages and refused posts, by lane and
+    paced to Slack's limits (bot/slack/pacing.py), until each is delivered."""
+    await services.watching.deliver()
 
 
 async def resume_launches(services: Services) -> None:

@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 from bot.clock import Clock
 from bot.domain.envelope import deadline, ends_at, margin_for, next_stage
 from bot.domain.errors import DomainError
+from bot.domain.lanes import Lane, lane
 from bot.domain.models import ClusterRecord, ClusterState
 from bot.domain.ports import Notifier
 from bot.reserve.port import ClusterProvider
@@ -52,9 +53,16 @@ class EnvelopeService:
         self._clock = clock
 
     async def sweep(self) -> int:
-        """Move every live cluster's envelope on; returns how many moved."""
+        """Move every live cluster's envelope on; returns how many moved. Terminates first:
+        the warnings and prompts are told after every due terminate was asked (in the money
+        lane), so a slow Slack never holds up the next cluster's end."""
+        with lane(Lane.MONEY):
+            return await self._sweep()
+
+    async def _sweep(self) -> int:
         enforced_by_policy = self._people.policy.enforce_lifetime
         moved = 0
+        told: list[tuple[ClusterRecord, str, datetime, bool]] = []
         async with self._db.transaction() as repos:
             live = await repos.clusters.list_live(with_lifetime=True)
         for i, record in enumerate(live):
@@ -76,6 +84,11 @@ class EnvelopeService:
                     continue
                 record = await repos.clusters.update(record.id, now=now, envelope_stage=stage)
             moved += 1
+            if stage == "enforced":
+                await self._announce(record, stage, now=now, enforce=enforce)
+            else:
+                told.append((record, stage, now, enforce))
+        for record, stage, now, enforce in told:
             await self._announce(record, stage, now=now, enforce=enforce)
         return moved
 

@@ -14,6 +14,7 @@ import logging
 from bot.clock import Clock
 from bot.domain import policies
 from bot.domain.errors import Conflict, ProviderUnavailable, UnknownResource
+from bot.domain.lanes import Lane, lane
 from bot.domain.models import Actor, ClusterRecord, ClusterState
 from bot.domain.policy import money
 from bot.domain.ports import Notifier
@@ -70,7 +71,8 @@ class TerminationService:
 
     async def terminate_for_policy(self, *, cluster_id: str) -> ClusterRecord:
         """The spend policy's enforced envelope ran out (audited by the caller)."""
-        return await self._terminate(cluster_id, by=POLICY)
+        with lane(Lane.MONEY):
+            return await self._terminate(cluster_id, by=POLICY)
 
     async def terminate_for_idle(self, *, cluster_id: str) -> ClusterRecord:
         """An idle rule fired and nobody kept the cluster within the policy's grace (audited by
@@ -101,7 +103,12 @@ class TerminationService:
 
     async def finish(self) -> int:
         """The sweep: attempt every due terminate, and tell whoever asked about the ones
-        AI Reserve has now terminated. Returns how many intents it moved on."""
+        AI Reserve has now terminated (in the money lane). Returns how many intents it moved
+        on."""
+        with lane(Lane.MONEY):
+            return await self._finish()
+
+    async def _finish(self) -> int:
         now = self._clock.now()
         async with self._db.transaction() as repos:
             due = await repos.terminations.due(now=now)

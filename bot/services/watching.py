@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from bot.clock import Clock
+from bot.domain.lanes import Lane, lane
 from bot.domain.models import ClusterRecord, ClusterState, Observation
 from bot.domain.payment import payment_notices
 from bot.domain.ports import Notifier
@@ -72,9 +73,14 @@ class WatchService:
         # notices it follows are delivered.
         self.duty: DutyService | None = None
 
-    async def sync_live(self, *, on_page: PageHook | None = None) -> int:
+    async def sync_live(self, *, on_page: PageHook | None = None, deliver: bool = True) -> int:
         """One poll of every cluster that may still bill; deliver what changed. Returns how
         many live records it checked.
+
+        `deliver=False` (the watch sweep): nothing waits for Slack — each changed cluster's
+        message is queued in the outbox with its observation, in one transaction, and the
+        delivery sweep shows it (by lane, paced): a storm's posts never hold up the next poll,
+        a money duty, or readiness.
 
         The live records are read in one query (converted off the event loop) and compared in
         memory with AI Reserve's listing as its pages arrive — only the statuses that can still
@@ -100,28 +106,34 @@ class WatchService:
                                                            on_skip=skip):
                 page.append(wire)
                 if len(page) == PAGE_SIZE:
-                    await self._sync_page(page, live, listed, on_page)
+                    await self._sync_page(page, live, listed, on_page, tell=deliver)
                     page = []
-            await self._sync_page(page, live, listed, on_page)
+            await self._sync_page(page, live, listed, on_page, tell=deliver)
         except api.ApiError as exc:
             # What was listed is synced; the rest waits for the next poll (no GET storm).
             log.warning("listing clusters failed: %s", exc)  # e.g. "GET /clusters is paused …"
         else:
             await self._poll_each([id for id in live if id not in listed and id not in skipped],
-                                  unreadable=skipped)
+                                  unreadable=skipped, tell=deliver)
         if skipped:
             async with self._db.transaction() as repos:
                 await note_unreadable(repos, skipped=skipped, tracked=live.keys(),
                                       now=self._clock.now())
         if self.readiness is not None:
             await self.readiness.follow()
-        await self._notifier.deliver_notices()
+        if deliver:
+            await self._notifier.deliver_notices()
         if self.duty is not None:
-            await self.duty.escalate_due()
+            with lane(Lane.HEALTH):  # telling only: after the provider's duties
+                await self.duty.escalate_due()
         return len(live)
 
+    async def deliver(self) -> None:
+        """What the sweeps queued goes out: notices, queued messages, refused posts."""
+        await self._notifier.deliver_notices()
+
     async def _sync_page(self, page: list[Cluster], live: Mapping[str, ClusterRecord],
-                         listed: set[str], on_page: PageHook | None) -> None:
+                         listed: set[str], on_page: PageHook | None, *, tell: bool) -> None:
         if not page:
             return
         if on_page is not None:
@@ -134,15 +146,16 @@ class WatchService:
         # Pure and CPU-bound: compared in a thread, the event loop keeps answering Slack.
         due = await asyncio.to_thread(
             lambda: [w for r, w in mine if self._due(r, w, now=now)])
-        await self._gather(self.sync(w.id, wire=w, deliver=False) for w in due)
+        await self._gather(self.sync(w.id, wire=w, deliver=False, tell=tell) for w in due)
 
-    async def _poll_each(self, ids: list[str], *, unreadable: dict[str, SkippedItem]) -> None:
+    async def _poll_each(self, ids: list[str], *, unreadable: dict[str, SkippedItem],
+                         tell: bool) -> None:
         """Read each of `ids` by id (bounded concurrency); a failed read changes nothing, and
         one that answers a cluster the bot can't parse joins `unreadable` (as a skipped item)."""
 
         async def read(cluster_id: str) -> None:
             try:
-                await self.sync(cluster_id, deliver=False)
+                await self.sync(cluster_id, deliver=False, tell=tell)
             except UnexpectedResponse as exc:
                 field = str(exc.details.get("field") or "<body>")
                 log.warning("cluster %s: AI Reserve's answer doesn't parse (field %s)",
@@ -175,8 +188,9 @@ class WatchService:
                 and before.owner_id is not None and connection_details(wire) is not None)
 
     async def sync(self, cluster_id: str, *, wire: Cluster | None = None,
-                   deliver: bool = True) -> ClusterRecord | None:
-        """Bring one record up to date with the provider (or with `wire`, already fetched)."""
+                   deliver: bool = True, tell: bool = True) -> ClusterRecord | None:
+        """Bring one record up to date with the provider (or with `wire`, already fetched).
+        `tell=False`: its message is queued with the observation (shown by a delivery pass)."""
         read_by_id = wire is None
         if wire is None:
             try:
@@ -205,10 +219,15 @@ class WatchService:
             after = await repos.clusters.update(cluster_id, now=now, **changes) if changes \
                 else before
             serving_moved = await _serving_follows(repos, before, after_obs, now=now)
-        if serving_moved or any(getattr(before, k) != getattr(after, k) for k in _VISIBLE):
+            visible = serving_moved or any(getattr(before, k) != getattr(after, k)
+                                           for k in _VISIBLE)
+            if visible and not tell:  # stored with the observation: never dropped
+                await repos.outbox.queue_refresh("cluster", cluster_id,
+                                                 lane=int(lane_for(after.status)), now=now)
+        if visible and tell:
             await self._notifier.refresh_cluster(cluster_id)
         if after.status is ClusterState.RUNNING and after.connection_sent_at is None:
-            after = await self._send_connection(after, wire)
+            after = await self._send_connection(after, wire, shown=visible and tell)
         if deliver and queued:
             await self._notifier.deliver_notices()
         return after
@@ -249,12 +268,16 @@ class WatchService:
             ))
         return notices
 
-    async def _send_connection(self, record: ClusterRecord, wire: Cluster) -> ClusterRecord:
+    async def _send_connection(self, record: ClusterRecord, wire: Cluster, *,
+                               shown: bool) -> ClusterRecord:
         """DM the details just read from the provider (never stored): claimed in the outbox,
-        so one replica sends them; the record says so once they are out."""
+        so one replica sends them; the record says so once they are out. Its message shows it
+        running first (`shown`: this sync just did), whichever sync gets here."""
         details = connection_details(wire)
         if details is None or record.owner_id is None:
             return record
+        if not shown:
+            await self._notifier.refresh_cluster(record.id)
         if not await self._notifier.send_connection_details(record, details):
             return record  # another replica is sending them now
         async with self._db.transaction() as repos:
@@ -278,6 +301,11 @@ class WatchService:
                                                   at=now))
         await self._notifier.refresh_cluster(cluster_id)
         return after
+
+
+def lane_for(status: ClusterState) -> Lane:
+    """A cluster message that shows it ended is a money action's telling; the rest, health."""
+    return Lane.HEALTH if status.is_live else Lane.MONEY
 
 
 def _unknown_status(record: ClusterRecord, wire: Cluster) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from functools import partial
 from hashlib import sha256
@@ -25,43 +25,41 @@ from bot.domain.connection import ConnectionDetails
 from bot.domain.models import (
     Approval,
     ClusterRecord,
-    ClusterState,
-    Decision,
     LaunchRequest,
-    MessageRef,
     RequestStatus,
     VolumeRecord,
 )
-from bot.domain.watch import Notice, NoticeKind
 from bot.services.home import HomeService
 from bot.services.people import People
-from bot.slack import asks
 from bot.slack.blocks import approval as approval_blocks
-from bot.slack.blocks import audit as audit_blocks
 from bot.slack.blocks import cluster as cluster_blocks
 from bot.slack.blocks import common as common_blocks
 from bot.slack.blocks import envelope as envelope_blocks
 from bot.slack.blocks import extension as extension_blocks
 from bot.slack.blocks import home as home_blocks
 from bot.slack.blocks import notices as notice_blocks
-from bot.slack.blocks import payment as payment_blocks
 from bot.slack.blocks import readiness as readiness_blocks
 from bot.slack.blocks import story as story_blocks
-from bot.slack.blocks import unreadable as unreadable_blocks
 from bot.slack.blocks import volumes as volume_blocks
-from bot.slack.blocks.message import Message
 from bot.slack.digests import StormDigests
-from bot.slack.outbox import DEFAULT_CLAIM, POST_ERRORS, Outcome, SlackOutbox, Unreachable, reason
+from bot.slack.notices import PROGRESS, NoticeDelivery, top_subject
+from bot.slack.outbox import (
+    DEFAULT_CLAIM,
+    POST_ERRORS,
+    Outcome,
+    SlackOutbox,
+    Unreachable,
+    gone,
+    reason,
+)
 from bot.slack.unreachable import Fallbacks
 from storage.db import Database
 from storage.leases import replica_id
 
 log = logging.getLogger(__name__)
 
-# One post of a notice: its outbox key, where it goes, and the call that posts it.
-Post = tuple[str, str, Callable[[], Awaitable[object]]]
-
-APPROVAL, PROGRESS, EXTENSION = "approval", "progress", "extension"  # kinds of edited message
+APPROVAL = "approval"
+EXTENSION = "extension"
 
 
 class SlackNotifier:
@@ -75,17 +73,57 @@ class SlackNotifier:
         self._people = people
         self._home = home
         self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
-        self._delivering = asyncio.Lock()
         self.outbox = SlackOutbox(client=client, db=db, clock=clock,
                                   holder=holder or replica_id(), claim_ttl=claim_ttl)
+        self.outbox.on_refresh = self._refresh_queued
         self.fallbacks = Fallbacks(client=client, db=db, outbox=self.outbox, people=people,
                                    clock=clock, approvals_channel=approvals_channel)
         self.digests = StormDigests(client=client, db=db, outbox=self.outbox, clock=clock)
+        self.notices = NoticeDelivery(client=client, db=db, clock=clock, people=people,
+                                      outbox=self.outbox, fallbacks=self.fallbacks,
+                                      digests=self.digests, approvals_channel=approvals_channel,
+                                      refresh_request=self.refresh_request)
 
     async def refresh_request(self, request_id: str, *,
                               superseded_quote_id: str | None = None,
                               card: bool = True) -> None:
-        """`card=False`: the cluster moved, the request didn't — leave the approval card be."""
+        """`card=False`: the cluster moved, the request didn't — leave the approval card be.
+        Slack refusing (a storm's 429s) fails nothing: what it shows is stored, so showing it
+        is queued in the outbox and goes out on a later delivery pass, until it does."""
+        try:
+            await self._refresh_request(request_id, superseded_quote_id=superseded_quote_id,
+                                        card=card)
+        except POST_ERRORS as exc:
+            await self._queue("request", request_id, exc, superseded=superseded_quote_id)
+
+    async def refresh_cluster(self, cluster_id: str) -> None:
+        """The cluster's message shows its stored state now, or (Slack refusing) later."""
+        try:
+            await self._refresh_cluster(cluster_id)
+        except POST_ERRORS as exc:
+            await self._queue("cluster", cluster_id, exc)
+
+    async def _queue(self, what: str, subject: str, exc: BaseException, **extra: Any) -> None:
+        if gone(exc) is not None:  # undeliverable: the fallbacks told whoever must know
+            log.info("the %s message of %s can't be shown (%s)", what, subject, reason(exc))
+            return
+        log.warning("could not show the %s message of %s (%s); queued until Slack takes it",
+                    what, subject, reason(exc))
+        await self.outbox.queue_refresh(what, subject, **extra)
+
+    async def _refresh_queued(self, what: str, subject: str,
+                              payload: Mapping[str, Any]) -> None:
+        """A queued refresh, from the outbox (raises on a refusal: it stays queued)."""
+        if what == "request":
+            superseded = payload.get("superseded")
+            await self._refresh_request(subject, card=True,
+                                        superseded_quote_id=str(superseded) if superseded
+                                        else None)
+        else:
+            await self._refresh_cluster(subject)
+
+    async def _refresh_request(self, request_id: str, *, superseded_quote_id: str | None,
+                               card: bool) -> None:
         async with self._locks[request_id]:
             async with self._db.transaction() as repos:
                 request = await repos.requests.get(request_id)
@@ -163,130 +201,25 @@ class SlackNotifier:
             await self.outbox.post_once(story_blocks.story_key(request, step), top.channel_id,
                                         story_blocks.story_post(words), thread_ts=top.ts)
 
-    async def refresh_cluster(self, cluster_id: str) -> None:
+    async def _refresh_cluster(self, cluster_id: str) -> None:
         async with self._db.transaction() as repos:
             record = await repos.clusters.get(cluster_id)
         if record is None:
             return
         if record.request_id is not None:
-            await self.refresh_request(record.request_id, card=False)
+            await self._refresh_request(record.request_id, superseded_quote_id=None,
+                                        card=False)
             return
         # Adopted (found at AI Reserve, not launched here): its card in the approvals channel.
         async with self._locks[cluster_id]:
             await self.fallbacks.quietly(self.outbox.upsert(  # a card, not a record
-                PROGRESS, _top_subject(record), self._approvals_channel,
+                PROGRESS, top_subject(record), self._approvals_channel,
                 notice_blocks.untracked_cluster(record, now=self._clock.now())))
         await self._refresh_homes([record.owner_id])
 
     async def deliver_notices(self) -> None:
-        """Post every notice nobody else is posting, each claimed first (see `SlackOutbox`)."""
-        async with self._delivering:  # one delivery pass per process; the claims across them
-            await self.fallbacks.recheck(self.refresh_request)
-            await self.outbox.retry()
-            await self.digests.gather()  # a storm: one digest per channel, edited after
-            skipped: set[tuple[str, str]] = set()  # refused by Slack or busy: a later pass
-            while True:
-                async with self._db.transaction() as repos:
-                    pending = [n for n in await repos.notices.pending(
-                                   limit=100 + len(skipped), now=self.outbox.claim_clock())
-                               if (n.cluster_id, n.key) not in skipped]
-                if not pending:
-                    await self.digests.refresh()
-                    return
-                skipped |= await self._deliver_batch(pending)
-
-    async def _deliver_batch(self, pending: Sequence[Notice]) -> set[tuple[str, str]]:
-        """Claim, post and mark each notice delivered; returns those not delivered now."""
-        skipped: set[tuple[str, str]] = set()
-        holder, ttl = self.outbox.holder, self.outbox.claim_ttl
-        for notice in pending:
-            ident = (notice.cluster_id, notice.key)
-            async with self._db.transaction() as repos:
-                if not await repos.notices.claim(*ident, holder=holder,
-                                                 now=self.outbox.claim_clock(), ttl=ttl):
-                    skipped.add(ident)  # delivered or being delivered by another replica
-                    continue
-                record = await repos.clusters.get(notice.cluster_id)
-                top = await repos.messages.get(PROGRESS, _top_subject(record)) if record else None
-            done = True
-            if record is not None:
-                try:
-                    done = await self._deliver(notice, record, top)
-                except POST_ERRORS as exc:
-                    # Left pending: the next sweep tries again; later notices still go.
-                    log.warning("could not deliver %s notice for %s: %s", notice.kind,
-                                notice.cluster_id, reason(exc))
-                    done = False
-            async with self._db.transaction() as repos:
-                if done:
-                    await repos.notices.mark_delivered(*ident, now=self._clock.now())
-                else:
-                    await repos.notices.release(*ident, holder=holder)
-                    skipped.add(ident)
-        return skipped
-
-    async def _deliver(self, notice: Notice, record: ClusterRecord,
-                       top: MessageRef | None) -> bool:
-        """Each post of the notice once (keyed under the notice); False if one is still busy
-        at another replica (one that died mid-notice: its claims expire, a later pass ends)."""
-        now = self._clock.now()
-        prefix = f"notice/{notice.cluster_id}/{notice.key}"
-        posts: list[Post] = []
-        if notice.kind is NoticeKind.REMINDER:
-            if record.status not in (ClusterState.RUNNING, ClusterState.DEGRADED):
-                return True  # terminated since it was queued: reminders stop at once
-            owners = ([record.owner_id] if record.owner_id
-                      else sorted(await self._people.approvers()))
-            reminder = notice_blocks.reminder_dm(notice, record, now=now).as_kwargs()
-            posts = [(f"{prefix}/dm/{person}", person, partial(self.outbox.dm, person, reminder))
-                     for person in owners]
-        elif notice.kind in (NoticeKind.PAST_DUE, NoticeKind.GRACE_ENDING):
-            posts = await self._payment_posts(notice, record, prefix=prefix, now=now)
-        elif notice.kind is NoticeKind.UNREADABLE:
-            if not record.status.is_live:
-                return True  # it ended since (read by id): nothing bills, nothing to warn of
-            posts = await self._owner_and_approvals(
-                prefix, unreadable_blocks.unreadable_notice(notice, record).as_kwargs(), record)
-        elif notice.kind in asks.KINDS:  # bot/slack/asks.py: none left to decide, none sent
-            posts = [*await asks.owner_asks(notice, record, prefix=prefix, db=self._db,
-                                            people=self._people, outbox=self.outbox)]
-        else:
-            kwargs = (await self._receipt(record) if notice.kind is NoticeKind.RECEIPT
-                      else notice_blocks.thread_notice(notice, record, now=now)).as_kwargs()
-            if top is not None:
-                posts.append((f"{prefix}/thread", top.channel_id, partial(
-                    self.digests.thread_post, notice, record, top, kwargs)))
-            else:  # no top message to thread under (it could not be posted): the channel
-                posts.append((f"{prefix}/channel", record.channel_id, partial(
-                    self._client.chat_postMessage, channel=record.channel_id, **kwargs)))
-            posts += [(f"{prefix}/notify/{channel}", channel, partial(
-                self._client.chat_postMessage, channel=channel, **kwargs))
-                for channel in record.notify_channels]
-        outcomes = [await self.outbox.once(key, kind="notice", target=target, send=send)
-                    for key, target, send in posts]
-        await self.fallbacks.owner_unreachable(record, [(t, o) for (_, t, _), o in zip(
-            posts, outcomes, strict=True) if o is Outcome.UNDELIVERABLE])
-        return Outcome.BUSY not in outcomes
-
-    async def _payment_posts(self, notice: Notice, record: ClusterRecord, *, prefix: str,
-                             now: datetime) -> list[Post]:
-        """The owner (the approvers while nobody owns it) by DM, and the approvals channel."""
-        paid = record.observed is not None and record.observed.payment_status != "past_due"
-        if paid or record.status not in (ClusterState.RUNNING, ClusterState.DEGRADED):
-            return []  # paid, or terminated, since it was queued: the cluster's own notice follows
-        kwargs = payment_blocks.payment_notice(notice, record, now=now).as_kwargs()
-        return await self._owner_and_approvals(prefix, kwargs, record)
-
-    async def _owner_and_approvals(self, prefix: str, kwargs: dict[str, Any],
-                                   record: ClusterRecord) -> list[Post]:
-        owners = [record.owner_id] if record.owner_id else sorted(await self._people.approvers())
-        posts: list[Post] = [
-            (f"{prefix}/dm/{person}", person, partial(self.outbox.dm, person, kwargs))
-            for person in owners]
-        if self._approvals_channel:
-            posts.append((f"{prefix}/approvals", self._approvals_channel, partial(
-                self._client.chat_postMessage, channel=self._approvals_channel, **kwargs)))
-        return posts
+        """Post every notice nobody else is posting, by lane (bot/slack/notices.py)."""
+        await self.notices.deliver()
 
     async def send_connection_details(self, cluster: ClusterRecord,
                                       details: ConnectionDetails) -> bool:
@@ -322,22 +255,6 @@ class SlackNotifier:
         for person in recipients:
             await self.outbox.dm_once(f"volume/{volume.id}/{due}/{person}", person, message)
 
-    async def _receipt(self, record: ClusterRecord) -> Message:
-        requester, approvers, auto = None, [], False
-        if record.request_id is not None:
-            async with self._db.transaction() as repos:
-                request = await repos.requests.get(record.request_id)
-                approvals = await repos.approvals.for_request(record.request_id)
-            if request is not None:
-                requester = request.requester_id
-                approvers = [a.approver_id for a in approvals
-                             if a.decision is Decision.APPROVE and a.quote_id == request.quote_id]
-                auto = not approvers
-        return audit_blocks.receipt(
-            record, requester=requester, approvers=approvers, auto_approved=auto,
-            auto_approve_below_cents=self._people.policy.auto_approve_below_cents,
-            now=self._clock.now())
-
     async def envelope_notice(self, cluster: ClusterRecord, *, stage: str, ends_at: datetime,
                               terminate_at: datetime | None,
                               recipients: Sequence[str]) -> None:
@@ -362,7 +279,7 @@ class SlackNotifier:
     async def envelope_extended(self, cluster: ClusterRecord, *, by: str, hours: int) -> None:
         message = envelope_blocks.envelope_extended(cluster, by=by, hours=hours)
         async with self._db.transaction() as repos:
-            top = await repos.messages.get(PROGRESS, _top_subject(cluster))
+            top = await repos.messages.get(PROGRESS, top_subject(cluster))
         if top is not None:
             await self.outbox.post_once(f"extended/{cluster.id}/{cluster.lifetime_hours}",
                                         top.channel_id, message, thread_ts=top.ts)
@@ -377,7 +294,7 @@ class SlackNotifier:
                                  extension_blocks.extension_card(ext))
         async with self._db.transaction() as repos:  # the thread tells each step, once
             record = await repos.clusters.get(ext.cluster_id)
-            top = await repos.messages.get(PROGRESS, _top_subject(record))
+            top = await repos.messages.get(PROGRESS, top_subject(record))
         if top is not None:
             for key, words in extension_blocks.extension_steps(ext):
                 await self.outbox.post_once(key, top.channel_id,
@@ -405,9 +322,3 @@ class SlackNotifier:
         person are said once (pass a key for a message that may be repeated)."""
         key = key or sha256(text.encode()).hexdigest()[:24]
         await self.outbox.dm_once(f"tell/{user_id}/{key}", user_id, common_blocks.notice(text))
-
-def _top_subject(record: ClusterRecord | None) -> str:
-    """The key of a cluster's top message: its request's progress message, or its own card."""
-    if record is None:
-        return ""
-    return record.request_id or f"cluster:{record.id}"

@@ -42,11 +42,12 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.clock import Clock
+from bot.domain import lanes
 from bot.domain.models import MessageRef
 from bot.slack.blocks.message import Message
 from storage.db import Database
 from storage.leases import wall_clock
-from storage.outbox import MAX_ATTEMPTS
+from storage.outbox import OutboxItem
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +111,12 @@ class SlackOutbox:
         self.claim_ttl = claim_ttl
         # Called once per target when it is first found undeliverable (target, Slack's code).
         self.on_undeliverable: Callable[[str, str], Awaitable[None]] | None = None
+        # Renders a queued refresh again and posts or edits it (the notifier; raises on a
+        # Slack refusal, so the entry stays queued): (what, id, payload).
+        self.on_refresh: Callable[[str, str, Mapping[str, Any]], Awaitable[None]] | None = None
+        # Stored entries sent at once by a delivery pass: with Slack's limits paced per
+        # channel (bot/slack/pacing.py) many go out side by side, each waiting its turn.
+        self.concurrency = 1
 
     async def unreachable(self) -> Mapping[str, str]:
         """Targets recorded undeliverable → Slack's code."""
@@ -173,15 +180,58 @@ class SlackOutbox:
                                          "message": message.as_kwargs()})
 
     async def retry(self) -> int:
-        """Post the durable posts left behind (refused by Slack, or their replica died)."""
+        """Deliver what is stored and not delivered — posts Slack refused or whose replica
+        died, queued refreshes — by lane, then oldest first. Returns how many went out."""
         async with self._db.transaction() as repos:
-            items = await repos.outbox.retryable(now=self.claim_clock())
-        posted = 0
-        for item in items:
-            assert item.payload is not None  # retryable() returns stored posts only
-            if await self._durable(item.key, item.payload) is Outcome.POSTED:
-                posted += 1
-        return posted
+            items = await repos.outbox.retryable(now=self.claim_clock(), limit=500)
+        items.sort(key=lambda i: (int((i.payload or {}).get("lane", 0)), i.created_at, i.key))
+        gate, done = asyncio.Semaphore(self.concurrency), 0
+
+        async def one(item: OutboxItem) -> None:
+            nonlocal done
+            payload = item.payload or {}
+            async with gate:
+                with lanes.lane(lanes.Lane(int(payload.get("lane", 0)))):
+                    if payload.get("refresh"):
+                        done += await self._refresh(item)
+                    else:
+                        done += await self._durable(item.key, payload) is Outcome.POSTED
+
+        await asyncio.gather(*(one(i) for i in items))
+        return done
+
+    async def queue_refresh(self, what: str, subject: str, **extra: Any) -> None:
+        """Render `subject` again and post or edit it on a later delivery pass (durable: it
+        goes out whatever Slack answers now, in the current lane)."""
+        async with self._db.transaction() as repos:
+            await repos.outbox.queue_refresh(what, subject, lane=int(lanes.current()),
+                                             now=self.claim_clock(), **extra)
+
+    async def _refresh(self, item: OutboxItem) -> bool:
+        assert item.payload is not None and self.on_refresh is not None
+        async with self._db.transaction() as repos:
+            if not await repos.outbox.claim(item.key, kind=item.kind, target=item.target,
+                                            holder=self.holder, now=self.claim_clock(),
+                                            ttl=self.claim_ttl):
+                return False
+            # Queued again since the pass read it? What is rendered now includes that too.
+            item = await repos.outbox.get(item.key) or item
+        assert item.payload is not None
+        try:
+            await self.on_refresh(str(item.payload["refresh"]), str(item.payload["id"]),
+                                  item.payload)
+        except BaseException as exc:
+            async with self._db.transaction() as repos:
+                await repos.outbox.release(item.key, holder=self.holder)
+            if not isinstance(exc, POST_ERRORS):
+                raise
+            log.warning("could not refresh the %s message of %s (%s); it will be retried",
+                        item.payload["refresh"], item.payload["id"], reason(exc))
+            return False
+        async with self._db.transaction() as repos:
+            await repos.outbox.delivered(item.key, now=self._clock.now(),
+                                         queued_at=item.created_at)
+        return True
 
     async def dm(self, user_id: str, kwargs: dict[str, Any]) -> None:
         """Post to a person's DM channel (opened once, then read from the database)."""
@@ -229,16 +279,11 @@ class SlackOutbox:
 
         try:
             return await self.once(key, kind="dm" if user else "post",
-                                   target=str(user or channel), send=send, payload=payload)
-        except POST_ERRORS as exc:
-            async with self._db.transaction() as repos:
-                item = await repos.outbox.get(key)
-            if item is not None and item.attempts >= MAX_ATTEMPTS:
-                log.error("gave up posting %s after %d attempts (%s)", key.split("/")[0],
-                          item.attempts, reason(exc))
-            else:
-                log.warning("could not post %s (%s); it will be retried", key.split("/")[0],
-                            reason(exc))
+                                   target=str(user or channel), send=send,
+                                   payload={"lane": int(lanes.current()), **payload})
+        except POST_ERRORS as exc:  # stored: a later delivery pass tries again, until it works
+            log.warning("could not post %s (%s); it will be retried", key.split("/")[0],
+                        reason(exc))
             return Outcome.BUSY
 
     # --- messages edited in place (approval cards, progress messages) ---------------------

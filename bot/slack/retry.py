@@ -73,9 +73,11 @@ class ServerErrorRetry(AsyncServerErrorRetryHandler):
             state=state, request=request, response=response, error=error)
 
 
-def retry_handlers(sleep: Sleep = asyncio.sleep) -> list[AsyncRetryHandler]:
+def retry_handlers(sleep: Sleep = asyncio.sleep, *,
+                   rate_limits: bool = True) -> list[AsyncRetryHandler]:
+    """`rate_limits=False`: 429s are left to the pacer (bot/slack/pacing.py)."""
     return [
-        RateLimitRetry(sleep=sleep),
+        *([RateLimitRetry(sleep=sleep)] if rate_limits else []),
         ConnectionErrorRetry(max_retry_count=2),
         ServerErrorRetry(max_retry_count=2),
     ]

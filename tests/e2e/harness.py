@@ -249,6 +249,8 @@ async def bot(tmp_path: Path, *, slack: FakeSlack | None = None,
             "DATABASE_URL": database_url or f"sqlite:///{tmp_path / 'bot.db'}",
             "APPROVALS_CHANNEL": APPROVALS,
             "APPROVERS": f"{BOB},{CAROL}",
+            # Pacing runs on real time; the in-process tests run on a ManualClock.
+            "SLACK_RATE_LIMITS": "off",
         }
         if policy is not None:  # a spend policy file (YAML)
             (tmp_path / "policy.yaml").write_text(policy)

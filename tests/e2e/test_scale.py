@@ -94,6 +94,7 @@ async def test_a_thousand_clusters_sweep_and_list_without_a_stall(tmp_path):
         await h.fail_node(failing)
         await _advance(h, 5)
         await sweeps.watch_clusters(h.rt.services)
+        await sweeps.deliver_outbox(h.rt.services)  # the watch sweep stores, this one tells
         await h.rt.settle()
         said = [c for c in h.slack.calls[posted:] if c.method == "chat.postMessage"]
         assert said and all(failing in json.dumps(c.args) for c in said)

@@ -89,7 +89,7 @@ async def test_real_process_retries_a_failing_terminate_across_a_kill(tmp_path, 
         await wait_for(lambda: any("ssh -p" in w.text_of(m) for m in w.slack.dms(ALICE)),
                        what="the cluster running")
         await w.sim.fault(DELETE, status=500, count=3)
-        top = w.slack.messages(GENERAL)[-1]
+        top = await _terminate_button(w)
         await bot_process.requests.click(top, Action.TERMINATE, user_id=ALICE)
         await wait_for(lambda: [m for m in w.slack.ephemerals(ALICE)
                                 if "keep trying" in w.text_of(m)], what="the private answer")
@@ -109,6 +109,15 @@ async def test_real_process_retries_a_failing_terminate_across_a_kill(tmp_path, 
         assert len([m for m in w.slack.dms(ALICE) if "still billing" in w.text_of(m)]) == 1
 
 
+async def _terminate_button(w):
+    """The cluster's message once it shows it running: the delivery sweep edits it (queued
+    with the observation), a moment after the SSH details DM."""
+    found = await wait_for(lambda: [m for m in w.slack.messages(GENERAL)
+                                    if Action.TERMINATE in w.text_of(m)],
+                           what="the Terminate button")
+    return found[-1]
+
+
 @pytest.mark.procs
 async def test_two_replicas_make_each_attempt_once_and_tell_once(tmp_path, database_url):
     async with world(tmp_path, database_url=database_url) as w:
@@ -122,7 +131,7 @@ async def test_two_replicas_make_each_attempt_once_and_tell_once(tmp_path, datab
         second = await w.bot()
         await w.sim.fault(DELETE, status=500, count=3)
         await w.sim.fault(DELETE, delay_seconds=0.0, count=1000)  # counts the calls after
-        await second.requests.click(w.slack.messages(GENERAL)[-1], Action.TERMINATE,
+        await second.requests.click(await _terminate_button(w), Action.TERMINATE,
                                     user_id=ALICE)
 
         async def ended() -> bool:

@@ -9,7 +9,6 @@ from datetime import timedelta
 
 from storage.db import Database
 from storage.leases import Lease
-from storage.outbox import MAX_ATTEMPTS
 from tests.storage.conftest import T0, make_cluster, make_notice
 
 TTL = timedelta(seconds=30)
@@ -122,13 +121,34 @@ async def test_outbox_claim_lifecycle(db):
         assert await repos.outbox.retryable(now=T0 + 9 * TTL) == []
 
 
-async def test_a_post_refused_again_and_again_is_given_up_after_max_attempts(db):
+async def test_a_post_refused_again_and_again_is_never_given_up(db):
     async with db.transaction() as repos:
-        for n in range(MAX_ATTEMPTS):
+        for n in range(20):
             assert await repos.outbox.claim("k", kind="dm", target="U1", holder=f"r{n}",
                                             now=T0, ttl=TTL, payload={"user": "U1"})
             await repos.outbox.release("k", holder=f"r{n}")
-        assert await repos.outbox.retryable(now=T0) == []
+        assert [i.key for i in await repos.outbox.retryable(now=T0)] == ["k"]
+
+
+async def test_edits_queued_again_coalesce_and_a_claim_taken_before_is_not_marked_done(db):
+    """The latest state wins; a deliverer holding the older state releases, not delivers."""
+    later = T0 + TTL
+    async with db.transaction() as repos:
+        await repos.outbox.queue("edit/m", kind="edit", target="C1", payload={"v": 1}, now=T0)
+        assert await repos.outbox.claim("edit/m", kind="edit", target="C1", holder="a",
+                                        now=T0, ttl=TTL)
+        await repos.outbox.queue("edit/m", kind="edit", target="C1", payload={"v": 2},
+                                 now=later)
+        await repos.outbox.delivered("edit/m", now=later, queued_at=T0)  # it sent v1
+        [item] = await repos.outbox.retryable(now=later)
+        assert (item.payload, item.delivered_at) == ({"v": 2}, None)
+        assert await repos.outbox.claim("edit/m", kind="edit", target="C1", holder="b",
+                                        now=later, ttl=TTL)
+        await repos.outbox.delivered("edit/m", now=later, queued_at=later)
+        assert await repos.outbox.retryable(now=later) == []
+        await repos.outbox.queue("edit/m", kind="edit", target="C1", payload={"v": 3},
+                                 now=later + TTL)  # a delivered edit armed again
+        assert [i.payload for i in await repos.outbox.retryable(now=later + TTL)] == [{"v": 3}]
 
 
 async def test_an_undeliverable_target_is_recorded_once_and_its_posts_wait_aside(db):

@@ -1,0 +1,220 @@
+"""Delivering the watcher's notices: each claimed, posted once, marked delivered — by lane.
+
+Split from the notifier (bot/slack/notifier.py), which renders and edits the messages; this
+delivers what the sweeps queued (`notices`) and what the outbox holds (refreshes, refused
+posts). Each notice goes in its lane (bot/domain/lanes.py): a termination's, payment's or
+receipt's before a degraded one's, reminders last; with Slack's limits paced per channel
+(bot/slack/pacing.py) the outbox's concurrency sends many side by side, each waiting its turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.clock import Clock
+from bot.domain import lanes
+from bot.domain.models import ClusterRecord, ClusterState, Decision, MessageRef
+from bot.domain.watch import Notice, NoticeKind
+from bot.services.people import People
+from bot.slack import asks
+from bot.slack.blocks import audit as audit_blocks
+from bot.slack.blocks import notices as notice_blocks
+from bot.slack.blocks import payment as payment_blocks
+from bot.slack.blocks import unreadable as unreadable_blocks
+from bot.slack.blocks.message import Message
+from bot.slack.digests import StormDigests
+from bot.slack.outbox import POST_ERRORS, Outcome, SlackOutbox, reason
+from bot.slack.unreachable import Fallbacks
+from storage.db import Database
+
+log = logging.getLogger(__name__)
+
+# One post of a notice: its outbox key, where it goes, and the call that posts it.
+Post = tuple[str, str, Callable[[], Awaitable[object]]]
+
+PROGRESS = "progress"
+_MONEY = frozenset({NoticeKind.GRACE_TERMINATED, NoticeKind.TERMINATED_OUTSIDE,
+                    NoticeKind.RECEIPT, NoticeKind.PAST_DUE, NoticeKind.GRACE_ENDING})
+_LATER = frozenset({NoticeKind.REMINDER})
+
+
+def lane_of(kind: NoticeKind) -> lanes.Lane:
+    if kind in _MONEY:
+        return lanes.Lane.MONEY
+    return lanes.Lane.REMINDER if kind in _LATER else lanes.Lane.HEALTH
+
+
+def top_subject(record: ClusterRecord | None) -> str:
+    """The key of a cluster's top message: its request's progress message, or its own card."""
+    if record is None:
+        return ""
+    return record.request_id or f"cluster:{record.id}"
+
+
+class NoticeDelivery:
+    def __init__(self, *, client: AsyncWebClient, db: Database, clock: Clock, people: People,
+                 outbox: SlackOutbox, fallbacks: Fallbacks, digests: StormDigests,
+                 approvals_channel: str, refresh_request: Callable[[str], Awaitable[None]]) -> None:
+        self._client = client
+        self._db = db
+        self._clock = clock
+        self._people = people
+        self.outbox = outbox
+        self._fallbacks = fallbacks
+        self._digests = digests
+        self._approvals_channel = approvals_channel
+        self._refresh_request = refresh_request
+        self._delivering = asyncio.Lock()
+
+    async def deliver(self) -> None:
+        """Post every notice nobody else is posting, each claimed first (see `SlackOutbox`);
+        what is stored in the outbox first (queued refreshes, refused posts)."""
+        async with self._delivering:  # one delivery pass per process; the claims across them
+            await self._fallbacks.recheck(self._refresh_request)
+            with lanes.lane(lanes.Lane.HEALTH):  # a storm: one digest per channel (digests.py)
+                await self._digests.gather()
+            if self.outbox.concurrency == 1:  # one at a time: stored first, then notices
+                await self.outbox.retry()
+                await self._notices()
+            else:  # side by side: the edits (chat.update) don't wait for the notices' posts
+                await asyncio.gather(self.outbox.retry(), self._notices())
+            with lanes.lane(lanes.Lane.HEALTH):  # the digests edited as the storm evolved
+                await self._digests.refresh()
+
+    async def _notices(self) -> None:
+        skipped: set[tuple[str, str]] = set()  # refused by Slack or busy: a later pass
+        while True:
+            async with self._db.transaction() as repos:
+                pending = [n for n in await repos.notices.pending(
+                               limit=100 + len(skipped), now=self.outbox.claim_clock())
+                           if (n.cluster_id, n.key) not in skipped]
+            if not pending:
+                return
+            skipped |= await self._deliver_batch(pending)
+
+    async def _deliver_batch(self, pending: Sequence[Notice]) -> set[tuple[str, str]]:
+        """Claim, post and mark each notice delivered, by lane then oldest first (side by side
+        up to the outbox's concurrency); returns those not delivered now."""
+        skipped: set[tuple[str, str]] = set()
+        holder, ttl = self.outbox.holder, self.outbox.claim_ttl
+        gate = asyncio.Semaphore(self.outbox.concurrency)
+
+        async def one(notice: Notice) -> None:
+            ident = (notice.cluster_id, notice.key)
+            async with self._db.transaction() as repos:
+                if not await repos.notices.claim(*ident, holder=holder,
+                                                 now=self.outbox.claim_clock(), ttl=ttl):
+                    skipped.add(ident)  # delivered or being delivered by another replica
+                    return
+                record = await repos.clusters.get(notice.cluster_id)
+                top = await repos.messages.get(PROGRESS, top_subject(record)) if record else None
+            done = True
+            if record is not None:
+                try:
+                    with lanes.lane(lane_of(notice.kind)):
+                        done = await self._deliver(notice, record, top)
+                except POST_ERRORS as exc:
+                    # Left pending: the next pass tries again; later notices still go.
+                    log.warning("could not deliver %s notice for %s: %s", notice.kind,
+                                notice.cluster_id, reason(exc))
+                    done = False
+            async with self._db.transaction() as repos:
+                if done:
+                    await repos.notices.mark_delivered(*ident, now=self._clock.now())
+                else:
+                    await repos.notices.release(*ident, holder=holder)
+                    skipped.add(ident)
+
+        async def gated(notice: Notice) -> None:
+            async with gate:
+                await one(notice)
+
+        ordered = sorted(pending, key=lambda n: (lane_of(n.kind), n.created_at))
+        await asyncio.gather(*(gated(n) for n in ordered))
+        return skipped
+
+    async def _deliver(self, notice: Notice, record: ClusterRecord,
+                       top: MessageRef | None) -> bool:
+        """Each post of the notice once (keyed under the notice); False if one is still busy
+        at another replica (one that died mid-notice: its claims expire, a later pass ends)."""
+        now = self._clock.now()
+        prefix = f"notice/{notice.cluster_id}/{notice.key}"
+        posts: list[Post] = []
+        if notice.kind is NoticeKind.REMINDER:
+            if record.status not in (ClusterState.RUNNING, ClusterState.DEGRADED):
+                return True  # terminated since it was queued: reminders stop at once
+            owners = ([record.owner_id] if record.owner_id
+                      else sorted(await self._people.approvers()))
+            reminder = notice_blocks.reminder_dm(notice, record, now=now).as_kwargs()
+            posts = [(f"{prefix}/dm/{person}", person, partial(self.outbox.dm, person, reminder))
+                     for person in owners]
+        elif notice.kind in (NoticeKind.PAST_DUE, NoticeKind.GRACE_ENDING):
+            posts = await self._payment_posts(notice, record, prefix=prefix, now=now)
+        elif notice.kind is NoticeKind.UNREADABLE:
+            if not record.status.is_live:
+                return True  # it ended since (read by id): nothing bills, nothing to warn of
+            posts = await self._owner_and_approvals(
+                prefix, unreadable_blocks.unreadable_notice(notice, record).as_kwargs(), record)
+        elif notice.kind in asks.KINDS:  # bot/slack/asks.py: none left to decide, none sent
+            posts = [*await asks.owner_asks(notice, record, prefix=prefix, db=self._db,
+                                            people=self._people, outbox=self.outbox)]
+        else:
+            kwargs = (await self._receipt(record) if notice.kind is NoticeKind.RECEIPT
+                      else notice_blocks.thread_notice(notice, record, now=now)).as_kwargs()
+            if top is not None:
+                posts.append((f"{prefix}/thread", top.channel_id, partial(
+                    self._digests.thread_post, notice, record, top, kwargs)))
+            else:  # no top message to thread under (it could not be posted): the channel
+                posts.append((f"{prefix}/channel", record.channel_id, partial(
+                    self._client.chat_postMessage, channel=record.channel_id, **kwargs)))
+            posts += [(f"{prefix}/notify/{channel}", channel, partial(
+                self._client.chat_postMessage, channel=channel, **kwargs))
+                for channel in record.notify_channels]
+        outcomes = [await self.outbox.once(key, kind="notice", target=target, send=send)
+                    for key, target, send in posts]
+        await self._fallbacks.owner_unreachable(record, [(t, o) for (_, t, _), o in zip(
+            posts, outcomes, strict=True) if o is Outcome.UNDELIVERABLE])
+        return Outcome.BUSY not in outcomes
+
+    async def _payment_posts(self, notice: Notice, record: ClusterRecord, *, prefix: str,
+                             now: datetime) -> list[Post]:
+        """The owner (the approvers while nobody owns it) by DM, and the approvals channel."""
+        paid = record.observed is not None and record.observed.payment_status != "past_due"
+        if paid or record.status not in (ClusterState.RUNNING, ClusterState.DEGRADED):
+            return []  # paid, or terminated, since it was queued: the cluster's own notice follows
+        kwargs = payment_blocks.payment_notice(notice, record, now=now).as_kwargs()
+        return await self._owner_and_approvals(prefix, kwargs, record)
+
+    async def _owner_and_approvals(self, prefix: str, kwargs: dict[str, Any],
+                                   record: ClusterRecord) -> list[Post]:
+        owners = [record.owner_id] if record.owner_id else sorted(await self._people.approvers())
+        posts: list[Post] = [
+            (f"{prefix}/dm/{person}", person, partial(self.outbox.dm, person, kwargs))
+            for person in owners]
+        if self._approvals_channel:
+            posts.append((f"{prefix}/approvals", self._approvals_channel, partial(
+                self._client.chat_postMessage, channel=self._approvals_channel, **kwargs)))
+        return posts
+
+    async def _receipt(self, record: ClusterRecord) -> Message:
+        requester, approvers, auto = None, [], False
+        if record.request_id is not None:
+            async with self._db.transaction() as repos:
+                request = await repos.requests.get(record.request_id)
+                approvals = await repos.approvals.for_request(record.request_id)
+            if request is not None:
+                requester = request.requester_id
+                approvers = [a.approver_id for a in approvals
+                             if a.decision is Decision.APPROVE and a.quote_id == request.quote_id]
+                auto = not approvers
+        return audit_blocks.receipt(
+            record, requester=requester, approvers=approvers, auto_approved=auto,
+            auto_approve_below_cents=self._people.policy.auto_approve_below_cents,
+            now=self._clock.now())

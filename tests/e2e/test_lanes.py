@@ -1,0 +1,87 @@
+"""Nothing Slack refuses is dropped: a first post or an edit refused past the client's retries
+is stored in the outbox and goes out on a later delivery pass — never given up — and a Slack
+error never escapes a sweep (issue 17, item 1)."""
+
+from __future__ import annotations
+
+from bot.jobs import sweeps
+from bot.slack.ids import Action
+from tests.e2e.harness import ALICE, APPROVALS, bot
+
+# More 429s than the Web API client waits out in one call (bot/slack/retry.py: 5 retries).
+PAST_THE_RETRIES = 8
+
+
+def _told_wrong(h) -> list[str]:
+    said = [h.text_of(m) for m in (*h.slack.ephemerals(ALICE), *h.slack.dms(ALICE))]
+    return [t for t in said if "went wrong" in t.lower()]
+
+
+async def test_an_approval_card_refused_past_the_retries_is_queued_and_posted_later(tmp_path):
+    async with bot(tmp_path) as h:
+        quote = await h.quote("quote h100x8 nodes=2")
+        await h.click(quote, Action.QUOTE_REQUEST_LAUNCH, user=ALICE)
+        h.slack.fail_next("chat.postMessage", error="ratelimited", retry_after=2,
+                          count=PAST_THE_RETRIES)
+        modal = h.slack.last_view(ALICE)
+        assert modal is not None
+        reply = await h.submit(modal, user=ALICE)
+
+        assert reply.status == 200 and not reply.body, reply.body
+        [request] = await h.requests_in_db()  # stored, pending: the requester isn't misled
+        assert request.status.value == "pending"
+        assert _told_wrong(h) == []
+        assert h.cards() == []  # Slack still refuses: nothing shown yet …
+
+        h.clock.advance(2)
+        await h.rt.services.watching.deliver()  # … and a delivery pass shows it, once
+        await h.rt.settle()
+        [card] = h.cards()
+        assert request.id in h.text_of(card) or Action.APPROVE in h.text_of(card)
+        assert len(h.progress()) == 1
+        await h.rt.services.watching.deliver()
+        assert len(h.cards()) == 1
+
+
+async def test_a_cluster_edit_refused_in_a_sweep_is_queued_not_raised_and_shows_later(tmp_path):
+    async with bot(tmp_path) as h:
+        cluster_id = await h.running_cluster()
+        await h.fail_node(cluster_id, rank=1)
+        h.slack.fail_next("chat.update", error="ratelimited", retry_after=1,
+                          count=PAST_THE_RETRIES)
+        h.clock.advance(30)
+        # The job's sweep: stores the observation and queues the edit; Slack isn't called.
+        await h.rt.services.watching.sync_live(deliver=False)
+        assert "degraded" not in h.text_of(await h.top(cluster_id)).lower()
+        await h.rt.services.watching.deliver()  # refused past the retries: kept
+        h.clock.advance(5)
+        await h.rt.services.watching.deliver()
+        assert "degraded" in h.text_of(await h.top(cluster_id)).lower()
+        [degraded] = await h.notices(cluster_id, "degraded")
+        assert degraded.reply_broadcast
+
+
+async def test_an_edit_refused_inline_is_queued_and_the_sweep_carries_on(tmp_path):
+    async with bot(tmp_path) as h:
+        cluster_id = await h.running_cluster()
+        await h.fail_node(cluster_id, rank=1)
+        h.slack.fail_next("chat.update", error="ratelimited", retry_after=1,
+                          count=PAST_THE_RETRIES)
+        await h.advance(30)  # inline edit refused past the retries: no SlackApiError here
+        h.clock.advance(5)
+        await h.rt.services.watching.deliver()
+        assert "degraded" in h.text_of(await h.top(cluster_id)).lower()
+
+
+async def test_an_untracked_clusters_card_refused_doesnt_crash_the_sweep(tmp_path):
+    async with bot(tmp_path) as h:
+        quote = await h.rt.provider.quote_cluster("a100-sxm-80gb", 8, 2)
+        cluster = await h.rt.provider.launch_cluster(quote.id, idempotency_key="outside")
+        # A 500 is never replayed blindly (it may have been posted): the post raises.
+        h.slack.fail_next("chat.postMessage", error="internal_error", status=500, count=1)
+        await sweeps.watch_clusters(h.rt.services)  # adopts it: no SlackApiError out of here
+        await h.rt.settle()
+        await sweeps.deliver_outbox(h.rt.services)
+        card = await h.top(cluster.id)
+        assert card.channel == APPROVALS and Action.CLAIM in h.text_of(card)
+        assert len([m for m in h.slack.messages(APPROVALS) if cluster.id in h.text_of(m)]) == 1
