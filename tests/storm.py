@@ -12,6 +12,7 @@ FakeSlack's call log, the storm's notices, the approval card and the cluster mes
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -24,6 +25,8 @@ from bot.slack.ids import Action
 from devslack.models import ApiCall
 from tests.e2e.harness import launch_without_ssh
 from tests.procs import ALICE, APPROVALS, GENERAL, BotProcess, World, wait_for
+
+DIGEST = re.compile(r"\d+ clusters degraded in ")
 
 POLL = timedelta(seconds=1)  # the bots' POLL_INTERVAL_SECONDS in tests/procs.py
 
@@ -84,11 +87,23 @@ def notices(w: World, storm: Storm) -> list[tuple[int, ApiCall]]:
             if c.method == "chat.postMessage" and c.ok and c.args.get("thread_ts") in threads]
 
 
-def cards(w: World, since: int) -> list[tuple[int, ApiCall]]:
-    """Approval cards posted from call `since` on: top-level posts in the approvals channel."""
+def top_posts(w: World, since: int = 0) -> list[tuple[int, ApiCall]]:
+    """Top-level posts in the approvals channel from call `since` on."""
     return [(i, c) for i, c in enumerate(w.slack.calls) if i >= since
             and c.method == "chat.postMessage" and c.ok and c.args.get("channel") == APPROVALS
             and not c.args.get("thread_ts")]
+
+
+def digests(w: World) -> list[tuple[int, ApiCall]]:
+    """The storm's digests (bot/slack/digests.py): top-level posts, in any channel, saying how
+    many clusters are degraded."""
+    return [(i, c) for i, c in enumerate(w.slack.calls) if c.method == "chat.postMessage"
+            and c.ok and not c.args.get("thread_ts") and DIGEST.search(said(c))]
+
+
+def cards(w: World, since: int) -> list[tuple[int, ApiCall]]:
+    """Approval cards posted from call `since` on: the approvals channel's other top posts."""
+    return [(i, c) for i, c in top_posts(w, since) if not DIGEST.search(said(c))]
 
 
 def shows(w: World, storm: Storm, states: dict[str, str]) -> list[str]:

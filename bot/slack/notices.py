@@ -78,8 +78,6 @@ class NoticeDelivery:
         what is stored in the outbox first (queued refreshes, refused posts)."""
         async with self._delivering:  # one delivery pass per process; the claims across them
             await self._fallbacks.recheck(self._refresh_request)
-            with lanes.lane(lanes.Lane.HEALTH):  # a storm: one digest per channel (digests.py)
-                await self._digests.gather()
             if self.outbox.concurrency == 1:  # one at a time: stored first, then notices
                 await self.outbox.retry()
                 await self._notices()
@@ -91,6 +89,10 @@ class NoticeDelivery:
     async def _notices(self) -> None:
         skipped: set[tuple[str, str]] = set()  # refused by Slack or busy: a later pass
         while True:
+            # A storm: one digest per channel (bot/slack/digests.py) — gathered before each batch,
+            # so notices stored while the last batch went out (the sweep goes on) join it too.
+            with lanes.lane(lanes.Lane.HEALTH):
+                await self._digests.gather()
             async with self._db.transaction() as repos:
                 pending = [n for n in await repos.notices.pending(
                                limit=100 + len(skipped), now=self.outbox.claim_clock())
