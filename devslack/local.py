@@ -60,6 +60,13 @@ class ClusterTerminal(Terminal):
         self._rt = rt
         self._clock = clock
 
+    async def settle(self) -> None:
+        # FakeSlack's quiet spell alone can end while the bot is still working on a busy machine
+        # (a quote's answer later than the quiet spell): also wait for the bot's own listeners.
+        await self.ws.settle()
+        await self._rt.settle()
+        await self.ws.settle()
+
     async def handle(self, line: str) -> bool:
         if line == "help":
             await super().handle(line)

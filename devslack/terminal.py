@@ -60,13 +60,17 @@ class Terminal:
         try:
             self._banner()
             while True:
-                await self.ws.settle()
+                await self.settle()
                 line = await self._read(f"{self.ws.user.name}@{self.ws.channel_label}> ")
                 if line is None or not await self.handle(line.strip()):
                     break
         finally:
             unsubscribe()
         self.screen.say("bye")
+
+    async def settle(self) -> None:
+        """Before each prompt: the bot's follow-ups to the last line have landed."""
+        await self.ws.settle()
 
     async def handle(self, line: str) -> bool:
         """Run one line; False means quit."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections import Counter
+from collections.abc import Awaitable
 from typing import Any
 
 import pytest
@@ -93,6 +94,10 @@ async def _ready(bot: BotProcess) -> None:
 
 
 @pytest.mark.slow
+async def _none(count: Awaitable[int]) -> bool:
+    return await count == 0
+
+
 @pytest.mark.postgres
 async def test_an_upgrade_and_a_rollback_side_by_side_lose_nothing_and_post_nothing_twice(
         tmp_path, pg_url):
@@ -135,9 +140,13 @@ async def test_an_upgrade_and_a_rollback_side_by_side_lose_nothing_and_post_noth
             tracked = {cid for (cid,) in await conn.execute(
                 sa.text("SELECT id FROM clusters WHERE status = 'running'"))}
         assert tracked == provider
-        assert await _scalar(w, "SELECT (SELECT count(*) FROM notices WHERE delivered_at IS "
-                             "NULL) + (SELECT count(*) FROM outbox WHERE delivered_at IS "
-                             "NULL)") == 0
+        # (The delivery sweep sends what the others stored within about a second: wait for it.)
+        async def undelivered() -> int:
+            return int(await _scalar(w, "SELECT (SELECT count(*) FROM notices WHERE delivered_at "
+                                     "IS NULL) + (SELECT count(*) FROM outbox WHERE delivered_at "
+                                     "IS NULL)"))
+
+        await wait_for(lambda: _none(undelivered()), what="nothing waiting undelivered")
         await asyncio.sleep(2)  # real time: a straggling replica would post now
         # Nothing posted twice: every post Slack accepted, by (channel, thread, text).
         posts = [c for c in w.slack.calls_to("chat.postMessage") if c.ok]
