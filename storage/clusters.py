@@ -99,7 +99,7 @@ class ClusterRepo:
                                 .offset(offset).limit(limit))
 
     async def list_degraded(self) -> list[ClusterRecord]:
-        """Clusters degraded now (the escalation sweep's; bot/services/duty.py)."""
+        """Clusters degraded now (the escalation sweep's, bot/services/duty.py; a storm's size)."""
         return await self._list(sa.select(CLUSTERS).where(
             CLUSTERS.c.status == ClusterState.DEGRADED.value).order_by(CLUSTERS.c.id))
 

@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.domain.errors import UnknownResource
 from bot.domain.models import VolumeRecord
-from bot.domain.watch import Notice, NoticeKind
+from bot.domain.watch import Notice
 from storage.statements import MANAGED, insert, rowcount
 from storage.tables import NOTICES, VOLUMES, field_values, row_values, to_domain
 
@@ -53,12 +53,6 @@ class NoticeRepo:
         if now is not None:
             stmt = stmt.where(_claim_free(now))
         return await self._list(stmt.order_by(NOTICES.c.id).limit(limit))
-
-    async def degraded_since(self, since: datetime) -> list[Notice]:
-        """Degraded notices stored since `since`, delivered or not (a storm's size)."""
-        stmt = sa.select(NOTICES).where(NOTICES.c.kind == NoticeKind.DEGRADED.value,
-                                        NOTICES.c.created_at >= since)
-        return await self._list(stmt.order_by(NOTICES.c.id))
 
     async def claim(self, cluster_id: str, key: str, *, holder: str, now: datetime,
                     ttl: timedelta) -> bool:

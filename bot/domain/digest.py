@@ -10,14 +10,11 @@ group_interval); it closes once none of its clusters is degraded any more.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import timedelta
 
 from bot.domain.models import ClusterRecord, ClusterState
 
 # More than this many clusters degraded in one channel within one poll is a storm.
 STORM_THRESHOLD = 5
-# "At once": degraded notices stored within this window (about a poll or two) count together.
-STORM_WINDOW = timedelta(minutes=1)
 
 
 def storms(channels: Iterable[str], *, threshold: int = STORM_THRESHOLD) -> set[str]:

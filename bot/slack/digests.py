@@ -20,7 +20,7 @@ from typing import Any
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.clock import Clock
-from bot.domain.digest import STORM_WINDOW, still_degraded, storms
+from bot.domain.digest import still_degraded, storms
 from bot.domain.models import ClusterRecord, MessageRef
 from bot.domain.watch import Notice, NoticeKind
 from bot.slack.blocks import digest as digest_blocks
@@ -56,11 +56,10 @@ class StormDigests:
                 record = await repos.clusters.get(notice.cluster_id)
                 if record is not None:
                     channels.setdefault(record.channel_id, []).append(record.id)
-            # A storm's size counts what was already sent on its own too: notices go out while
-            # the sweep is still storing the rest, so "waiting now" alone may never pass it.
-            recent = {n.cluster_id for n in await repos.notices.degraded_since(now - STORM_WINDOW)}
-            storming = storms([found.channel_id for id_ in sorted(recent)
-                               if (found := await repos.clusters.get(id_)) is not None])
+            # A storm's size is every cluster degraded in the channel now, not only those whose
+            # notice still waits: notices go out while the sweep is still storing the rest, so
+            # "waiting now" alone may never pass the threshold.
+            storming = storms(c.channel_id for c in await repos.clusters.list_degraded())
             for channel, ids in channels.items():
                 digest = await repos.digests.open_in(channel)
                 if digest is None and channel in storming:
