@@ -18,7 +18,6 @@ import json
 import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any
@@ -27,6 +26,7 @@ from aiohttp import web
 
 from bot.clock import Clock, SystemClock
 from devslack import replies
+from devslack.faults import Fault, Faults
 from devslack.files import FileUploads
 from devslack.limits import RateLimits
 from devslack.methods import METHODS, MethodStore
@@ -58,14 +58,6 @@ class MonotonicClock:
 
     def now(self) -> datetime:
         return self._anchor + timedelta(seconds=time.monotonic() - self._started)
-
-
-@dataclass
-class _Fault:
-    error: str
-    status: int
-    retry_after: int | None
-    remaining: int
 
 
 Subscriber = Callable[[ApiCall], object]
@@ -108,7 +100,7 @@ class FakeSlack(MethodStore):
         self.usergroups = {group: list(members) for group, members in (usergroups or {}).items()}
         self.calls: list[ApiCall] = []
         self._subscribers: list[Subscriber] = []
-        self._faults: dict[str, list[_Fault]] = {}
+        self._faults = Faults()
         self._cooldown: dict[str, datetime] = {}
         self.limits = RateLimits(rate_limits)
         self._runner: web.AppRunner | None = None
@@ -234,17 +226,11 @@ class FakeSlack(MethodStore):
         """
         resolved = status if status is not None else (429 if error == "ratelimited" else 200)
         wait = retry_after if resolved == 429 else None
-        self._faults.setdefault(method, []).append(_Fault(error, resolved, wait, count))
+        self._faults.add(method, Fault(error, resolved, wait, count))
 
-    def _take_fault(self, method: str) -> _Fault | None:
-        queue = self._faults.get(method) or []
-        if not queue:
-            return None
-        fault = queue[0]
-        fault.remaining -= 1
-        if fault.remaining <= 0:
-            queue.pop(0)
-        return fault
+    def clear_faults(self, method: str | None = None) -> None:
+        """`method` (or every method) answers normally again: its queued failures are dropped."""
+        self._faults.clear(method)
 
     # -- subscriptions and settling ----------------------------------------------------------
 
@@ -342,7 +328,7 @@ class FakeSlack(MethodStore):
                 else self.limits.check(method, args.get("channel")))
         if wait is not None:
             return 429, {"Retry-After": str(wait)}, {"ok": False, "error": "ratelimited"}
-        fault = self._take_fault(method)
+        fault = self._faults.take(method)
         if fault is not None:
             fault_headers: dict[str, str] = {}
             if fault.retry_after is not None:

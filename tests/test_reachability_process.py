@@ -60,9 +60,10 @@ async def test_readyz_follows_ai_reserve_and_slack_but_not_their_backlogs(tmp_pa
         await wait_for(slack_backlog_over, within=60, what="four 429s from auth.test")
         assert seen == []
 
-        # Slack answers 503 (each probe, and its retries), long enough to pass the budget.
-        w.slack.fail_next("auth.test", error="service_unavailable", status=503, count=40)
+        # Slack answers 503 (each probe, and its retries) until the budget has passed.
+        w.slack.fail_next("auth.test", error="service_unavailable", status=503, count=10_000)
         [reason] = await wait_for(lambda: reasons(bot, "slack"), what="Slack red")
         assert reason.startswith("slack: unreachable for ") and "HTTP 503" in reason
+        w.slack.clear_faults("auth.test")
         await wait_for(lambda: ready(bot), within=60, what="/readyz 200 once Slack answers")
         assert (await bot.get("/healthz"))[0] == 200  # liveness never followed them

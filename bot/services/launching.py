@@ -111,8 +111,12 @@ class LaunchService:
             if claimed is None:
                 return  # someone else launches it, or it isn't approved
             intent = await self._intent(repos, claimed)
-        await self._notifier.refresh_request(request_id)
-        await self._run(claimed, intent)
+        # The intent is on disk: AI Reserve is called while Slack is told (paced: seconds).
+        shown = asyncio.create_task(self._notifier.refresh_request(request_id))
+        try:
+            await self._run(claimed, intent)
+        finally:
+            await shown
 
     async def resume(self, *, at_start: bool = False) -> int:
         """Resolve launches a crash, stop or timeout left unconfirmed; start approved ones

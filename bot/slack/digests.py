@@ -42,15 +42,16 @@ class StormDigests:
         self._outbox = outbox
         self._clock = clock
 
-    async def gather(self) -> None:
+    async def gather(self) -> bool:
         """Open a digest where a storm starts; put each waiting degraded notice's cluster in
-        its channel's open digest."""
+        its channel's open digest. True when some went into a digest (to show it now)."""
         now = self._clock.now()
+        joined = False
         async with self._db.transaction() as repos:
             waiting = [n for n in await repos.notices.pending(limit=_PENDING_SEEN)
                        if n.kind is NoticeKind.DEGRADED]
             if not waiting:
-                return
+                return False
             channels: dict[str, list[str]] = {}
             for notice in waiting:
                 record = await repos.clusters.get(notice.cluster_id)
@@ -68,6 +69,8 @@ class StormDigests:
                              channel, len(ids))
                 if digest is not None:
                     await repos.digests.join(digest.id, ids, now=now)
+                    joined = True
+        return joined
 
     async def thread_post(self, notice: Notice, record: ClusterRecord, top: MessageRef,
                           kwargs: dict[str, Any]) -> None:

@@ -90,9 +90,12 @@ class NoticeDelivery:
         skipped: set[tuple[str, str]] = set()  # refused by Slack or busy: a later pass
         while True:
             # A storm: one digest per channel (bot/slack/digests.py) — gathered before each batch,
-            # so notices stored while the last batch went out (the sweep goes on) join it too.
+            # so notices stored while the last batch went out (the sweep goes on) join it too;
+            # and shown before the batch: the digest speaks for the channel from the start, not
+            # once its storm's notices and edits have drained.
             with lanes.lane(lanes.Lane.HEALTH):
-                await self._digests.gather()
+                if await self._digests.gather():
+                    await self._digests.refresh()
             async with self._db.transaction() as repos:
                 pending = [n for n in await repos.notices.pending(
                                limit=100 + len(skipped), now=self.outbox.claim_clock())

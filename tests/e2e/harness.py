@@ -33,6 +33,7 @@ from devslack.requests import Reply, SlackRequests
 from devslack.socketrequests import SocketRequests
 from devslack.webapi import FakeSlack
 from tests.loopwatch import starting_up
+from tests.schema import migrated_sqlite
 
 ALICE, BOB, CAROL, DAVE = "U0ALICE", "U0BOB", "U0CAROL", "U0DAVE"  # bob, carol approve
 LEADS = "S0LEADS"  # a Slack user group (carol)
@@ -246,7 +247,9 @@ async def bot(tmp_path: Path, *, slack: FakeSlack | None = None,
                if socket_mode
                else {"SLACK_SIGNING_SECRET": SECRET}),
             "SLACK_API_URL": slack.api_url,
-            "DATABASE_URL": database_url or f"sqlite:///{tmp_path / 'bot.db'}",
+            # A new file starts at the newest migration (tests/schema.py: a copy of one migrated
+            # once); an existing one (a restart) is the bot's to migrate or not.
+            "DATABASE_URL": database_url or migrated_sqlite(tmp_path / "bot.db"),
             "APPROVALS_CHANNEL": APPROVALS,
             "APPROVERS": f"{BOB},{CAROL}",
             # Pacing runs on real time; the in-process tests run on a ManualClock.

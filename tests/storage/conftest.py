@@ -35,6 +35,7 @@ from bot.domain.models import (
 )
 from bot.domain.watch import Notice, NoticeFacts, NoticeKind
 from storage.db import Database
+from tests.schema import migrated_sqlite
 
 T0 = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
 SHAPE = ShapeSpec(accelerator="h100-sxm-80gb", gpus_per_node=8, nodes=2)
@@ -187,7 +188,7 @@ async def db(request, tmp_path):
         # A fresh database on the session's server, copied from one migrated to head.
         url = request.getfixturevalue("pg_migrated_url")
     else:
-        url = _sqlite_url(request.param, tmp_path)
+        url = _migrated_sqlite_url(request.param, tmp_path)
     database = Database(url)
     await database.migrate()  # on PostgreSQL: finds the schema current
     yield database
@@ -205,7 +206,7 @@ def db_url(request, tmp_path) -> str:
 
 @pytest_asyncio.fixture(params=["file", "memory"])
 async def sqlite_db(request, tmp_path):
-    database = Database(_sqlite_url(request.param, tmp_path))
+    database = Database(_migrated_sqlite_url(request.param, tmp_path))
     await database.migrate()
     yield database
     await database.dispose()
@@ -213,3 +214,9 @@ async def sqlite_db(request, tmp_path):
 
 def _sqlite_url(kind: str, tmp_path) -> str:
     return f"sqlite:///{tmp_path / 'bot.db'}" if kind == "file" else "sqlite://"
+
+
+def _migrated_sqlite_url(kind: str, tmp_path) -> str:
+    """At the newest migration: a file copied from one migrated once (tests/schema.py); an
+    in-memory database is migrated here, on the engine that holds it."""
+    return migrated_sqlite(tmp_path / "bot.db") if kind == "file" else "sqlite://"
