@@ -9,6 +9,7 @@ holding a claim loses it at `claimed_until`, and the post goes out from another.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -146,6 +147,14 @@ class OutboxRepo:
         row = (await self._session.execute(
             sa.select(OUTBOX).where(OUTBOX.c.key == key))).mappings().one_or_none()
         return None if row is None else OutboxItem(**row)
+
+    async def delivered_among(self, keys: Collection[str]) -> set[str]:
+        """Which of `keys` were delivered (one query, however many)."""
+        if not keys:
+            return set()
+        rows = await self._session.execute(sa.select(OUTBOX.c.key).where(
+            OUTBOX.c.key.in_(list(keys)), OUTBOX.c.delivered_at.is_not(None)))
+        return {str(r[0]) for r in rows}
 
 
 class DmChannelRepo:

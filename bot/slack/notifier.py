@@ -195,11 +195,15 @@ class SlackNotifier:
                                                         version=attempt))
                 if claim is not None:
                     retried_by[attempt] = claim.actor_id
-        for step, words in story_blocks.story(request, approvals, record, quotes=quotes,
-                                              attempts=attempts, retried_by=retried_by,
-                                              now=self._clock.now()):
-            await self.outbox.post_once(story_blocks.story_key(request, step), top.channel_id,
-                                        story_blocks.story_post(words), thread_ts=top.ts)
+            steps = story_blocks.story(request, approvals, record, quotes=quotes,
+                                       attempts=attempts, retried_by=retried_by,
+                                       now=self._clock.now())
+            told = await repos.outbox.delivered_among(  # each refresh retells none of them
+                [story_blocks.story_key(request, step) for step, _ in steps])
+        for step, words in steps:
+            if (key := story_blocks.story_key(request, step)) not in told:
+                await self.outbox.post_once(key, top.channel_id, story_blocks.story_post(words),
+                                            thread_ts=top.ts)
 
     async def _refresh_cluster(self, cluster_id: str) -> None:
         async with self._db.transaction() as repos:

@@ -146,9 +146,12 @@ class SlackOutbox:
         """Claim `key`, `send`, mark delivered. A failing `send` releases the claim and raises,
         unless Slack said the target is gone: then UNDELIVERABLE (and Slack isn't called for
         it again until it works)."""
-        if await self._reason_unreachable(target) is not None:
-            return Outcome.UNDELIVERABLE
-        async with self._db.transaction() as repos:
+        async with self._db.transaction() as repos:  # one: most calls find it done (a read)
+            item = await repos.outbox.get(key)
+            if item is not None and item.delivered_at is not None:
+                return Outcome.DONE
+            if await repos.outbox.get(f"undeliverable/{target}") is not None:
+                return Outcome.UNDELIVERABLE
             claimed = await repos.outbox.claim(key, kind=kind, target=target, holder=self.holder,
                                                now=self.claim_clock(), ttl=self.claim_ttl,
                                                payload=payload)

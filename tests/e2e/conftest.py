@@ -24,8 +24,10 @@ async def no_slow_callbacks() -> AsyncIterator[None]:
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def database_url(request: pytest.FixtureRequest) -> str | None:
-    """None (the harness's default SQLite file in tmp_path) or a PostgreSQL DATABASE_URL."""
+    """None (the harness's default SQLite file in tmp_path) or a PostgreSQL DATABASE_URL: a
+    fresh database already at the newest migration (tests/conftest.py's template copy; the
+    real-process tests and tests/storage/test_migrations.py migrate empty ones)."""
     if request.param == "postgres":
-        url: str = request.getfixturevalue("pg_url")
+        url: str = request.getfixturevalue("pg_migrated_url")
         return url
     return None
