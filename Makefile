@@ -30,12 +30,14 @@ typecheck: $(STAMP)
 	$(PY) -m mypy
 
 ## The suite runs on TEST_WORKERS pytest-xdist workers, tests spread one by one (--dist
-## loadgroup), except the real-process ones, which time what they see and so run one at a time
-## on one worker (the `procs` group, tests/conftest.py). One worker more than CI's 2 cores: a
-## serial run spends half its time waiting (on bot and simulator processes, PostgreSQL, real
-## seconds), not computing. Bytecode first: every worker and every bot or simulator process a
-## test starts imports bot/ (PYTHONDONTWRITEBYTECODE may be set).
-TEST_WORKERS ?= 3
+## loadgroup), except the real-process ones, which run in two lanes of one test at a time, one
+## worker each (`timed` tests that time what they see, `restarts` tests that kill and count:
+## tests/conftest.py). Four workers on CI's 2 cores: the two lanes spend most of their time
+## waiting on real seconds (bot and simulator processes, PostgreSQL), not computing, while the
+## other two keep both cores busy (3 workers: 8 min 20 s; 4: 7 min). Bytecode first: every
+## worker and every bot or simulator process a test starts imports bot/
+## (PYTHONDONTWRITEBYTECODE may be set).
+TEST_WORKERS ?= 4
 unit: $(STAMP)
 	@$(PY) -m compileall -q bot storage aireserve_sim devslack
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup

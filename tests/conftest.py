@@ -24,8 +24,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "postgres: needs the throwaway PostgreSQL server (deselect: -m 'not postgres')"
     )
     config.addinivalue_line(
-        "markers", "procs: starts real bot/simulator processes and times what they do; under "
-        "pytest-xdist these run one at a time, on one worker"
+        "markers", "procs(lane='timed'): starts real bot/simulator processes; under pytest-xdist "
+        "each lane runs one test at a time, on one worker: 'timed' (the default) for tests that "
+        "time what they see, 'restarts' for kill-and-restart tests that only count outcomes"
     )
     config.addinivalue_line(
         "markers", "image: builds and runs the container image (minutes, mostly waiting on "
@@ -36,33 +37,53 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # The image test (minutes, mostly waiting on downloads and disk) goes first: xdist hands out
-    # work in this order (after the groups: the procs group, the biggest, starts first on one
-    # worker), so it starts at once on another and overlaps the suite instead of trailing it.
+    # work in this order (after the groups: the two procs lanes, the biggest, start first, one
+    # worker each), so it starts at once on another and overlaps the suite instead of trailing.
     items.sort(key=lambda item: item.get_closest_marker("image") is None)  # a stable sort
     # `make test` runs the suite on parallel workers (pytest-xdist, --dist loadgroup). Tests that
-    # start real processes assert on wall-clock bounds (a 20 s drain, a takeover within 6 s, a
-    # quiet window's call count): two of them side by side, each with a bot or three and a
-    # simulator, would compete for the same 2 cores. One group keeps them to one worker, one at
-    # a time, while the other workers run the in-process tests.
+    # start real processes wait on real seconds (a bot polls every second, AI Reserve boots a
+    # node in five): mostly waiting, they would make a long tail run one after another. They
+    # run in two lanes, each one test at a time on one worker, side by side with each other and
+    # with the in-process tests:
+    # - `timed` (the default) for tests that assert on wall-clock bounds (a 20 s drain, a
+    #   takeover within 6 s, /readyz green throughout a storm): never two of them at once;
+    # - `restarts` for tests that kill and restart bots and count outcomes (one cluster, one
+    #   DM), with generous deadlines: a timed test next to one sees a bot and a simulator mostly
+    #   waiting, less than an in-process worker's load.
     #
     # xdist groups by a "@group" suffix on the node id, which its own hook (after this one)
     # writes to Node._nodeid; pytest 9.2 keeps the id in Node._id instead, so that write is
     # lost and the group silently vanishes (pytest-xdist 3.8). Here the suffix goes where
     # pytest 9.2 keeps the id, and is checked (below): should the id move again, the run stops.
     for item in items:
-        if item.get_closest_marker("procs") is None:
+        group = _lane(item)
+        if group is None:
             continue
-        item.add_marker(pytest.mark.xdist_group("procs"))
+        item.add_marker(pytest.mark.xdist_group(group))
         if _grouping(config) and hasattr(item, "_id"):
             from _pytest.nodeid import NodeId
 
-            item._id = NodeId.parse(f"{item.nodeid}@procs")
+            item._id = NodeId.parse(f"{item.nodeid}@{group}")
+
+
+LANES = ("timed", "restarts")
+
+
+def _lane(item: pytest.Item) -> str | None:
+    """The xdist group of a real-process test: `procs` (timed) or `procs-restarts`."""
+    marker = item.get_closest_marker("procs")
+    if marker is None:
+        return None
+    lane = marker.kwargs.get("lane", marker.args[0] if marker.args else "timed")
+    if lane not in LANES:
+        raise pytest.UsageError(f"{item.nodeid}: procs lane {lane!r} is not one of {LANES}")
+    return "procs" if lane == "timed" else f"procs-{lane}"
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    if (_grouping(item.config) and item.get_closest_marker("procs")
-            and not item.nodeid.endswith("@procs")):
-        pytest.fail("not in the procs group: this pytest/pytest-xdist names groups another way, "
+    group = _lane(item)
+    if _grouping(item.config) and group and not item.nodeid.endswith(f"@{group}"):
+        pytest.fail("not in its procs lane: this pytest/pytest-xdist names groups another way, "
                     "and the real-process tests would run side by side (tests/conftest.py)",
                     pytrace=False)
 

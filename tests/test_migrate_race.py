@@ -16,7 +16,7 @@ from storage.db import Database
 from storage.migrations import head_revision, oldest_compatible
 from tests.procs import REPO
 
-pytestmark = pytest.mark.procs
+pytestmark = pytest.mark.procs(lane="restarts")  # kills and restarts: tests/conftest.py
 
 
 @pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres",

@@ -10,7 +10,7 @@ import pytest
 from bot.slack.ids import Action
 from tests.procs import ALICE, BOB, wait_for, world
 
-pytestmark = pytest.mark.procs  # real processes: one at a time (tests/conftest.py)
+pytestmark = pytest.mark.procs(lane="restarts")  # kills and restarts: tests/conftest.py
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

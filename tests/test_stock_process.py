@@ -14,7 +14,7 @@ from bot.slack.ids import Action
 from tests.e2e.harness import launch_without_ssh
 from tests.procs import ALICE, APPROVALS, BOB, GENERAL, World, wait_for, world
 
-pytestmark = pytest.mark.procs  # real processes: one at a time (tests/conftest.py)
+pytestmark = pytest.mark.procs(lane="restarts")  # kills and restarts: tests/conftest.py
 
 STOCK = {"accelerator": "h100-sxm-80gb", "location": "us-tx"}
 

@@ -36,6 +36,7 @@ async def test_a_signal_stops_an_idle_bot_cleanly(tmp_path, sig):
         assert " ERROR " not in bot.logs()
 
 
+@pytest.mark.procs(lane="restarts")  # a kill-and-restart lane test (tests/conftest.py)
 async def test_sigterm_mid_launch_finishes_the_launch_then_exits_0(tmp_path, database_url):
     async with world(tmp_path, database_url=database_url) as w:
         bot = await w.bot()

@@ -78,7 +78,7 @@ async def test_a_failed_terminate_survives_a_restart(tmp_path, database_url):
             assert len(_dms(second, "no longer bills")) == 1
 
 
-@pytest.mark.procs
+@pytest.mark.procs(lane="restarts")
 async def test_real_process_retries_a_failing_terminate_across_a_kill(tmp_path, database_url):
     async with world(tmp_path, database_url=database_url) as w:
         bot_process = await w.bot()
@@ -118,7 +118,7 @@ async def _terminate_button(w):
     return found[-1]
 
 
-@pytest.mark.procs
+@pytest.mark.procs(lane="restarts")
 async def test_two_replicas_make_each_attempt_once_and_tell_once(tmp_path, database_url):
     async with world(tmp_path, database_url=database_url) as w:
         first = await w.bot()

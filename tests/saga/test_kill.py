@@ -14,7 +14,7 @@ from bot.domain.models import RequestStatus
 from bot.slack.ids import Action
 from tests.procs import ALICE, APPROVALS, BOB, BotProcess, World, wait_for, world
 
-pytestmark = pytest.mark.procs  # real processes: one at a time (tests/conftest.py)
+pytestmark = pytest.mark.procs(lane="restarts")  # kills and restarts: tests/conftest.py
 
 SLOW = 6.0  # seconds AI Reserve holds the launch's answer (real time)
 
