@@ -139,6 +139,11 @@ class OutboxRepo:
                 .order_by(OUTBOX.c.created_at, OUTBOX.c.key))
         return [OutboxItem(**row) for row in (await self._session.execute(stmt)).mappings()]
 
+    async def unreachable_reason(self, target: str) -> str | None:
+        """Slack's code for `target` when it is recorded undeliverable; None while it works."""
+        item = await self.get(f"{UNDELIVERABLE}/{target}")
+        return None if item is None else str((item.payload or {}).get("reason"))
+
     async def reachable_again(self, target: str) -> None:
         await self._session.execute(
             sa.delete(OUTBOX).where(OUTBOX.c.key == f"{UNDELIVERABLE}/{target}"))

@@ -124,11 +124,6 @@ class SlackOutbox:
             items = await repos.outbox.undeliverable()
         return {i.target: str((i.payload or {}).get("reason")) for i in items}
 
-    async def _reason_unreachable(self, target: str) -> str | None:
-        async with self._db.transaction() as repos:
-            item = await repos.outbox.get(f"undeliverable/{target}")
-        return None if item is None else str((item.payload or {}).get("reason"))
-
     async def give_up_on(self, target: str, code: str) -> None:
         """Record `target` undeliverable; the first to record it tells `on_undeliverable`."""
         async with self._db.transaction() as repos:
@@ -150,7 +145,7 @@ class SlackOutbox:
             item = await repos.outbox.get(key)
             if item is not None and item.delivered_at is not None:
                 return Outcome.DONE
-            if await repos.outbox.get(f"undeliverable/{target}") is not None:
+            if await repos.outbox.unreachable_reason(target) is not None:
                 return Outcome.UNDELIVERABLE
             claimed = await repos.outbox.claim(key, kind=kind, target=target, holder=self.holder,
                                                now=self.claim_clock(), ttl=self.claim_ttl,
@@ -296,13 +291,13 @@ class SlackOutbox:
         """Edit the stored message; post it first if there is none. The first post is claimed
         (key `message/<kind>/<subject>`): a replica that finds another posting it waits for
         the coordinates and edits instead, so no replica posts a second card."""
-        code = await self._reason_unreachable(channel)
+        async with self._db.transaction() as repos:  # one read for both
+            code = await repos.outbox.unreachable_reason(channel)
+            ref = await repos.messages.get(kind, subject)
         if code is not None and fallback_user is None:
             if not create:
                 return  # nothing to retire where nothing can be seen
             raise Unreachable(channel, code)
-        async with self._db.transaction() as repos:
-            ref = await repos.messages.get(kind, subject)
         key, stale = f"message/{kind}/{subject}", None
         if ref is not None:
             try:

@@ -46,7 +46,7 @@ from tests.e2e.harness import ALICE, BOB, Harness, bot
 # for, and the halves run side by side under xdist); `LEDGER_LIFECYCLES=32` for the figure the
 # report quotes.
 LIFECYCLES = int(os.environ.get("LEDGER_LIFECYCLES", "16"))
-HALVES = (range(0, LIFECYCLES // 2), range(LIFECYCLES // 2, LIFECYCLES))
+HALVES = (range(LIFECYCLES // 2), range(LIFECYCLES // 2, LIFECYCLES))
 SHAPES = ("h100x8", "h100x4", "h200x8", "a100x8", "a100x2", "mi300xx8", "l40sx4", "b200x8")
 MONEY = r"\$([\d,]+\.\d\d)"
 BILLING = (ClusterStatus.RUNNING, ClusterStatus.DEGRADED)
