@@ -1,8 +1,10 @@
 """Nothing Slack refuses is dropped: a first post or an edit refused past the client's retries
-is stored in the outbox and goes out on a later delivery pass — never given up — and a Slack
-error never escapes a sweep (issue 17, item 1)."""
+is stored in the outbox and goes out on a later delivery pass — never given up — a Slack
+error never escapes a sweep, and a launch never waits for Slack (issue 17, item 1)."""
 
 from __future__ import annotations
+
+import asyncio
 
 from bot.jobs import sweeps
 from bot.slack.ids import Action
@@ -85,3 +87,36 @@ async def test_an_untracked_clusters_card_refused_doesnt_crash_the_sweep(tmp_pat
         card = await h.top(cluster.id)
         assert card.channel == APPROVALS and Action.CLAIM in h.text_of(card)
         assert len([m for m in h.slack.messages(APPROVALS) if cluster.id in h.text_of(m)]) == 1
+
+
+async def test_the_launch_calls_ai_reserve_while_slack_is_still_being_told(tmp_path):
+    """Money doesn't wait for Slack: once the launch's intent is stored, AI Reserve is called
+    while the requester's messages are still going out (paced: seconds; in a storm, minutes),
+    so the approved quote doesn't age behind Slack's rate limits."""
+    async with bot(tmp_path) as h:
+        card = await h.request()
+        launching = h.rt.services.launching
+        notifier = launching._notifier
+        slack_free, launched = asyncio.Event(), asyncio.Event()
+        real_launch = h.sim.engine.launch
+
+        def launch(req):  # type: ignore[no-untyped-def]
+            launched.set()
+            return real_launch(req)
+
+        class SlowSlack:  # the launch's own telling is held up (Slack pacing its calls)
+            def __getattr__(self, name: str) -> object:
+                return getattr(notifier, name)
+
+            async def refresh_request(self, *args: object, **kwargs: object) -> None:
+                await slack_free.wait()
+                await notifier.refresh_request(*args, **kwargs)  # type: ignore[arg-type]
+
+        h.sim.engine.launch = launch  # type: ignore[method-assign]
+        launching._notifier = SlowSlack()  # type: ignore[assignment]
+        await h.requests.click(card, Action.APPROVE, user_id="U0BOB")
+        await asyncio.wait_for(launched.wait(), timeout=10)  # with Slack still held up
+        slack_free.set()
+        await h.rt.settle()
+        [request] = await h.requests_in_db()
+        assert request.status.value == "launched" and len(h.sim.engine.list_clusters()) == 1
