@@ -41,6 +41,7 @@ from bot.slack.blocks import notices as notice_blocks
 from bot.slack.blocks import readiness as readiness_blocks
 from bot.slack.blocks import story as story_blocks
 from bot.slack.blocks import volumes as volume_blocks
+from bot.slack.coalesce import Coalesced
 from bot.slack.digests import StormDigests
 from bot.slack.notices import PROGRESS, NoticeDelivery, top_subject
 from bot.slack.outbox import (
@@ -72,6 +73,7 @@ class SlackNotifier:
         self._clock = clock
         self._people = people
         self._home = home
+        self._homes = Coalesced(self._publish_home)  # one publish of a home at a time
         self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
         self.outbox = SlackOutbox(client=client, db=db, clock=clock,
                                   holder=holder or replica_id(), claim_ttl=claim_ttl)
@@ -305,6 +307,11 @@ class SlackNotifier:
                                             story_blocks.story_post(words), thread_ts=top.ts)
 
     async def refresh_home(self, user_id: str) -> None:
+        """Publish the person's App Home as it is now (calls while one is being published fold
+        into one more: bot/slack/coalesce.py)."""
+        await self._homes(user_id)
+
+    async def _publish_home(self, user_id: str) -> None:
         facts = await self._home.facts(user_id)
         view = home_blocks.home_view(
             user_id=user_id, clusters=facts.clusters, pending=facts.pending,

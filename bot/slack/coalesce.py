@@ -1,0 +1,42 @@
+"""One run at a time per key, the calls meanwhile folded into one more run after it.
+
+For work whose result only the latest state matters to — an App Home shows a person's clusters
+*now*: a sweep that refreshes thirty of one owner's clusters side by side would otherwise
+compute and publish their home thirty times. A call that arrives while a run for its key is in
+flight returns once a run that started after it has finished, so what it changed is shown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+
+@dataclass
+class _Run:
+    done: asyncio.Future[None]
+    again: bool = False
+
+
+@dataclass
+class Coalesced:
+    work: Callable[[str], Awaitable[None]]
+    _runs: dict[str, _Run] = field(default_factory=dict)
+
+    async def __call__(self, key: str) -> None:
+        running = self._runs.get(key)
+        if running is not None:  # fold into the run after the one in flight
+            running.again = True
+            await asyncio.shield(running.done)
+            return
+        run = self._runs[key] = _Run(done=asyncio.get_running_loop().create_future())
+        try:
+            while True:
+                run.again = False
+                await self.work(key)
+                if not run.again:
+                    return
+        finally:
+            del self._runs[key]
+            run.done.set_result(None)  # the folded callers return (the first one raises)
