@@ -22,7 +22,7 @@ class _Run:
 @dataclass
 class Coalesced:
     work: Callable[[str], Awaitable[None]]
-    _runs: dict[str, _Run] = field(default_factory=dict)
+    _runs: dict[str, _Run] = field(default_factory=dict, init=False, repr=False)
 
     async def __call__(self, key: str) -> None:
         running = self._runs.get(key)
