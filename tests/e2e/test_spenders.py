@@ -71,14 +71,15 @@ async def test_only_the_listed_requesters_their_groups_and_the_approvers_may_req
 
 
 async def test_a_request_from_another_workspace_is_refused_and_logged(tmp_path, caplog):
+    """Refused at its first step, the quote (every kind of request: tests/e2e/test_workspace.py)."""
     caplog.set_level(logging.WARNING)
     async with bot(tmp_path, policy=policy()) as h:
         h.requests.team_id = "T0ELSEWHERE"
-        await try_request(h, ALICE)
+        await h.slash("quote h100x8 nodes=2", user=ALICE)
         assert await h.requests_in_db() == []
-        assert "installed in" in last_said(h, ALICE)
-        [refused] = await audit_of(h, "request", "refused")
-        assert refused.actor_id == ALICE
+        assert "installed in" in h.last_ephemeral(ALICE, containing="T0ELSEWHERE").text
+        [refused] = await audit_of(h, "workspace", "refused")
+        assert refused.actor_id == ALICE and refused.team_id == "T0ELSEWHERE"
         assert any("T0ELSEWHERE" in r.getMessage() and "installed" in r.getMessage()
                    for r in caplog.records)
         h.requests.team_id = h.slack.team_id
@@ -106,3 +107,4 @@ async def test_when_slack_cant_say_whether_someone_is_a_guest_nothing_is_request
         assert "try again" in last_said(h, ALICE)
         await h.request(user=ALICE)  # Slack answers again: she may
         assert len(await h.requests_in_db()) == 1
+
