@@ -10,6 +10,7 @@ from bot.slack.ids import Action
 from devslack.models import SlackUser
 from tests.e2e.harness import ALICE, APPROVALS, BOB, CAROL, DAVE, LEADS, bot
 from tests.e2e.test_extensions import ask, audit_of, planned
+from tests.e2e.test_volumes import attached_volume, terminated
 
 BASE = {"approvals_channel": APPROVALS, "approvers": {"users": [BOB], "group": LEADS}}
 
@@ -108,3 +109,18 @@ async def test_when_slack_cant_say_whether_someone_is_a_guest_nothing_is_request
         await h.request(user=ALICE)  # Slack answers again: she may
         assert len(await h.requests_in_db()) == 1
 
+
+async def test_growing_a_volume_is_spending_too(tmp_path):
+    """A bigger volume bills more every month: the owner must still be allowed to spend."""
+    async with bot(tmp_path, policy=policy()) as h:
+        cluster_id, volume_id = await attached_volume(h)
+        await terminated(h, cluster_id)
+        h.slack.users[ALICE] = guest(ALICE)
+        h.clock.advance(6 * 60)  # what Slack said of her before is stale now
+        await h.slash(f"volume grow {volume_id} 2000", user=ALICE)
+        assert "allow_guests" in last_said(h, ALICE)
+        assert h.sim.engine.get_volume(volume_id).size_gb == 1000
+        [refused] = await audit_of(h, "grow_volume", "refused")
+        assert refused.actor_id == ALICE and "allow_guests" in (refused.detail or "")
+        await h.slash(f"volume grow {volume_id} 2000", user=BOB)  # an approver, a full member
+        assert h.sim.engine.get_volume(volume_id).size_gb == 2000
