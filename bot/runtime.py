@@ -280,7 +280,11 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         # wait on Slack or AI Reserve to start: if they fail, it goes on in the background.
         resume = _keep_trying(rt, "resume launches",
                               lambda: launching.resume(at_start=True))
-        await asyncio.wait({resume}, timeout=START_WAIT_SECONDS)
+        # Where the app is installed (auth.test): every request is judged against it, from
+        # memory; until Slack has said, requests are refused (bot/slack/gate.py).
+        installation = _keep_trying(rt, "read where the app is installed (auth.test)",
+                                    people.read_installation)
+        await asyncio.wait({resume, installation}, timeout=START_WAIT_SECONDS)
         if jobs is not None:
             sweeps.started_at = time.monotonic()
             jobs.start()

@@ -8,8 +8,8 @@ from typing import Protocol
 
 from bot.domain.connection import ConnectionDetails
 from bot.domain.duty import Duty, Escalation
+from bot.domain.installation import Installed
 from bot.domain.models import ClusterRecord, VolumeRecord
-from bot.domain.spenders import Installed
 
 
 class Notifier(Protocol):

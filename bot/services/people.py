@@ -1,5 +1,5 @@
 """Who may decide and who may spend: the spend policy's approvers (ids and a Slack user group),
-its admins, its requesters (ids and user groups), guests, and the installed workspace.
+its admins, its requesters (ids and user groups), guests; and where the app is installed.
 
 Group members and whether a person is a guest are read from Slack through the `Directory` port
 and kept for a few minutes, so a click is answered from memory and a change is seen soon after.
@@ -13,10 +13,11 @@ from datetime import datetime, timedelta
 
 from bot.clock import Clock
 from bot.domain.errors import NotAllowed
+from bot.domain.installation import Installed
 from bot.domain.models import Actor
 from bot.domain.policy import Policy
 from bot.domain.ports import Directory
-from bot.domain.spenders import Installed, SpenderFacts, foreign_workspace, spender_refusal
+from bot.domain.spenders import SpenderFacts, spender_refusal
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +28,10 @@ GUEST_TTL = timedelta(minutes=5)
 class People:
     def __init__(self, *, policy: Policy, directory: Directory, clock: Clock) -> None:
         self.policy = policy
-        self._installed: Installed | None = None  # auth.test, once it has answered
+        # Where the app is installed: auth.test, read at start (`read_installation`); None
+        # until Slack has answered. Every request is judged against it (bot/slack/gate.py)
+        # without a call to Slack on the way to its ack.
+        self.installation: Installed | None = None
         self._directory = directory
         self._clock = clock
         self._groups: dict[str, tuple[frozenset[str], datetime]] = {}
@@ -67,41 +71,30 @@ class People:
                                      ) from None
         return self._guests[user_id][0]
 
-    async def installed(self) -> Installed:
-        """Where the app is installed, asked once (auth.test); until Slack answers, unknown."""
-        if self._installed is None:
-            try:
-                self._installed = await self._directory.installed()
-            except Exception:
-                log.warning("could not read the installed workspace (auth.test); the team "
-                            "check waits for it", exc_info=True)
-                return Installed()
-        return self._installed
+    async def read_installation(self) -> Installed:
+        """Ask Slack where the app is installed (auth.test) and keep the answer."""
+        found = self.installation = await self._directory.installed()
+        log.info("installed in workspace %s, organization %s%s", found.team_id,
+                 found.enterprise_id or "none", " (org-wide)" if found.org_wide else "")
+        return found
 
     async def ensure_may_spend(self, actor: Actor) -> None:
         """Raise NotAllowed (a private answer naming the rule; the caller's @audited records
-        the refusal) unless `actor` may ask for money: a launch, an extension, a relaunch.
-        Approvers and admins are requesters by right: a list of requesters never locks out
-        the people who decide."""
+        the refusal) unless `actor` may ask for money: a launch, an extension, a relaunch, a
+        bigger volume. Approvers and admins are requesters by right: a list of requesters never
+        locks out the people who decide. (The workspace was checked before the request got
+        here: bot/slack/gate.py.)"""
         policy = self.policy
-        installed = await self.installed()
-        foreign = foreign_workspace(installed, team_id=actor.team_id,
-                                    enterprise_id=actor.enterprise_id)
-        guest = not foreign and not policy.allow_guests and await self._is_guest(actor.user_id)
+        guest = not policy.allow_guests and await self._is_guest(actor.user_id)
         listed = False  # beyond requester_ids: a requester group's member, or a decider
-        if not foreign and (policy.requester_ids or policy.requester_groups) \
+        if (policy.requester_ids or policy.requester_groups) \
                 and actor.user_id not in policy.requester_ids:
             listed = actor.user_id in await self.approvers()
             for group in sorted(policy.requester_groups):
                 if listed:
                     break
                 listed = actor.user_id in await self._members(group)
-        refusal = spender_refusal(policy, installed, SpenderFacts(
-            user_id=actor.user_id, team_id=actor.team_id, enterprise_id=actor.enterprise_id,
-            is_guest=guest, in_requester_groups=listed))
+        refusal = spender_refusal(policy, SpenderFacts(
+            user_id=actor.user_id, is_guest=guest, in_requester_groups=listed))
         if refusal is not None:
-            if foreign:
-                log.warning("refused a request from %s of team %s / enterprise %s: not the "
-                            "installed workspace", actor.user_id, actor.team_id,
-                            actor.enterprise_id)
             raise NotAllowed(refusal)

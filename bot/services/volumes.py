@@ -178,6 +178,7 @@ class VolumeService:
         volume is refused naming why, and nothing changes."""
         await self._refresh()
         volume = await self._allowed(volume_id, actor)
+        await self._people.ensure_may_spend(actor)  # a bigger volume bills more: guests, requesters
         usage = USAGE["volume"]
         if volume.status in _GONE:
             raise Conflict(f"Volume `{volume_id}` is {volume.status}; it can no longer grow.")

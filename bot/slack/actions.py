@@ -72,6 +72,7 @@ from bot.slack.ids import (
     WaitRef,
     WithdrawRef,
 )
+from bot.slack.origin import actor_of
 
 Quoted = tuple[QuoteInfo, QuoteOutlook]
 Hours = tuple[ClusterRecord, list[tuple[datetime, HourState]]]
@@ -270,17 +271,6 @@ async def _status(services: Services, ref: ClusterRef) -> Message:
     return cluster_blocks.cluster_status(record, now=services.clock.now(), nodes=nodes)
 
 
-def _actor(body: dict[str, Any]) -> Actor:
-    user = body["user"]
-    team = body.get("team")
-    team_id = user.get("team_id") or (team.get("id") if isinstance(team, dict) else None)
-    enterprise = body.get("enterprise")
-    enterprise_id = enterprise.get("id") if isinstance(enterprise, dict) else None
-    # A malformed (fuzzed) team is no team, never a 500.
-    return Actor(user_id=user["id"], team_id=team_id if isinstance(team_id, str) else None,
-                 enterprise_id=enterprise_id if isinstance(enterprise_id, str) else None)
-
-
 def _ref(kind: type[R], action: dict[str, Any]) -> R:
     try:
         return kind.unpack(action.get("value"))
@@ -313,7 +303,7 @@ def _listener(row: Button[R, T], services: Services) -> Callable[..., Awaitable[
         await ack()
         try:
             ref = _ref(row.ref, action)
-            actor = _actor(body)
+            actor = actor_of(body)
             if row.picture is None:
                 result = await press(row, services, ref, actor)
             else:  # the upload is part of the claimed act: a refused upload can be retried
@@ -349,7 +339,7 @@ def register(app: AsyncApp, services: Services) -> None:
         ref = _ref(QuoteRef, action)
         # A local read only: the trigger_id is valid for 3 s and single-use.
         quote = await services.approvals.quote_for_request(quote_id=ref.quote_id,
-                                                           actor=_actor(body))
+                                                           actor=actor_of(body))
         waits = action.get("action_id") == Action.QUOTE_WAIT_FOR_STOCK
         defaults = (await services.templates.launch_defaults(quote)
                     or default_workload(idle=services.people.policy.idle_default()))
@@ -369,7 +359,7 @@ def register(app: AsyncApp, services: Services) -> None:
         await ack()
         ref = _ref(GrowRef, action)
         # A local read only (the trigger_id lasts 3 s): AI Reserve decides again at submit.
-        volume = await services.volumes.growable(volume_id=ref.volume_id, actor=_actor(body))
+        volume = await services.volumes.growable(volume_id=ref.volume_id, actor=actor_of(body))
         if volume.size_gb != ref.size_gb:
             raise Conflict(f"Volume `{volume.id}` is {volume.size_gb:,} GB now, not the "
                            f"{ref.size_gb:,} GB this list showed: `/cluster volumes` again.")

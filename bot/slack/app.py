@@ -2,7 +2,9 @@
 
 Bolt's request verification (signature + 5-minute timestamp window) guards every HTTP request:
 unsigned, forged or stale requests get 401 before any listener runs; signed ones that aren't
-shaped as Slack sends them (bot/slack/inbound.py) get 400. No input gets a 500.
+shaped as Slack sends them (bot/slack/inbound.py) get 400. No input gets a 500. A request
+from another workspace than the installation's is refused before any listener runs, whatever
+its kind (bot/slack/gate.py).
 """
 
 from __future__ import annotations
@@ -30,17 +32,15 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 from bot.logs import begin
 from bot.services.container import Services
 from bot.slack import actions, commands, errors, home, inbound, views
+from bot.slack.gate import only_installation
 from bot.slack.inflight import ACK_SENT, InFlight
 from bot.slack.once import once
+from bot.slack.origin import kind_of
 
 log = logging.getLogger(__name__)
 
 EVENTS_PATH = "/slack/events"
 MAX_BODY = 1 << 20
-
-
-_KINDS = frozenset({"slash_command", "block_actions", "view_submission", "view_closed",
-                    "event_callback", "block_suggestion", "shortcut", "message_action"})
 
 
 class _NoTokenWarning(logging.Filter):
@@ -56,12 +56,6 @@ def _bolt_logger() -> logging.Logger:
     if not any(isinstance(f, _NoTokenWarning) for f in logger.filters):
         logger.addFilter(_NoTokenWarning())
     return logger
-
-
-def kind_of(body: dict[str, object]) -> str:
-    """What a Slack request is, from a small fixed set (a metrics label)."""
-    kind = "slash_command" if "command" in body else str(body.get("type") or "other")
-    return kind if kind in _KINDS else "other"
 
 
 class AckingApp(AsyncApp):
@@ -137,6 +131,9 @@ def build_app(*, services: Services, client: AsyncWebClient, signing_secret: str
                                                     session=client.session)
         await next()
 
+    # Another workspace's request (or one naming none) is refused here, once for every
+    # listener: nothing it asks for is done (bot/slack/gate.py).
+    app.middleware(only_installation(services.people, services.audit, inflight, client))
     # A repeated delivery (Slack's retry of an event, a proxy's of a command) is acked and
     # dropped here, once for every listener; after request_context, so its line has the id.
     app.middleware(once(services.deliveries))

@@ -37,7 +37,6 @@ from bot.domain.commands import (
     WithdrawCommand,
 )
 from bot.domain.errors import InvalidCommand
-from bot.domain.models import Actor
 from bot.services.container import Services
 from bot.slack import parsing, uploads
 from bot.slack.blocks import audit as audit_blocks
@@ -56,6 +55,7 @@ from bot.slack.blocks.format import money
 from bot.slack.blocks.message import Message
 from bot.slack.directory import SlackDirectory
 from bot.slack.errors import answering
+from bot.slack.origin import actor_of
 
 EPHEMERAL: dict[str, Any] = {"response_type": "ephemeral"}
 
@@ -75,8 +75,7 @@ def register(app: AsyncApp, services: Services,
         if isinstance(cmd, HelpCommand):
             await ack(**common.help_message(unknown=cmd.unknown).as_kwargs(), **EPHEMERAL)
             return
-        actor = Actor(user_id=command["user_id"], team_id=command.get("team_id"),
-                      enterprise_id=command.get("enterprise_id") or None)
+        actor = actor_of(command)
         now = services.clock.now
         reply: Message
         if isinstance(cmd, TemplateQuoteCommand | QuoteCommand):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.domain.spenders import Installed
+from bot.domain.installation import Installed
 
 PAGE = 200  # channels a conversations.list page asks for (Slack suggests at most 200)
 

@@ -8,7 +8,6 @@ from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.domain.errors import InvalidCommand
-from bot.domain.models import Actor
 from bot.domain.workload import WorkloadInvalid, parse_workload
 from bot.services.container import Services
 from bot.slack.actions import GROW_ONCE, press_once
@@ -19,6 +18,7 @@ from bot.slack.blocks import volumes as volume_blocks
 from bot.slack.blocks.format import money
 from bot.slack.errors import StaleReference, answering, reply_privately
 from bot.slack.ids import ApprovalRef, GrowRef, QuoteRef, View
+from bot.slack.origin import actor_of
 
 # Modal block ids → the workload's field names.
 FIELDS = {
@@ -55,8 +55,7 @@ def register(app: AsyncApp, services: Services) -> None:
             await ack(response_action="errors", errors={volume_blocks.FIELD_SIZE: size})
             return
         await ack()
-        user = body["user"]
-        actor = Actor(user_id=user["id"], team_id=user.get("team_id"))
+        actor = actor_of(body)
         volume = await press_once(
             GROW_ONCE, services, ref, actor,
             lambda: services.volumes.grow(volume_id=ref.volume_id, size_gb=size, actor=actor))
@@ -94,13 +93,8 @@ def register(app: AsyncApp, services: Services) -> None:
             ref = QuoteRef.unpack(view.get("private_metadata"))
         except ValueError as exc:
             raise StaleReference(str(exc)) from exc
-        user, enterprise = body["user"], body.get("enterprise")
-        await services.approvals.submit(
-            quote_id=ref.quote_id, workload=workload, wait_hours=wait_hours,
-            actor=Actor(user_id=user["id"], team_id=user.get("team_id"),
-                        enterprise_id=enterprise.get("id") if isinstance(enterprise, dict)
-                        else None),
-        )
+        await services.approvals.submit(quote_id=ref.quote_id, workload=workload,
+                                        wait_hours=wait_hours, actor=actor_of(body))
 
     @app.view(View.REJECT_REASON)
     @answering
@@ -114,8 +108,6 @@ def register(app: AsyncApp, services: Services) -> None:
             ref = ApprovalRef.unpack(view.get("private_metadata"))
         except ValueError as exc:
             raise StaleReference(str(exc)) from exc
-        user = body["user"]
         await services.approvals.reject(
             request_id=ref.request_id, quote_id=ref.quote_id, hourly_cents=ref.hourly_cents,
-            reason=reason if isinstance(reason, str) else None,
-            actor=Actor(user_id=user["id"], team_id=user.get("team_id")))
+            reason=reason if isinstance(reason, str) else None, actor=actor_of(body))

@@ -87,7 +87,9 @@ async def test_forged_stale_unsigned_and_malformed_requests_get_401(tmp_path):
         for raw in (b"payload=%7Bnot-json", b"payload=%5B%5D", b"payload=%7B%7D", b"a=%ZZ"):
             reply = await h.requests.raw(raw, {**form, **signed_headers(
                 raw, secret=SECRET, timestamp=now)})
-            assert reply.status in (400, 404), raw  # signed, so not 401: malformed
+            # Signed, so not 401: malformed (400, or Bolt's 404) — or, naming no workspace at
+            # all, refused by the workspace gate before any listener (200, nothing done).
+            assert reply.status in (400, 404) or (raw == b"a=%ZZ" and reply.status == 200), raw
         await h.rt.settle()
         assert [c for c in h.slack.calls if c.method != "auth.test"] == []
         assert h.sim.engine.list_clusters() == []

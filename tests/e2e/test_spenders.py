@@ -10,6 +10,7 @@ from bot.slack.ids import Action
 from devslack.models import SlackUser
 from tests.e2e.harness import ALICE, APPROVALS, BOB, CAROL, DAVE, LEADS, bot
 from tests.e2e.test_extensions import ask, audit_of, planned
+from tests.e2e.test_volumes import attached_volume, terminated
 
 BASE = {"approvals_channel": APPROVALS, "approvers": {"users": [BOB], "group": LEADS}}
 
@@ -71,14 +72,15 @@ async def test_only_the_listed_requesters_their_groups_and_the_approvers_may_req
 
 
 async def test_a_request_from_another_workspace_is_refused_and_logged(tmp_path, caplog):
+    """Refused at its first step, the quote (every kind of request: tests/e2e/test_workspace.py)."""
     caplog.set_level(logging.WARNING)
     async with bot(tmp_path, policy=policy()) as h:
         h.requests.team_id = "T0ELSEWHERE"
-        await try_request(h, ALICE)
+        await h.slash("quote h100x8 nodes=2", user=ALICE)
         assert await h.requests_in_db() == []
-        assert "installed in" in last_said(h, ALICE)
-        [refused] = await audit_of(h, "request", "refused")
-        assert refused.actor_id == ALICE
+        assert "installed in" in h.last_ephemeral(ALICE, containing="T0ELSEWHERE").text
+        [refused] = await audit_of(h, "workspace", "refused")
+        assert refused.actor_id == ALICE and refused.team_id == "T0ELSEWHERE"
         assert any("T0ELSEWHERE" in r.getMessage() and "installed" in r.getMessage()
                    for r in caplog.records)
         h.requests.team_id = h.slack.team_id
@@ -106,3 +108,19 @@ async def test_when_slack_cant_say_whether_someone_is_a_guest_nothing_is_request
         assert "try again" in last_said(h, ALICE)
         await h.request(user=ALICE)  # Slack answers again: she may
         assert len(await h.requests_in_db()) == 1
+
+
+async def test_growing_a_volume_is_spending_too(tmp_path):
+    """A bigger volume bills more every month: the owner must still be allowed to spend."""
+    async with bot(tmp_path, policy=policy()) as h:
+        cluster_id, volume_id = await attached_volume(h)
+        await terminated(h, cluster_id)
+        h.slack.users[ALICE] = guest(ALICE)
+        h.clock.advance(6 * 60)  # what Slack said of her before is stale now
+        await h.slash(f"volume grow {volume_id} 2000", user=ALICE)
+        assert "allow_guests" in last_said(h, ALICE)
+        assert h.sim.engine.get_volume(volume_id).size_gb == 1000
+        [refused] = await audit_of(h, "grow_volume", "refused")
+        assert refused.actor_id == ALICE and "allow_guests" in (refused.detail or "")
+        await h.slash(f"volume grow {volume_id} 2000", user=BOB)  # an approver, a full member
+        assert h.sim.engine.get_volume(volume_id).size_gb == 2000

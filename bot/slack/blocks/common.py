@@ -5,10 +5,11 @@ from __future__ import annotations
 from functools import cache
 
 from slack_sdk.models.blocks import Block
+from slack_sdk.models.views import View
 
 from bot.domain.extension import EXTEND_RULE
 from bot.slack.blocks.format import escape, mrkdwn, truncate
-from bot.slack.blocks.message import Message, compose, context, header, section
+from bot.slack.blocks.message import Message, compose, context, header, plain, section
 
 USAGE_MAX = 1000
 
@@ -149,3 +150,9 @@ def notice(text: str) -> Message:
     """A one-line notice; our own mentions/dates survive, anything else is escaped."""
     body = mrkdwn(text)
     return compose(body, [section(body)], key="notice")
+
+
+def notice_modal(title: str, text: str) -> View:
+    """A modal that only says something (a submission refused as a whole): Close, no Submit."""
+    return View(type="modal", title=plain(title, 24), close=plain("Close", 24),
+                blocks=[section(mrkdwn(text))])

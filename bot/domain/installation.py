@@ -1,0 +1,93 @@
+"""Whose requests the bot takes: those of the installation its token belongs to, and no one else's.
+
+Pure. `Installed` is where the app is installed (auth.test, read at start); `Origin` is every
+workspace and Enterprise organization a signed Slack payload names (bot/slack/origin.py reads
+them out of each kind of payload); `outsider(installed, origin)` says why a request is not the
+installation's — in words for the person, naming the rule — or None when it is.
+
+The rule, for a workspace install: the payload names at least one workspace, and every workspace
+and organization it names is the installation's. "Every" matters: a Slack Connect guest clicking
+in a shared channel arrives with our `team.id` but their own `user.team_id`; a payload that names
+another workspace anywhere is refused, whatever else it names. For an org-wide install (an
+Enterprise Grid organization): at least one organization, and only ours; which workspaces belong
+to it is not known yet (a later issue reads them), so they are not checked.
+
+Unknown is not consent: until auth.test has answered, and for a payload that names no workspace
+at all, the answer is no — nothing that spends money goes through on a guess.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from bot.domain.models import Frozen
+
+ID_SHOWN = 24  # characters of a named id shown (a fuzzed one may be thousands long)
+IDS_SHOWN = 3
+
+
+class Installed(Frozen):
+    """Where the app is installed (auth.test at start): one workspace, or a whole Enterprise
+    organization (an org-wide install serves every workspace of that enterprise)."""
+
+    team_id: str | None = None
+    enterprise_id: str | None = None
+    org_wide: bool = False
+
+    @property
+    def known_as(self) -> str | None:
+        """The id that names the installation (its org for an org-wide install); None: not
+        known yet."""
+        return self.enterprise_id if self.org_wide else self.team_id
+
+
+class Origin(Frozen):
+    """What a signed payload says about where it comes from: every workspace id (`T…`) and
+    every Enterprise organization id (`E…`) it names, for its user or for itself."""
+
+    team_ids: frozenset[str] = frozenset()
+    enterprise_ids: frozenset[str] = frozenset()
+
+    def named(self) -> str:
+        """The ids, for a person or a log line: `T0A, T0B` (sorted)."""
+        return shown(self.team_ids | self.enterprise_ids) or "none"
+
+
+def readable(text: str, limit: int) -> str:
+    """`text` safe to show, log and store: printable, valid UTF-8, at most `limit` characters.
+    (A payload's ids are whatever its sender wrote: a lone surrogate, a control character.)"""
+    safe = "".join(c if c.isprintable() else "?" for c in
+                   text.encode("utf-8", "backslashreplace").decode("utf-8"))
+    return safe if len(safe) <= limit else safe[:limit - 1] + "…"
+
+
+def shown(ids: Collection[str]) -> str:
+    """A few ids, readable: `T0A, T0B`, `… and 2 more`."""
+    listed = ", ".join(readable(i, ID_SHOWN) for i in sorted(ids)[:IDS_SHOWN])
+    return listed + (f" and {len(ids) - IDS_SHOWN} more" if len(ids) > IDS_SHOWN else "")
+
+
+UNKNOWN = ("I can't tell yet which workspace I'm installed in (Slack hasn't answered me since I "
+           "started), so I'm taking no requests; nothing was done. Try again in a minute.")
+UNNAMED = ("This request doesn't say which workspace it comes from, so I can't take it; nothing "
+           "was done. Use the bot from the workspace it is installed in.")
+
+
+def outsider(installed: Installed | None, origin: Origin) -> str | None:
+    """None when the request is the installation's; else why not, for the person asking."""
+    if installed is None or installed.known_as is None:
+        return UNKNOWN
+    if installed.org_wide:
+        if not origin.enterprise_ids:
+            return UNNAMED
+        foreign = origin.enterprise_ids - {installed.enterprise_id}
+    else:
+        if not origin.team_ids:
+            return UNNAMED
+        foreign = (origin.team_ids - {installed.team_id}) \
+            | (origin.enterprise_ids - {installed.enterprise_id})
+    if not foreign:
+        return None
+    return ("This bot only takes requests from the workspace it is installed in; this one comes "
+            f"from another ({shown(foreign)}), so nothing was done. Ask someone in "
+            "the workspace that runs the bot.")
