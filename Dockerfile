@@ -51,7 +51,7 @@ EXPOSE 3000 3001
 # Liveness from inside the container, with the interpreter the image already has.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
     CMD ["python3", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('INTERNAL_PORT', '3001'), timeout=4)"]
-# `serve` stops taking work on SIGTERM and exits once what runs is done (bot/cli.py).
+# `serve` stops taking work on SIGTERM and exits once what runs is done (bot/app/cli.py).
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["cluster-bot"]
 CMD ["serve"]

@@ -23,8 +23,10 @@ run: $(STAMP)
 ## make test: lint, type-check and the whole suite (what CI runs).
 test: lint typecheck unit
 
+## lint: ruff, then the layering (pyproject.toml's import-linter contracts; docs/architecture.md).
 lint: $(STAMP)
 	$(PY) -m ruff check .
+	$(VENV)/bin/lint-imports --no-logo
 
 typecheck: $(STAMP)
 	$(PY) -m mypy

@@ -21,19 +21,17 @@ idempotency, no faults. Production code never calls these.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 from aiohttp import web
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
 from aireserve_sim.faults import FaultRequest, ItemFault
 from aireserve_sim.http_io import json_response, parse_model
+from aireserve_sim.server_state import ServerState
 from bot.clock import ManualClock
 from bot.reserve.errors import InvalidRequest, InvalidState
 from bot.reserve.schemas import Availability, ShapeRequest, WireRequest, format_timestamp
-
-if TYPE_CHECKING:
-    from aireserve_sim.server import ServerState
 
 _TEN_YEARS = 10 * 366 * 86400
 

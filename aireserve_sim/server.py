@@ -23,7 +23,6 @@ import hmac
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from email.utils import format_datetime
 from importlib import metadata
 
@@ -33,14 +32,14 @@ import bot.reserve.schemas as s
 from aireserve_sim import http_io as io
 from aireserve_sim.control import ControlApi
 from aireserve_sim.engine import SimulatorEngine
-from aireserve_sim.faults import FaultInjector, FaultRule, cut
+from aireserve_sim.faults import FaultRule, cut
 from aireserve_sim.idempotency import (
     REPLAYED_HEADERS,
-    IdempotencyStore,
     StoredResponse,
     validate_key,
 )
 from aireserve_sim.ratelimit import RateLimiter, policies_for
+from aireserve_sim.server_state import ServerState
 from bot.reserve.errors import (
     ApiError,
     Forbidden,
@@ -55,24 +54,6 @@ _log = logging.getLogger(__name__)
 MAX_TAIL = 5000
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-@dataclass
-class ServerState:
-    """What the server keeps besides the engine's own state."""
-
-    engine: SimulatorEngine
-    api_key: str | None
-    limiter: RateLimiter
-    idempotency: IdempotencyStore = field(default_factory=IdempotencyStore)
-    faults: FaultInjector = field(default_factory=FaultInjector)
-
-    def reset(self) -> None:
-        """`POST /_sim/reset`: a fresh engine and no memory of earlier requests."""
-        self.engine.reset()
-        self.faults.clear()
-        self.idempotency.clear()
-        self.limiter.reset()
 
 
 STATE = web.AppKey("aireserve_simulator", ServerState)

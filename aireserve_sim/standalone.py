@@ -1,7 +1,7 @@
 """`cluster-bot simulator`: the AI Reserve simulator on its own, until Ctrl-C.
 
 `add_arguments` fills the sub-command's parser; `run` serves. The CLI wiring lives in
-bot/cli.py; this module only knows how to serve.
+bot/app/cli.py; this module only knows how to serve.
 """
 
 from __future__ import annotations

@@ -23,7 +23,8 @@ import sqlalchemy as sa
 from bot.reserve.schemas import Cluster
 from bot.services.observing import observe, record_from_wire
 from storage.db import Database
-from storage.tables import CLUSTERS, row_values
+from storage.rows import row_values
+from storage.tables.clusters import CLUSTERS
 from tests.e2e.harness import ALICE, GENERAL, SECRET
 from tests.procs import REPO, SimProcess
 

@@ -21,7 +21,7 @@ SWITCH_INTERVAL_SECONDS = 0.001
 def main() -> int:
     gc.disable()
     sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
-    from bot.cli import main as cli
+    from bot.app.cli import main as cli
 
     return cli()
 

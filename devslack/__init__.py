@@ -5,6 +5,11 @@
 submissions, events); `LocalWorkspace` and `terminal.run_repl` put both in a terminal so the
 bot can be used without Slack credentials. Generic over Slack's protocol: nothing here knows
 what the bot does.
+
+Owns: the stand-in's Web API, Socket Mode and request signing, its store and its terminal.
+May import: devslack and bot.clock; local.py, the local workspace's entry point, also the bot
+(bot.app.runtime, bot.config) to run it beside the stand-in. The product reaches this package
+only through bot.app.devtools.
 """
 
 from devslack.blockkit import Button

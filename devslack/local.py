@@ -17,9 +17,10 @@ from typing import TextIO
 
 from pydantic import SecretStr
 
-from bot import runtime
+from bot.app import runtime
+from bot.app.process import Runtime
 from bot.clock import OffsetClock
-from bot.config import Settings
+from bot.config.settings import Settings
 from bot.domain.errors import DomainError
 from bot.domain.policy import Policy
 from bot.jobs import sweeps
@@ -54,7 +55,7 @@ _UNITS = {"s": 1, "m": 60, "h": 3600}
 class ClusterTerminal(Terminal):
     """The generic local workspace plus `sim …` lines that steer the embedded simulator."""
 
-    def __init__(self, workspace: LocalWorkspace, *, rt: runtime.Runtime, clock: OffsetClock,
+    def __init__(self, workspace: LocalWorkspace, *, rt: Runtime, clock: OffsetClock,
                  input: TextIO, output: TextIO) -> None:
         super().__init__(workspace, input=input, output=output)
         self._rt = rt

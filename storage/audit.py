@@ -9,7 +9,8 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.domain.models import AuditEntry
-from storage.tables import AUDIT, row_values, to_domain
+from storage.rows import row_values, to_domain
+from storage.tables.money import AUDIT
 
 
 class AuditRepo:

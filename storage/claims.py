@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.domain.claims import ActionClaim, ClaimKey
 from storage.statements import insert, rowcount
-from storage.tables import ACTION_CLAIMS
+from storage.tables.coordination import ACTION_CLAIMS
 
 
 class ClaimRepo:

@@ -12,15 +12,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.domain.errors import UnknownResource
 from bot.domain.models import ClusterRecord, ClusterState
+from storage.rows import field_values, raw_columns, row_values, to_domain, to_domain_many
 from storage.statements import MANAGED, insert, rowcount
-from storage.tables import (
-    CLUSTERS,
-    field_values,
-    raw_columns,
-    row_values,
-    to_domain,
-    to_domain_many,
-)
+from storage.tables.clusters import CLUSTERS
 
 _LIVE = tuple(s.value for s in ClusterState if s.is_live)
 # Bound parameters per IN (…): well under SQLite's limit (32766; 999 before 3.32).

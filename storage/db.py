@@ -47,7 +47,7 @@ from storage.migrations import upgrade_head
 from storage.outages import OutageLog, trouble_of
 from storage.repositories import Repos
 from storage.schema import SchemaIncompatible, SchemaStatus, read_status
-from storage.tables import LEASES
+from storage.tables.coordination import LEASES
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.statements import insert, rowcount
-from storage.tables import DIGEST_MEMBERS, DIGESTS
+from storage.tables.outbox import DIGEST_MEMBERS, DIGESTS
 
 
 @dataclass(frozen=True)

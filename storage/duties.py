@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.domain.duty import Duty, Escalation
 from storage.statements import insert, rowcount
-from storage.tables import DUTIES
+from storage.tables.people import DUTIES
 
 
 class DutyRepo:

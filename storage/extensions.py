@@ -13,8 +13,9 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.domain.extension import Extension, ExtensionStatus
+from storage.rows import field_values, row_values, to_domain
 from storage.statements import MANAGED, rowcount
-from storage.tables import EXTENSIONS, field_values, row_values, to_domain
+from storage.tables.money import EXTENSIONS
 
 _E = EXTENSIONS.c
 

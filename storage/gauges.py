@@ -9,7 +9,8 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.tables import CLUSTERS, NOTICES, OUTBOX
+from storage.tables.clusters import CLUSTERS
+from storage.tables.outbox import NOTICES, OUTBOX
 
 BILLING_STATES = ("running", "degraded")
 

@@ -14,8 +14,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.domain.errors import UnknownResource
 from bot.domain.launch import IntentState, LaunchIntent
+from storage.rows import field_values, row_values, to_domain
 from storage.statements import MANAGED, insert, rowcount
-from storage.tables import LAUNCH_INTENTS, REQUEST_QUOTES, field_values, row_values, to_domain
+from storage.tables.requests import LAUNCH_INTENTS, REQUEST_QUOTES
 
 # Bound parameters per IN (…): well under SQLite's limit.
 _IN_CHUNK = 500

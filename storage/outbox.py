@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.statements import insert, rowcount
-from storage.tables import DM_CHANNELS, OUTBOX
+from storage.tables.outbox import DM_CHANNELS, OUTBOX
 
 # A stored post or edit is retried until it is delivered or its target is undeliverable:
 # never given up after a number of tries (a storm's 429s can last minutes). Attempts are

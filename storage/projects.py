@@ -6,7 +6,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.tables import CLUSTERS, QUOTES, REQUESTS
+from storage.tables.clusters import CLUSTERS
+from storage.tables.requests import QUOTES, REQUESTS
 
 _IN_CHUNK = 500
 

@@ -15,8 +15,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.domain.idle import IdleState
 from bot.domain.readiness import ReadinessState, ReadinessWatch
+from storage.rows import json_data, row_values, to_domain
 from storage.statements import insert, rowcount
-from storage.tables import READINESS, json_data, row_values, to_domain
+from storage.tables.clusters import READINESS
 
 _R = READINESS.c
 

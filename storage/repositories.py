@@ -40,16 +40,10 @@ from storage.leases import LeaseRepo
 from storage.outbox import DmChannelRepo, OutboxRepo
 from storage.projects import ProjectLookup
 from storage.readiness import ReadinessRepo
+from storage.rows import field_values, row_values, to_domain
 from storage.statements import MANAGED, insert, rowcount
-from storage.tables import (
-    APPROVALS,
-    MESSAGES,
-    QUOTES,
-    REQUESTS,
-    field_values,
-    row_values,
-    to_domain,
-)
+from storage.tables.outbox import MESSAGES
+from storage.tables.requests import APPROVALS, QUOTES, REQUESTS
 from storage.templates import TemplateRepo
 from storage.terminations import TerminationRepo
 from storage.watching import NoticeRepo, VolumeRepo

@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from storage.migrations import head_revision, migrations, oldest_compatible
-from storage.tables import SCHEMA_COMPAT
+from storage.tables.coordination import SCHEMA_COMPAT
 
 
 class SchemaIncompatible(RuntimeError):

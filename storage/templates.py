@@ -9,7 +9,8 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.domain.templates import ClusterTemplate
-from storage.tables import TEMPLATES, json_data
+from storage.rows import json_data
+from storage.tables.people import TEMPLATES
 
 _COLUMNS = ("id", "scope", "name", "owner_id", "created_at")
 

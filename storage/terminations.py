@@ -12,8 +12,9 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.domain.termination import TerminationIntent, TerminationState
+from storage.rows import row_values, to_domain
 from storage.statements import insert, rowcount
-from storage.tables import TERMINATIONS, row_values, to_domain
+from storage.tables.clusters import TERMINATIONS
 
 _T = TERMINATIONS.c
 

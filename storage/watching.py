@@ -16,8 +16,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from bot.domain.errors import UnknownResource
 from bot.domain.models import VolumeRecord
 from bot.domain.watch import Notice
+from storage.rows import field_values, row_values, to_domain
 from storage.statements import MANAGED, insert, rowcount
-from storage.tables import NOTICES, VOLUMES, field_values, row_values, to_domain
+from storage.tables.clusters import VOLUMES
+from storage.tables.outbox import NOTICES
 
 
 class NoticeRepo:

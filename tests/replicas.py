@@ -27,7 +27,7 @@ import sqlalchemy as sa
 from aiohttp import web
 
 from bot.slack.ids import Action
-from storage.leases import wall_clock
+from storage.replica import wall_clock
 from tests.procs import ALICE, BOB, GENERAL, BotProcess, World, wait_for, world
 
 POLL_SECONDS = 1  # the harness's POLL_INTERVAL_SECONDS

@@ -2,8 +2,8 @@
 
 import pytest
 
-from bot.cli import main
-from bot.config import ConfigError, load_settings, workload_key
+from bot.app.cli import main
+from bot.config.settings import ConfigError, load_settings, workload_key
 
 
 def problems(env):

@@ -26,7 +26,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from bot.config import SECRET_SETTINGS
+from bot.config.settings import SECRET_SETTINGS
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"

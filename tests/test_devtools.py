@@ -1,5 +1,5 @@
 """The product without its development tools (as the image ships it): the simulator and the local
-Slack stand-in are asked for through bot.devtools, which answers their absence in one line."""
+Slack stand-in are asked for through bot.app.devtools, which answers their absence in one line."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import importlib.util
 
 import pytest
 
-from bot import devtools
-from bot.cli import main
-from bot.config import ConfigError, load_settings
+from bot.app import devtools
+from bot.app.cli import main, require_provider
+from bot.config.settings import ConfigError, load_settings
 
 REAL_FIND_SPEC = importlib.util.find_spec
 
@@ -37,7 +37,7 @@ def test_simulator_command_says_what_is_missing(without_dev_tools, capsys):
 
 def test_embedded_simulator_setting_is_one_problem(without_dev_tools):
     with pytest.raises(ConfigError) as caught:
-        load_settings({"AIRESERVE_SIMULATOR": "embedded"}).require_provider()
+        require_provider(load_settings({"AIRESERVE_SIMULATOR": "embedded"}))
     [problem] = caught.value.problems
     assert problem.startswith("AIRESERVE_SIMULATOR=embedded needs `aireserve_sim`")
     assert problem.endswith("set AIRESERVE_API_URL and AIRESERVE_API_KEY")

@@ -72,13 +72,13 @@ def product_copy(tmp_path: Path) -> Path:
     return root
 
 
-# One interpreter runs each command line in turn (`cluster-bot` is `bot.cli.main`): one import of
-# the product, not one per command, on a machine the suite keeps busy.
+# One interpreter runs each command line in turn (`cluster-bot` is `bot.app.cli.main`): one
+# import of the product, not one per command, on a machine the suite keeps busy.
 COMMANDS = """\
 import contextlib, io, json, os, sys
 # This checkout's editable install would still find the development packages: hide it.
 sys.meta_path[:] = [f for f in sys.meta_path if "__editable__" not in getattr(f, "__module__", "")]
-from bot.cli import main
+from bot.app.cli import main
 results, base = [], dict(os.environ)
 for argv, env in json.loads(sys.argv[1]):
     os.environ.clear()

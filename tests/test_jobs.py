@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bot import metrics
 from bot.jobs import sweeps
 from bot.jobs.scheduler import build_scheduler, leased, sweeps_lease_ttl
+from bot.observability import metrics
 from storage.db import Database
-from storage.leases import Lease
+from storage.replica import Lease
 
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import Settings
+from bot.config.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent
 GUIDE = REPO / "docs" / "operations.md"

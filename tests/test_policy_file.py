@@ -5,8 +5,9 @@ from textwrap import dedent
 
 import pytest
 
-from bot.domain.policy import Policy, Project, Team
-from bot.policy_file import PolicyError, load_policy, load_policy_or_default, parse_policy
+from bot.config.policy_file import PolicyError, load_policy, load_policy_or_default, parse_policy
+from bot.domain.policy import Policy, Project
+from bot.domain.spend import Team
 
 ROOT = Path(__file__).parent.parent
 

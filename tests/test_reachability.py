@@ -1,10 +1,11 @@
-"""Reachability from real call outcomes (bot/reachability.py): an answer — a 429 included — is
-reachable, no answer or a 5xx is not, and only a failure lasting past the budget is a /readyz
-reason; the idle prober calls only services nobody called lately. Time is a fake `now`."""
+"""Reachability from real call outcomes (bot/observability/reachability.py): an answer — a
+429 included — is reachable, no answer or a 5xx is not, and only a failure lasting past the
+budget is a /readyz reason; the idle prober calls only services nobody called lately. Time is
+a fake `now`."""
 
 from __future__ import annotations
 
-from bot.reachability import (
+from bot.observability.reachability import (
     Connection,
     Prober,
     Reachability,

@@ -14,8 +14,8 @@ import time
 import aiohttp
 import pytest
 
-from bot import runtime
-from bot.config import load_settings, previous_workload_keys, workload_key
+from bot.app import runtime
+from bot.config.settings import load_settings, previous_workload_keys, workload_key
 from devslack.requests import signed_headers
 from storage import sealing
 from tests.test_serve import ENV

@@ -2,8 +2,8 @@
 
 import slack_bolt.adapter.socket_mode.aiohttp as socket_mode
 
-from bot import runtime
-from bot.config import load_settings
+from bot.app import runtime
+from bot.config.settings import load_settings
 from tests.procs import wait_for
 
 ENV = {"SLACK_BOT_TOKEN": "xoxb-test", "APPROVALS_CHANNEL": "C0APPROVALS",
@@ -54,7 +54,7 @@ async def test_the_public_port_serves_slack_only_and_the_internal_one_the_rest(t
                               "INTERNAL_PORT": "0",
                               "DATABASE_URL": f"sqlite:///{tmp_path / 'b.db'}"})
     stop = asyncio.Event()
-    caplog.set_level(logging.INFO, logger="bot.runtime")
+    caplog.set_level(logging.INFO, logger="bot.app.runtime")
     async with runtime.start(settings, scheduler=False) as rt, aiohttp.ClientSession() as http:
         serving = asyncio.create_task(runtime.serve(rt, stop=stop, host="127.0.0.1"))
         await wait_for(lambda: rt.http_url and rt.internal_url, what="both listeners")
@@ -82,7 +82,7 @@ async def test_the_public_port_serves_slack_only_and_the_internal_one_the_rest(t
 def test_the_internal_port_is_its_own():
     import pytest
 
-    from bot.config import ConfigError
+    from bot.config.settings import ConfigError
 
     assert load_settings(ENV).internal_port == 3001
     assert load_settings({**ENV, "INTERNAL_HOST": "127.0.0.1"}).internal_host == "127.0.0.1"
@@ -160,7 +160,7 @@ async def test_serve_turns_the_collector_back_on(tmp_path, monkeypatch):
 def test_every_other_command_turns_the_collector_on_at_once(tmp_path, monkeypatch, capsys):
     import gc
 
-    from bot import cli
+    from bot.app import cli
 
     monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'm.db'}")
     gc.disable()

@@ -6,8 +6,8 @@ from __future__ import annotations
 import aiohttp
 from aiohttp import web
 
-from bot import runtime
-from bot.config import load_settings
+from bot.app import runtime
+from bot.config.settings import load_settings
 from bot.slack.app import SessionRespond
 
 ENV = {"SLACK_BOT_TOKEN": "xoxb-test", "APPROVALS_CHANNEL": "C0APPROVALS",

@@ -4,7 +4,7 @@
 needs (0, 1 or 2), or the rule it breaks — with the numbers, in plain words — and whether that
 goes to an admin for an explicit override or is refused outright. `may_approve` says whether a
 given person may approve it. Both are pure: the caller supplies the month's spend, the resolved
-user-group members and `now`. The file format lives in bot/policy_file.py.
+user-group members and `now`. The file format lives in bot/config/policy_file.py.
 """
 
 from __future__ import annotations
@@ -15,15 +15,7 @@ from datetime import datetime
 from pydantic import Field
 
 from bot.domain.models import Frozen, IdleRule
-from bot.domain.spend import MonthSpend, accruals_before, month_bounds
-
-
-class Team(Frozen):
-    """A group of people sharing one monthly budget (a person may be in several)."""
-
-    name: str
-    members: frozenset[str]
-    monthly_cents: int
+from bot.domain.spend import MonthSpend, Team, accruals_before, month_bounds
 
 
 class Project(Frozen):

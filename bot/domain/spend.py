@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
 
 from pydantic import Field
 
@@ -29,14 +28,19 @@ from bot.domain.charges import uncharged_marks as uncharged_marks
 from bot.domain.charges import volume_charges as volume_charges
 from bot.domain.models import ClusterRecord, ClusterState, Frozen, LaunchRequest, RequestStatus
 
-if TYPE_CHECKING:
-    from bot.domain.policy import Team
-
 _INSTANT = timedelta(microseconds=1)
 _MONTH = re.compile(r"^(\d{4})-(\d{2})$")
 # States in which a cluster will still accrue: provisioning becomes ready (and billable) in
 # minutes, so a cluster launched a moment ago already counts against the month.
 _WILL_ACCRUE = (ClusterState.PROVISIONING, ClusterState.RUNNING, ClusterState.DEGRADED)
+
+
+class Team(Frozen):
+    """A group of people sharing one monthly budget (a person may be in several)."""
+
+    name: str
+    members: frozenset[str]
+    monthly_cents: int
 
 
 def month_bounds(month: str | None, now: datetime) -> tuple[datetime, datetime]:

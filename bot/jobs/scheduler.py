@@ -62,7 +62,7 @@ MIN_LEASE_SECONDS = 2.0  # below this a busy event loop would hand the lease bac
 
 
 class Lease(Protocol):
-    """`storage.leases.Lease`, as the scheduler uses it."""
+    """`storage.replica.Lease`, as the scheduler uses it."""
 
     held: bool
     since: float

@@ -1,5 +1,5 @@
-"""Which sweeps run now and when each last finished: what readiness (bot/health.py) reads and
-what a graceful stop (bot/runtime.py) waits for.
+"""Which sweeps run now and when each last finished: what readiness (bot/app/health.py) reads and
+what a graceful stop (bot/app/runtime.py) waits for.
 
 Only a sweep that did its work is "finished": one that raised (AI Reserve down, the database
 full) is a failure, and one skipped by a replica without the sweeps lease is nothing at all —
@@ -16,7 +16,7 @@ from typing import Protocol
 
 
 class HeldLease(Protocol):
-    """`storage.leases.Lease`, as readiness and the metrics look at it."""
+    """`storage.replica.Lease`, as readiness and the metrics look at it."""
 
     held: bool
     since: float  # monotonic seconds: when this replica last took it

@@ -48,7 +48,7 @@ log = logging.getLogger("bot.reserve.client")
 
 M = TypeVar("M", bound=BaseModel)
 # Told of every attempt: (route template, HTTP status, or "error" without an answer, or
-# "paused" when refused locally). The metrics (bot/metrics.py) count them.
+# "paused" when refused locally). The metrics (bot/observability/metrics.py) count them.
 Observe = Callable[[str, str], None]
 
 BACKOFF_BASE_SECONDS = 0.5

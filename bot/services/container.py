@@ -1,4 +1,4 @@
-"""The services a Slack listener can call, bundled (built in bot/runtime.py)."""
+"""The services a Slack listener can call, bundled (built in bot/app/runtime.py)."""
 
 from __future__ import annotations
 

@@ -45,7 +45,7 @@ class IdleService:
         self._clock = clock
         self._people = people
         self._audit = audit
-        # TerminationService.terminate_for_idle (set by bot/runtime.py: it is built later).
+        # TerminationService.terminate_for_idle (set by bot/app/runtime.py: it is built later).
         self.terminate: Terminate | None = None
 
     async def after_read(self, record: ClusterRecord, watch: ReadinessWatch, *,

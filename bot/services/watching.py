@@ -67,7 +67,7 @@ class WatchService:
         self._provider = provider
         self._notifier = notifier
         self._clock = clock
-        # Readiness checks ride the same sweep (set by bot/runtime.py; bot/services/readiness.py).
+        # Readiness checks ride the same sweep (set by bot/app/runtime.py; services/readiness.py).
         self.readiness: ReadinessService | None = None
         # So does escalating degraded clusters nobody is on (bot/services/duty.py), after the
         # notices it follows are delivered.

@@ -55,7 +55,7 @@ from bot.slack.outbox import (
 )
 from bot.slack.unreachable import Fallbacks
 from storage.db import Database
-from storage.leases import replica_id
+from storage.replica import replica_id
 
 log = logging.getLogger(__name__)
 

@@ -46,8 +46,8 @@ from bot.domain import lanes
 from bot.domain.models import MessageRef
 from bot.slack.blocks.message import Message
 from storage.db import Database
-from storage.leases import wall_clock
 from storage.outbox import OutboxItem
+from storage.replica import wall_clock
 
 log = logging.getLogger(__name__)
 

@@ -4,6 +4,10 @@ The configuration is built in code (no alembic.ini lookup relative to the workin
 `script_location` is this package's own folder. `alembic.ini` beside it is only for developers
 using the alembic CLI (`alembic -c storage/migrations/alembic.ini revision --autogenerate …`
 with DATABASE_URL set).
+
+Owns: the revisions (versions/), the environment alembic runs them in (env.py, against
+storage.tables.metadata) and the head this build knows.
+May import: storage (and alembic, sqlalchemy); nothing of bot/.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import load_settings
+from bot.config.settings import load_settings
 from devslack.local import session
 
 README = Path(__file__).resolve().parents[2] / "README.md"

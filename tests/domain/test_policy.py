@@ -6,7 +6,6 @@ import pytest
 
 from bot.domain.policy import (
     Policy,
-    Team,
     Verdict,
     accelerator_allowed,
     admin_still_needed,
@@ -16,7 +15,7 @@ from bot.domain.policy import (
     money,
     request_month_cents,
 )
-from bot.domain.spend import Commitment, MonthSpend
+from bot.domain.spend import Commitment, MonthSpend, Team
 from tests.domain import NOW
 
 # NOW is 29 Nov 10:00 UTC: a cluster launched now accrues 38 times before 1 Dec 00:00.

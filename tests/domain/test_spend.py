@@ -6,9 +6,9 @@ import pytest
 
 from bot.domain.charges import mount_of, volume_span
 from bot.domain.models import ClusterState
-from bot.domain.policy import Team
 from bot.domain.spend import (
     MonthSpend,
+    Team,
     VolumeSpan,
     accruals_before,
     accrued_in,

@@ -19,11 +19,11 @@ import aiohttp
 
 from aireserve_sim.config import SimConfig
 from aireserve_sim.embedded import EmbeddedSimulator
-from bot import runtime
+from bot.app import runtime
+from bot.app.listeners import internal_site
 from bot.clock import ManualClock
-from bot.config import load_settings
+from bot.config.settings import load_settings
 from bot.domain.models import ClusterRecord, LaunchRequest, RequestStatus
-from bot.listeners import internal_site
 from bot.slack import ids
 from bot.slack.blocks.launch_modal import FIELD_NO_SSH_OK, NO_SSH_OK
 from bot.slack.blocks.story import FIELD_REASON

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from bot.domain.models import RequestStatus
 from bot.jobs import sweeps
 from bot.slack.ids import Action
-from storage.tables import QuoteRow
+from storage.tables.requests import QuoteRow
 from tests.e2e.harness import ALICE, APPROVALS, BOB, CAROL, GENERAL, bot
 
 

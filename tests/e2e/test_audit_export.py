@@ -5,7 +5,7 @@ import asyncio
 import csv
 import io
 
-from bot.cli import main
+from bot.app.cli import main
 from bot.domain.audit_csv import COLUMNS, row_of
 from bot.domain.models import Actor
 from bot.slack.ids import Action

@@ -29,7 +29,7 @@ from sqlalchemy import event
 
 from bot.jobs import sweeps
 from bot.jobs.scheduler import tracked
-from storage.leases import Lease
+from storage.replica import Lease
 from tests.e2e.harness import ALICE, Harness, bot
 from tests.pg import PgServer
 from tests.procs import wait_for, world

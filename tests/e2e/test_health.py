@@ -8,9 +8,9 @@ import time
 import pytest
 import sqlalchemy as sa
 
-from bot import runtime
-from bot.config import load_settings
-from bot.listeners import internal_site
+from bot.app import runtime
+from bot.app.listeners import internal_site
+from bot.config.settings import load_settings
 from tests.procs import wait_for, world
 
 ENV = {"SLACK_BOT_TOKEN": "xoxb-test", "SLACK_SIGNING_SECRET": "s", "APPROVALS_CHANNEL": "C0A",

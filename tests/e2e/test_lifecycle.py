@@ -32,7 +32,7 @@ async def test_a_signal_stops_an_idle_bot_cleanly(tmp_path, sig):
     async with world(tmp_path) as w:
         bot = await w.bot()
         assert await bot.stop(sig, within=25) == 0
-        assert "no new work" in bot.logs() and "bot.cli: stopped" in bot.logs()
+        assert "no new work" in bot.logs() and "bot.app.cli: stopped" in bot.logs()
         assert " ERROR " not in bot.logs()
 
 

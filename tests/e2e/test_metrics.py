@@ -10,9 +10,9 @@ import aiohttp
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from bot import runtime
+from bot.app import runtime
 from bot.clock import ManualClock
-from bot.config import load_settings
+from bot.config.settings import load_settings
 from bot.jobs import sweeps
 from bot.jobs.scheduler import tracked
 from bot.slack.ids import Action
@@ -157,8 +157,8 @@ async def test_socket_mode_serves_metrics_beside_the_health_checks(tmp_path):
 
 async def test_a_sweep_that_raised_is_a_failure_and_the_build_and_holder_are_shown(
         tmp_path, monkeypatch):
-    from bot.cli import version
     from bot.jobs import scheduler as module
+    from bot.observability.build import version
 
     class ProviderDown(Exception):
         pass

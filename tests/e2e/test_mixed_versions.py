@@ -5,8 +5,8 @@ old one left it sweeps again rather than nobody (availability over purity)."""
 
 from __future__ import annotations
 
-from bot import runtime
-from bot.config import load_settings
+from bot.app import runtime
+from bot.config.settings import load_settings
 from bot.jobs.scheduler import SWEEP_CAPABILITY
 from tests.procs import wait_for
 

@@ -1,6 +1,6 @@
 """The SIGHUP reload in process: a sound file is used at once, a bad one changes nothing."""
 
-from bot.reload import reload_policy
+from bot.app.reload import reload_policy
 from tests.e2e.harness import DAVE, bot
 from tests.e2e.test_policy import policy
 

@@ -8,7 +8,7 @@ from aireserve_sim.embedded import EmbeddedSimulator
 from bot.clock import ManualClock
 from bot.domain.models import RequestStatus
 from bot.slack.ids import Action
-from storage.tables import ClusterRow
+from storage.tables.clusters import ClusterRow
 from tests.e2e.harness import BOB, GENERAL, START, bot, fake_slack
 
 

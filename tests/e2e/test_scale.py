@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from bot.jobs import sweeps
 from bot.reserve.schemas import Cluster, ShapeRequest
 from bot.services.observing import observe, record_from_wire
-from storage.tables import CLUSTERS
+from storage.tables.clusters import CLUSTERS
 from tests.e2e.harness import ALICE, GENERAL, Harness, bot
 
 N = 1000

@@ -3,7 +3,7 @@ never reach a channel."""
 
 import logging
 
-from bot.cli import configure_logging
+from bot.app.cli import configure_logging
 from bot.logs import unconfigure_logging
 from bot.slack.blocks.launch_modal import FIELD_ENV, FIELD_SSH_KEYS
 from bot.slack.ids import Action

@@ -14,7 +14,7 @@ from bot.clock import ManualClock
 from bot.domain.models import RequestStatus
 from bot.slack.blocks.launch_modal import FIELD_WAIT_HOURS
 from bot.slack.ids import Action
-from storage.tables import RequestRow
+from storage.tables.requests import RequestRow
 from tests.e2e.harness import ALICE, BOB, GENERAL, START, bot, fake_slack, replicas
 from tests.e2e.test_policy import policy
 

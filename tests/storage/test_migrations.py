@@ -23,7 +23,8 @@ from sqlalchemy.schema import CreateTable
 from bot.domain.models import Approval, ClusterState, Decision, RequestStatus
 from storage.db import Database
 from storage.migrations import MIGRATIONS_DIR, alembic_config
-from storage.tables import metadata, row_values
+from storage.rows import row_values
+from storage.tables import metadata
 
 NEW_IN_0005 = {"outbox", "leases", "dm_channels"}
 TABLES = {

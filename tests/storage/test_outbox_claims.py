@@ -8,7 +8,7 @@ import asyncio
 from datetime import timedelta
 
 from storage.db import Database
-from storage.leases import Lease
+from storage.replica import Lease
 from tests.storage.conftest import T0, make_cluster, make_notice
 
 TTL = timedelta(seconds=30)

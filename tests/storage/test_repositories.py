@@ -166,7 +166,7 @@ async def test_message_put_get_and_upsert(db):
 
 async def test_many_cluster_rows_convert_in_one_batch_like_one(db):
     """Past MANY_ROWS the rows are converted on a thread: the same records either way."""
-    from storage.tables import MANY_ROWS
+    from storage.rows import MANY_ROWS
 
     await seed(db)
     many = [make_cluster(f"c-{i:03}", request_id=None, owner_id="U1" if i % 2 else "U2",

@@ -14,7 +14,7 @@ import pytest
 import sqlalchemy as sa
 
 import storage.migrations as migrations_pkg
-from bot.dbstatus import describe
+from bot.observability.dbstatus import describe
 from storage.db import Database
 from storage.migrations import MARKER, head_revision, migrations, oldest_compatible
 from storage.schema import SchemaIncompatible
@@ -106,7 +106,7 @@ async def test_a_build_runs_on_a_database_ahead_by_compatible_revisions(db_url, 
 
 async def test_audit_export_reads_a_database_ahead_by_compatible_revisions(db_url, tmp_path,
                                                                           monkeypatch):
-    from bot.cli import _export_month
+    from bot.app.cli import _export_month
 
     db = Database(db_url)
     try:
@@ -174,6 +174,6 @@ async def test_db_status_says_what_is_pending_and_whether_running_replicas_survi
 
 
 def _now():
-    from storage.leases import wall_clock
+    from storage.replica import wall_clock
 
     return wall_clock()

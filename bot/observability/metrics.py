@@ -33,16 +33,16 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
-from bot import reachability
-from bot.cli import version
 from bot.clock import Clock
 from bot.domain import spend
 from bot.domain.errors import StorageUnavailable
 from bot.domain.models import ClusterState
-from bot.reachability import Reachability
+from bot.observability import reachability
+from bot.observability.build import version
+from bot.observability.reachability import Reachability
 from storage import gauges
 from storage.db import Database
-from storage.leases import wall_clock
+from storage.replica import wall_clock
 
 log = logging.getLogger(__name__)
 

@@ -12,15 +12,12 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from bot.config import CannotListen
-from bot.reachability import Connection, Prober
-
-if TYPE_CHECKING:
-    from bot.runtime import Runtime
+from bot.app.process import Runtime
+from bot.config.settings import CannotListen
+from bot.observability.reachability import Connection, Prober
 
 log = logging.getLogger(__name__)
 

@@ -12,13 +12,10 @@ from __future__ import annotations
 
 import logging
 from hashlib import sha256
-from typing import TYPE_CHECKING
 
+from bot.app.process import Runtime
+from bot.config.policy_file import PolicyError, load_policy
 from bot.domain.policy import Policy
-from bot.policy_file import PolicyError, load_policy
-
-if TYPE_CHECKING:
-    from bot.runtime import Runtime
 
 log = logging.getLogger(__name__)
 

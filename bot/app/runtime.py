@@ -6,8 +6,8 @@
 `start()` yields a running `Runtime`; leaving it stops gracefully — the scheduler stops, the
 listeners, launches and sweeps in flight finish (bounded by DRAIN_SECONDS), then everything closes
 in reverse order. `serve()` exposes the Bolt app over HTTP (`/slack/events`) or Socket Mode, and
-the health endpoints and metrics on the internal port (bot/listeners.py) either way, until its
-`stop` event is set (SIGTERM/SIGINT in bot/cli.py). Nothing at start waits for Slack or AI
+the health endpoints and metrics on the internal port (bot/app/listeners.py) either way, until its
+`stop` event is set (SIGTERM/SIGINT in bot/app/cli.py). Nothing at start waits for Slack or AI
 Reserve: work left by an earlier run is resumed in the background, retried until they answer.
 """
 
@@ -20,19 +20,21 @@ import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
 import aiohttp
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
-from slack_bolt.async_app import AsyncApp
-from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.app import devtools
+from bot.app.health import Health
+from bot.app.listeners import internal_site, site, start_prober, watch_connection
+from bot.app.process import Runtime
+from bot.app.slack_client import slack_client
 from bot.clock import Clock, ProviderClock, SystemClock
-from bot.config import Settings, previous_workload_keys, workload_key
+from bot.config.policy_file import load_policy_or_default
+from bot.config.settings import Settings, previous_workload_keys, workload_key
 from bot.domain.policy import Policy
-from bot.health import Health
 from bot.jobs.scheduler import (
     SWEEP_CAPABILITY,
     SWEEPS_LEASE,
@@ -40,10 +42,8 @@ from bot.jobs.scheduler import (
     sweeps_lease_ttl,
 )
 from bot.jobs.tracker import Sweeps
-from bot.listeners import internal_site, site, start_prober, watch_connection
-from bot.metrics import Metrics
-from bot.policy_file import load_policy_or_default
-from bot.reachability import Connection, Reachability, provider_outcome
+from bot.observability.metrics import Metrics
+from bot.observability.reachability import Connection, Reachability, provider_outcome
 from bot.reserve.client import AsyncAIReserveClient
 from bot.services.approvals import ApprovalService
 from bot.services.audit import AuditLog
@@ -74,14 +74,12 @@ from bot.slack.duty import DutyNotices
 from bot.slack.inflight import InFlight
 from bot.slack.notifier import SlackNotifier
 from bot.slack.retry import Sleep
-from bot.slack_client import slack_client
 from storage import sealing
 from storage.db import Database
-from storage.leases import Lease, replica_id
+from storage.replica import Lease, replica_id
 
 if TYPE_CHECKING:  # the simulator is imported only when the bot embeds one
-    from aireserve_sim.config import SimConfig
-    from aireserve_sim.embedded import EmbeddedSimulator
+    from bot.app.devtools import EmbeddedSimulator, SimConfig
 
 log = logging.getLogger(__name__)
 
@@ -95,37 +93,6 @@ RETRY_CAP_SECONDS = 60.0
 # Stored posts a delivery pass sends side by side when Slack's limits are paced (each waits its
 # turn per channel and method): one slow channel doesn't hold up the others.
 DELIVERY_CONCURRENCY = 16
-
-
-@dataclass
-class Runtime:
-    settings: Settings
-    clock: Clock
-    db: Database
-    provider: AsyncAIReserveClient
-    simulator: EmbeddedSimulator | None
-    slack: AsyncWebClient
-    services: Services
-    bolt: AsyncApp
-    inflight: InFlight
-    health: Health
-    sweeps: Sweeps
-    metrics: Metrics
-    notifier: SlackNotifier
-    background: set[asyncio.Task[None]] = field(default_factory=set)
-    http_url: str | None = None  # where `http_site` listens, once it does (from this host)
-    jobs: AsyncIOScheduler | None = None  # the sweeps' scheduler (None: started without one)
-    bound: str | None = None  # the address it binds, as given (0.0.0.0:3000: every interface)
-    internal_url: str | None = None  # where /healthz, /readyz, /metrics answer (this host)
-    internal_bound: str | None = None  # the internal port's address, as given
-
-    async def settle(self) -> None:
-        """Wait until no listener and no launch is still working (after an ack)."""
-        while True:
-            await self.inflight.idle()
-            await self.services.launching.drain()
-            if self.inflight.count == 0 and not self.services.launching.busy:
-                return
 
 
 @asynccontextmanager
@@ -153,13 +120,10 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         session = await stack.enter_async_context(aiohttp.ClientSession())
         simulator: EmbeddedSimulator | None = None
         if settings.uses_simulator:
-            from aireserve_sim.config import SimConfig
-            from aireserve_sim.embedded import EmbeddedSimulator
-
             # A fresh seed per process: ids from an earlier run (kept in the database) must
             # never be issued again by this run's simulator, whose state starts empty.
-            simulator = await stack.enter_async_context(EmbeddedSimulator(
-                sim_config or SimConfig.fast(), host, seed=secrets.randbits(32)))
+            simulator = await stack.enter_async_context(devtools.embedded_simulator(
+                sim_config, host, seed=secrets.randbits(32)))
             base_url, key = simulator.base_url, SIMULATOR_KEY
         else:
             assert settings.aireserve_api_url and settings.aireserve_api_key

@@ -1,8 +1,8 @@
 """Reading a hand-edited YAML file node by node, every problem with its line.
 
-The primitives the spend policy file (bot/policy_file.py) is read with: a value and the line it
-came from, a mapping whose unknown keys are named (with the nearest known one), money in cents,
-whole numbers in a range, Slack ids. Problems are collected, not raised, so a file with five
+The primitives the spend policy file (bot/config/policy_file.py) is read with: a value and the
+line it came from, a mapping whose unknown keys are named (with the nearest known one), money in
+cents, whole numbers in a range, Slack ids. Problems are collected, not raised, so a file with five
 mistakes is answered with five lines at once.
 """
 

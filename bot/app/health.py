@@ -6,11 +6,12 @@ inserted and deleted, committed: a full disk or a read-only file still answers r
 scheduler runs, the process isn't stopping and — on the replica holding the sweeps lease — the
 last watch sweep completed within 3 poll intervals (of this replica's holding it: a run that
 raised or was skipped doesn't count). A replica without the lease isn't red for not sweeping:
-that's its job — and Slack and AI Reserve have answered within their budget (bot/reachability.py:
-from real calls' outcomes, a 429 backlog counting as an answer) and, in Socket Mode, the WebSocket
-is connected (or was, within a short budget); otherwise 503 with `{"ready": false, "reasons":
-[...]}` naming each failed check. Both are served on the internal port (INTERNAL_PORT, with
-`/metrics`), never on the public one Slack reaches.
+that's its job — and Slack and AI Reserve have answered within their budget
+(bot/observability/reachability.py: from real calls' outcomes, a 429 backlog counting as an
+answer) and, in Socket Mode, the WebSocket is connected (or was, within a short budget);
+otherwise 503 with `{"ready": false, "reasons": [...]}` naming each failed check. Both are
+served on the internal port (INTERNAL_PORT, with `/metrics`), never on the public one Slack
+reaches.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from aiohttp import web
 
 from bot.domain.errors import StorageUnavailable
 from bot.jobs.tracker import Sweeps
-from bot.reachability import Connection, Reachability
+from bot.observability.reachability import Connection, Reachability
 from storage.db import Database
 
 DB_TIMEOUT_SECONDS = 3.0

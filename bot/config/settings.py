@@ -30,7 +30,6 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
-from bot import devtools
 from storage.sealing import check_key, derived_key
 
 _USER_ID = re.compile(r"^[UW][A-Z0-9]{2,}$")
@@ -77,7 +76,7 @@ class Settings(BaseSettings):
     internal_port: int = Field(default=3001, ge=0, le=65535)
     internal_host: str | None = None
     # /readyz turns red when Slack or AI Reserve has given no answer (or only 5xx) for this
-    # long (bot/reachability.py); the Socket Mode WebSocket gets a shorter one.
+    # long (bot/observability/reachability.py); the Socket Mode WebSocket gets a shorter one.
     unreachable_budget_seconds: int = Field(default=120, ge=1, le=3600)
     socket_budget_seconds: int = Field(default=30, ge=1, le=3600)
     database_url: str = "sqlite:///cluster-bot.db"
@@ -219,10 +218,6 @@ class Settings(BaseSettings):
             raise ConfigError(["AIRESERVE_API_URL and AIRESERVE_API_KEY are missing (AI "
                                "Reserve's API); set AIRESERVE_SIMULATOR=embedded to serve "
                                "the embedded simulator's fake clusters on purpose"])
-        if self.uses_simulator and not devtools.available(devtools.SIMULATOR):
-            raise ConfigError([str(devtools.DevToolMissing(
-                devtools.SIMULATOR, "AIRESERVE_SIMULATOR=embedded",
-                "; set AIRESERVE_API_URL and AIRESERVE_API_KEY"))])
 
     def start_line(self) -> str:
         """What this process runs against, in one line (never a secret)."""

@@ -1,8 +1,8 @@
 """The bot's Slack Web API client: paced to Slack's limits, counted, watched for reachability.
 
 Each call waits its turn per method and channel (bot/slack/pacing.py), so a 429 is waited out
-once per channel and method, not per call; it is then counted (bot/metrics.py) and its outcome
-tells /readyz whether Slack answers (bot/reachability.py).
+once per channel and method, not per call; it is then counted (bot/observability/metrics.py)
+and its outcome tells /readyz whether Slack answers (bot/observability/reachability.py).
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from functools import partial
 
 import aiohttp
 
-from bot.config import Settings
-from bot.metrics import CountingWebClient, Metrics
-from bot.reachability import Reachability
+from bot.config.settings import Settings
+from bot.observability.metrics import CountingWebClient, Metrics
+from bot.observability.reachability import Reachability
 from bot.slack.pacing import PacedWebClient, Pacer, parse_limits
 from bot.slack.retry import Sleep, retry_handlers
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import functools
 import gc
 import logging
 import signal
@@ -18,10 +17,11 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from bot import devtools
+from bot.app import devtools
 from bot.clock import SystemClock
-from bot.config import CannotListen, ConfigError, Settings, load_settings
+from bot.config.settings import CannotListen, ConfigError, Settings, load_settings
 from bot.logs import configure_logging
+from bot.observability.build import version
 
 __all__ = ["configure_logging", "main"]
 
@@ -63,7 +63,7 @@ class OffsetFileClock:
 
 async def _serve(settings: Settings) -> None:
     """Serve until SIGTERM or SIGINT, then stop gracefully (runtime.start's exit) and return."""
-    from bot import runtime
+    from bot.app import runtime
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -76,20 +76,21 @@ async def _serve(settings: Settings) -> None:
             await runtime.serve(rt, stop=stop)
         finally:
             loop.remove_signal_handler(signal.SIGHUP)
-    logging.getLogger("bot.cli").info("stopped")
+    logging.getLogger("bot.app.cli").info("stopped")
 
 
 def _stopping(sig: signal.Signals, stop: asyncio.Event) -> None:
-    logging.getLogger("bot.cli").info("%s: no new work; finishing what runs, then exiting",
+    logging.getLogger("bot.app.cli").info("%s: no new work; finishing what runs, then exiting",
                                       sig.name)
     stop.set()
 
 
 def _reload(rt: object) -> None:
-    """SIGHUP: check the policy file again and use it if it is sound (bot/reload.py)."""
-    from bot import reload, runtime
+    """SIGHUP: check the policy file again and use it if it is sound (bot/app/reload.py)."""
+    from bot.app import reload
+    from bot.app.process import Runtime
 
-    assert isinstance(rt, runtime.Runtime)
+    assert isinstance(rt, Runtime)
     async def run() -> None:
         await reload.reload_policy(rt)
 
@@ -101,7 +102,7 @@ def _reload(rt: object) -> None:
 def cmd_serve(_: argparse.Namespace) -> int:
     settings = _settings()
     problems: list[str] = []
-    for check in (settings.require_slack, settings.require_provider,
+    for check in (settings.require_slack, lambda: require_provider(settings),
                   lambda: check_policy(settings)):
         try:
             check()
@@ -121,9 +122,21 @@ def cmd_serve(_: argparse.Namespace) -> int:
     return 0
 
 
+def require_provider(settings: Settings) -> None:
+    """For `serve`: a real AI Reserve, or the embedded simulator asked for by name — and
+    installed here."""
+    settings.require_provider()
+    if settings.uses_simulator:
+        try:
+            devtools.require(devtools.SIMULATOR, "AIRESERVE_SIMULATOR=embedded",
+                             "; set AIRESERVE_API_URL and AIRESERVE_API_KEY")
+        except devtools.DevToolMissing as exc:
+            raise ConfigError([str(exc)]) from None
+
+
 def check_policy(settings: Settings) -> None:
     """A malformed policy file stops the bot at start, with the line and the problem."""
-    from bot.policy_file import PolicyError, load_policy
+    from bot.config.policy_file import PolicyError, load_policy
 
     if settings.policy_file is None:
         return
@@ -158,12 +171,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     return code
 
 
-def cmd_simulator(args: argparse.Namespace) -> int:
-    from aireserve_sim import standalone  # present: main() only offers it when it is
-
-    return standalone.run(args)
-
-
 def _refuse(exc: Exception) -> int:
     print(f"cluster-bot: {exc}", file=sys.stderr)  # noqa: T201
     return 2
@@ -194,7 +201,7 @@ def cmd_migrate(_: argparse.Namespace) -> int:
 
 
 def cmd_db_status(_: argparse.Namespace) -> int:
-    from bot import dbstatus
+    from bot.observability import dbstatus
 
     return dbstatus.run(_settings().database_url, version=version())
 
@@ -257,19 +264,6 @@ def cmd_audit_export(args: argparse.Namespace) -> int:
     return 0
 
 
-@functools.cache
-def version() -> str:
-    """This build's version, as installed (pyproject.toml's `version`); read once (the
-    package's metadata, parsed: ~40 ms)."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as installed
-
-    try:
-        return installed("cluster-bot")
-    except PackageNotFoundError:  # run from a source tree that was never installed
-        return "unknown"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cluster-bot", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
@@ -279,12 +273,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("run", help="serve with Slack credentials, else a local Slack in this "
                    "terminal").set_defaults(func=cmd_run)
     sim = sub.add_parser("simulator", help="the AI Reserve simulator on its own (development)")
-    if devtools.available(devtools.SIMULATOR):
-        from aireserve_sim import standalone
-
-        standalone.add_arguments(sim)
-        sim.set_defaults(func=cmd_simulator)
-    else:
+    if not devtools.add_simulator_command(sim):
         sim.set_defaults(func=lambda _args: _refuse(devtools.DevToolMissing(
             devtools.SIMULATOR, "`cluster-bot simulator`")))
     sub.add_parser("migrate", help="apply database migrations").set_defaults(func=cmd_migrate)

@@ -16,10 +16,11 @@ from pathlib import Path
 import yaml
 from yaml.nodes import MappingNode, Node, SequenceNode
 
+from bot.config.policy_yaml import CHANNEL, GROUP, USER, Entries, YamlReader, entry
 from bot.domain.idle import MAX_MINUTES, MIN_MINUTES, done_pattern
 from bot.domain.patterns import problem
-from bot.domain.policy import Policy, Project, Team, money
-from bot.policy_yaml import CHANNEL, GROUP, USER, Entries, YamlReader, entry
+from bot.domain.policy import Policy, Project, money
+from bot.domain.spend import Team
 
 # The provider's self-serve range [docs]: a policy can narrow it, not widen it.
 MIN_NODES, MAX_NODES = 2, 8
