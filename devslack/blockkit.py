@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -278,6 +278,19 @@ def initial_state(blocks: Sequence[dict[str, Any]]) -> dict[str, dict[str, dict[
         entry = state_entry(element, initial_value(element))
         values.setdefault(str(block.get("block_id")), {})[str(element.get("action_id"))] = entry
     return values
+
+
+def typed_state(
+    blocks: list[dict[str, Any]], values: Mapping[str, Mapping[str, Any]] | None
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """`state.values` of a surface with `values` typed into its inputs, the rest as they
+    started."""
+    state = initial_state(blocks)
+    for block_id, by_action in (values or {}).items():
+        for action_id, typed in by_action.items():
+            element = input_element(blocks, block_id, action_id)
+            state.setdefault(block_id, {})[action_id] = state_entry(element, typed)
+    return state
 
 
 def action_entry(

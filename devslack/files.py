@@ -37,6 +37,7 @@ class UploadedFile:
     thread_ts: str | None = None
     initial_comment: str | None = None
     alt_text: str | None = None
+    ts: str | None = None  # when it was shared (a message ts: where it shows in the channel)
 
 
 @dataclass
@@ -94,6 +95,7 @@ class FileUploads:
             upload.title = entry.get("title") or upload.filename
             upload.channel, upload.thread_ts = channel, args.get("thread_ts") or None
             upload.initial_comment = args.get("initial_comment") or None
+            upload.ts = store.next_ts()
             self.uploaded.append(upload)
             # As Slack does: the type from the name's extension (`csv`, `png`; else `binary`).
             ext = upload.filename.rpartition(".")[2].lower() if "." in upload.filename else ""

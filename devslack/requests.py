@@ -18,7 +18,6 @@ import json
 import secrets
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 from urllib.parse import urlencode
@@ -27,39 +26,13 @@ import aiohttp
 from slack_sdk.signature import SignatureVerifier
 
 from bot.clock import Clock, SystemClock
-from devslack.blockkit import action_entry, initial_state, input_element, state_entry
-from devslack.models import ACK_DEADLINE, Message, SlackError
+from devslack.blockkit import action_entry, typed_state
+from devslack.models import Message, SlackError
+from devslack.reply import Reply
 from devslack.webapi import FakeSlack
 
 FORM = "application/x-www-form-urlencoded"
 LEGACY_TOKEN = "devslack-verification-token"  # deprecated field; bots must not check it
-
-
-@dataclass(frozen=True)
-class Reply:
-    """The bot's HTTP answer to one request, and how long it took (wall time, seconds)."""
-
-    status: int
-    body: str
-    content_type: str
-    elapsed: float
-
-    @property
-    def json(self) -> Any:
-        """The body parsed as JSON, or None when it is text (or empty)."""
-        if "json" not in self.content_type or not self.body:
-            return None
-        return json.loads(self.body)
-
-    @property
-    def timed_out(self) -> bool:
-        return self.elapsed > ACK_DEADLINE
-
-    @property
-    def content(self) -> Any:
-        """What Slack acts on: the JSON object, else the text."""
-        parsed = self.json
-        return self.body if parsed is None else parsed
 
 
 def signed_headers(
@@ -171,10 +144,13 @@ class SlackRequests:
         value: Any = None,
         block_id: str | None = None,
         channel_id: str | None = None,
+        values: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> Reply:
         """Click (or pick a value in) the element `action_id` of a message or a view.
 
-        `value` overrides a button's value, or chooses what a select / picker submits.
+        `value` overrides a button's value, or chooses what a select / picker submits;
+        `values` (`{block_id: {action_id: value}}`) is what was typed into the surface's inputs
+        so far, sent in its `state` as Slack does (inputs left out keep their initial value).
         """
         user = self._user(user_id)
         payload: dict[str, Any] = {
@@ -191,12 +167,12 @@ class SlackRequests:
         if view is not None:
             blocks = view["blocks"]
             payload["container"] = {"type": "view", "view_id": view["id"]}
-            payload["view"] = {**view, "state": {"values": initial_state(blocks)}}
+            payload["view"] = {**view, "state": {"values": typed_state(blocks, values)}}
         else:
             message = self._as_message(message_or_view, channel_id)
             blocks = message.blocks
             payload.update(self._message_context(message, user["id"]))
-            payload["state"] = {"values": initial_state(blocks)}
+            payload["state"] = {"values": typed_state(blocks, values)}
         payload["actions"] = [
             action_entry(blocks, action_id, block_id, value, self.slack.next_ts())
         ]
@@ -217,11 +193,7 @@ class SlackRequests:
         current = self._as_view(view if isinstance(view, Mapping) else {"id": view})
         if current is None:
             raise ValueError(f"not a view: {view!r}")
-        state = initial_state(current["blocks"])
-        for block_id, by_action in (values or {}).items():
-            for action_id, typed in by_action.items():
-                element = input_element(current["blocks"], block_id, action_id)
-                state.setdefault(block_id, {})[action_id] = state_entry(element, typed)
+        state = typed_state(current["blocks"], values)
         payload: dict[str, Any] = {
             "type": "view_submission",
             "team": {"id": self.team_id, "domain": self.slack.team_domain},

@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from bot.clock import Clock
-from devslack.requests import Reply, SlackRequests
+from devslack.reply import Reply
+from devslack.requests import SlackRequests
 from devslack.socketmode import Delivery
 from devslack.webapi import FakeSlack
 

@@ -208,6 +208,12 @@ class SlackStore:
             if not m.deleted and m.ephemeral_to is None
         ]
 
+    def seen_by(self, channel: str, user_id: str) -> list[Message]:
+        """Every message `user_id` can see in `channel` — threads and their own ephemeral
+        replies included — in the order they were posted (the browser workspace's view)."""
+        return [m for m in self._messages.get(channel, [])
+                if not m.deleted and m.ephemeral_to in (None, user_id)]
+
     def all_messages(self) -> list[Message]:
         """Everything ever posted, deleted and ephemeral included, oldest first."""
         every = (m for ms in self._messages.values() for m in ms)

@@ -28,14 +28,15 @@ from devslack.blockkit import (
 )
 from devslack.models import Message, SlackError
 from devslack.render import display_value, text_of
-from devslack.requests import Reply
+from devslack.reply import Reply
 from devslack.screen import ButtonRef, Screen
 from devslack.workspace import LocalWorkspace
 
 HELP = """\
   /command text   run a slash command as you, here   (e.g. /cluster quote h100x8 nodes=4)
   press N         click button [N]
-  press LABEL     click the newest button you can see labelled LABEL (press Approve)
+  press LABEL     click the button labelled LABEL you can see (press Approve): in the modal
+                  you have open, else in this channel, else elsewhere; the newest first
   submit | close  fill in and submit / dismiss the modal you have open
   home            open the app's Home tab
   as NAME         become someone else (as bob, as U0BOB)
@@ -148,6 +149,7 @@ class Terminal:
             self.screen.say(f"? button [{number}] is no longer there")
             return
         block, element = found
+        self.screen.say(f"  (pressing [{number}] {ref.label} {self._where(ref)})")
         confirm = element.get("confirm")
         if isinstance(confirm, dict) and not await self._confirmed(confirm):
             self.screen.say("  (cancelled)")
@@ -155,20 +157,43 @@ class Terminal:
         await self._act(self.ws.click(surface, ref.action_id, block_id=block.get("block_id")))
 
     async def _press_label(self, label: str) -> None:
-        """`press Approve`: the newest button with that text (any case; or starting with it,
+        """`press Approve`: the button with that text (any case; or starting with it,
         `press Recover now` for "Recover now (one attempt)") that the current user can see and
-        that is still there — what a person means by "press Approve"."""
+        that is still there — where they are looking first: the modal they have open, then
+        this channel, then the other channels and DMs, then their App Home; the newest first
+        in each. What a person means by "press Approve"."""
         wanted = label.casefold()
-        visible = [(number, ref) for number, ref in sorted(self.screen.buttons.items(),
-                                                            reverse=True) if self._visible(ref)]
+        visible = sorted(((self._nearness(ref), -number, number)
+                          for number, ref in self.screen.buttons.items() if self._visible(ref)))
         for exact in (True, False):
-            number = next((n for n, ref in visible
-                           if (text := ref.label.casefold()) == wanted
+            number = next((n for _, _, n in visible
+                           if (text := self.screen.buttons[n].label.casefold()) == wanted
                            or (not exact and text.startswith(wanted + " "))), None)
             if number is not None:
                 await self._press(number)
                 return
         self.screen.say(f"? there is no button “{label}” you can see")
+
+    def _nearness(self, ref: ButtonRef) -> int:
+        """0: the open modal, 1: this channel, 2: another channel or DM, 3: the App Home."""
+        if ref.view_id is not None:
+            modal = self.ws.current_modal()
+            return 0 if modal is not None and modal["id"] == ref.view_id else 3
+        return 1 if ref.channel == self.ws.channel else 2
+
+    def _where(self, ref: ButtonRef) -> str:
+        """Where a button is, in words: `in #approvals`, `in your App Home`, …"""
+        if ref.view_id is not None:
+            view = self.ws.slack.view(ref.view_id)
+            if view.get("type") == "home":
+                return "in your App Home"
+            return f"in the modal “{plain(view.get('title'))}”"
+        message = self.ws.slack.find_message(str(ref.channel), str(ref.ts))
+        mine = self.ws.slack.dm_user(str(ref.channel)) == self.ws.user.id
+        place = "your DM with the app" if mine else self.screen.where(str(ref.channel))
+        if message is not None and message.is_reply:
+            place += " (in a thread)"
+        return f"in {place}"
 
     def _visible(self, ref: ButtonRef) -> bool:
         me = self.ws.user.id
@@ -215,18 +240,18 @@ class Terminal:
         """Send a request; report a bad ack, let the bot finish, fill in a modal it opened."""
         before = self.ws.current_modal()
         self._check(await request)
-        await self.ws.settle()
+        # The bot's own follow-ups too (a modal opened after a slow ack), not FakeSlack's
+        # quiet spell alone: on a busy machine the modal can come later than the spell.
+        await self.settle()
         now = self.ws.current_modal()
         if now is not None and (before is None or before["hash"] != now["hash"]):
             await self._fill_modal()
 
     def _check(self, reply: Reply) -> bool:
         """Say what went wrong with an ack, as Slack would show it; True if nothing did."""
-        if reply.status != 200:
-            self.screen.say(f"⚠ the bot answered HTTP {reply.status}: {reply.body[:200]}")
-        elif reply.timed_out:
-            self.screen.say(f"⚠ the ack took {reply.elapsed:.1f} s; Slack gives up after 3 s")
-        return reply.status == 200 and not reply.timed_out
+        if reply.problem is not None:
+            self.screen.say(reply.problem)
+        return reply.problem is None
 
     # -- modals ------------------------------------------------------------------------------
 
@@ -257,7 +282,7 @@ class Terminal:
             if not self._check(reply):
                 return
             errors = _form_errors(reply.json)
-            await self.ws.settle()
+            await self.settle()
             if errors:
                 self.screen.say("✗ the bot sent the form back: fix the fields marked !")
             elif self.ws.current_modal() == view:  # the bot's answer changed nothing

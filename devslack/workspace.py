@@ -14,7 +14,8 @@ from types import TracebackType
 from typing import Any
 
 from devslack.models import Message, SlackError, SlackUser
-from devslack.requests import Reply, SlackRequests
+from devslack.reply import Reply
+from devslack.requests import SlackRequests
 from devslack.webapi import FakeSlack
 
 

@@ -32,10 +32,11 @@ async def watch_and_tell(services: Services) -> None:
     await services.approvals.show_expired()
 
 
-async def enforce_envelopes(services: Services) -> None:
+async def enforce_envelopes(services: Services) -> int:
     """Money first, on its own schedule: spend envelopes move on (and enforced ones end) every
-    poll interval, whatever Slack is doing — a terminate never waits behind a notice."""
-    await services.envelopes.sweep()
+    poll interval, whatever Slack is doing — a terminate never waits behind a notice. Returns
+    how many envelopes moved on."""
+    return await services.envelopes.sweep()
 
 
 async def deliver_outbox(services: Services) -> None:
@@ -70,8 +71,10 @@ async def remind_volumes(services: Services) -> None:
         log.debug("forgot %d old Slack deliveries", forgotten)
 
 
-async def finish_terminations(services: Services) -> None:
-    """Terminates AI Reserve hasn't taken yet are tried again; finished ones are announced."""
+async def finish_terminations(services: Services) -> int:
+    """Terminates AI Reserve hasn't taken yet are tried again; finished ones are announced.
+    Returns how many terminates moved on."""
     moved = await services.termination.finish()
     if moved:
         log.info("moved %d terminates on", moved)
+    return moved

@@ -413,7 +413,7 @@ async def test_invalid_blocks_from_the_bot_are_recorded_as_violations(
 async def test_an_ack_slower_than_three_seconds_is_dropped(
     slack: FakeSlack, requests: SlackRequests, demo: Demo, monkeypatch: pytest.MonkeyPatch
 ):
-    monkeypatch.setattr("devslack.requests.ACK_DEADLINE", -1.0)  # every ack is "late"
+    monkeypatch.setattr("devslack.reply.ACK_DEADLINE", -1.0)  # every ack is "late"
     reply = await requests.slash("/echo", "late", user_id=ALICE)
     assert reply.status == 200 and reply.timed_out
     assert slack.ephemerals("alice") == []

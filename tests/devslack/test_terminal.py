@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 from typing import Any
 
@@ -10,10 +11,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from devslack import FakeSlack
 from devslack.render import mrkdwn
-from devslack.terminal import run_repl
+from devslack.terminal import Terminal, run_repl
 from devslack.workspace import LocalWorkspace
 
-from .conftest import SECRET, Demo
+from .conftest import SECRET, Demo, form_view
 
 
 @pytest_asyncio.fixture
@@ -150,3 +151,55 @@ def test_mrkdwn_is_made_readable():
     raw = "<@U1> in <#C1> at <!date^1700000000^{date}|Nov 14> see <https://x.io|docs> &lt;ok&gt;"
     raw += " <!here>"
     assert mrkdwn(raw, names) == "@alice in #general at Nov 14 see docs (https://x.io) <ok> @here"
+
+
+async def test_press_by_label_prefers_this_channel_and_says_where(
+    workspace: LocalWorkspace, slack: FakeSlack
+):
+    # Two cards with a Dismiss: the newer one in #random, the one alice is looking at in
+    # #general. `press Dismiss` in #general means this channel's.
+    text = await transcript(
+        workspace, "/demo", "#random", "/demo", "#general", "press Dismiss", "y", "press 3",
+        "/close",
+    )
+
+    assert slack.messages("general")[0].text == "Dismissed"
+    assert slack.messages("random")[0].text == "Demo card"
+    assert "  (pressing [2] Dismiss in #general)" in after(text, "> press Dismiss")
+    assert "  (pressing [3] Open form in #random)" in after(text, "> press 3")
+
+
+async def test_a_form_opened_after_a_slow_ack_is_filled_at_once(
+    slack: FakeSlack, demo: Demo, events_url: str
+):
+    # Under load the bot's views.open comes later than FakeSlack's quiet spell: the terminal
+    # waits for the bot (its `settle`), not for the quiet spell alone, before it fills the form.
+    idle = asyncio.Event()
+    idle.set()
+
+    @demo.app.command("/slowform")
+    async def slow_form(ack: Any, body: dict[str, Any], client: AsyncWebClient) -> None:
+        idle.clear()
+        try:
+            await ack()
+            await asyncio.sleep(0.5)  # ten quiet spells of this workspace
+            await client.views_open(trigger_id=body["trigger_id"], view=form_view("C0GENERAL|1"))
+        finally:
+            idle.set()
+
+    class WaitsForTheBot(Terminal):
+        async def settle(self) -> None:  # as the local workspace's, which waits for its bot
+            await self.ws.settle()
+            await idle.wait()
+            await self.ws.settle()
+
+    async with LocalWorkspace(slack=slack, events_url=events_url, signing_secret=SECRET,
+                              settle_quiet=0.05) as local:
+        output = io.StringIO()
+        await WaitsForTheBot(local, input=io.StringIO("/slowform\n/close\nquit\n"),
+                             output=output).run()
+        await slack.settle()
+    text = output.getvalue()
+    assert "Filling in “Demo form”" in text
+    assert "  Name [Ada]: /close\n  (closed “Demo form”)" in text
+    assert "? commands start with /" not in text and "HTTP 404" not in text
