@@ -14,12 +14,14 @@ import aiohttp
 from bot.config.settings import Settings
 from bot.observability.metrics import CountingWebClient, Metrics
 from bot.observability.reachability import Reachability
+from bot.slack.answers import AnsweredWebClient
 from bot.slack.pacing import PacedWebClient, Pacer, parse_limits
 from bot.slack.retry import Sleep, retry_handlers
 
 
-class SlackClient(CountingWebClient, PacedWebClient):
-    """The bot's Web API client: each call counted (metrics) after its pacing (bot/slack/pacing)."""
+class SlackClient(CountingWebClient, PacedWebClient, AnsweredWebClient):
+    """The bot's Web API client: each call counted (metrics) after its pacing (bot/slack/pacing),
+    every answer read in one place (bot/slack/answers.py: what isn't Slack's JSON is `NoAnswer`)."""
 
 
 def slack_client(token: str | None, settings: Settings, *, session: aiohttp.ClientSession,

@@ -228,7 +228,8 @@ async def bot(tmp_path: Path, *, slack: FakeSlack | None = None,
               sim_config: SimConfig | None = None,
               policy: str | None = None,
               database_url: str | None = None,
-              socket_mode: bool = False) -> AsyncIterator[Harness]:
+              socket_mode: bool = False,
+              settings: dict[str, str] | None = None) -> AsyncIterator[Harness]:
     """A running bot. Pass `slack`/`sim`/`clock` to keep them across a restart of the bot.
 
     With `socket_mode` the bot runs `runtime.serve` with an app token: it connects to FakeSlack
@@ -255,6 +256,7 @@ async def bot(tmp_path: Path, *, slack: FakeSlack | None = None,
             # Pacing runs on real time; the in-process tests run on a ManualClock.
             "SLACK_RATE_LIMITS": "off",
         }
+        env |= settings or {}  # more settings, as environment variables
         if policy is not None:  # a spend policy file (YAML)
             (tmp_path / "policy.yaml").write_text(policy)
             env["POLICY_FILE"] = str(tmp_path / "policy.yaml")
