@@ -98,7 +98,7 @@ def approval_buttons(
             "ready until someone terminates it."]
     if req.lifetime_hours:
         said.append(envelope_terms(req.lifetime_hours, req.hourly_cents,
-                                   terminates=_terminates(q, policy), brief=True))
+                                   terminates=terminates(q, policy), brief=True))
     if req.approvals_needed >= 2:
         given = len(approvers(req, approvals))
         said.append(f"It needs {req.approvals_needed} approvers: {given} so far.")
@@ -173,7 +173,7 @@ def wait_button(req: LaunchRequest) -> ButtonElement:
                                   "the approvers again.", ok="Wait"))
 
 
-def _terminates(q: QuoteInfo, policy: SpendThresholds | None) -> bool | None:
+def terminates(q: QuoteInfo, policy: SpendThresholds | None) -> bool | None:
     """Whether the envelope ends in termination: a planned run's does; otherwise the policy
     says (`enforce_lifetime`), and without it here we don't know (None)."""
     if q.spec.planned_hours is not None:
@@ -187,7 +187,7 @@ def request_facts(req: LaunchRequest, q: QuoteInfo, *, now: datetime,
                   policy: SpendThresholds | None = None) -> list[Block]:
     """Who asks for what, at which rate, with which workload (no env values, no ssh keys), and
     how its envelope ends (termination, or only a prompt: never worded as a cap unless so)."""
-    ends = _terminates(q, policy)
+    ends = terminates(q, policy)
     label = escaped(shape_label(q.spec.shape, q.accelerator_name))
     asks = (f"{user(req.requester_id)} asks to launch *{label}* in "
             f"*{escaped(q.location, ID_MAX)}*")
