@@ -20,8 +20,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.clock import Clock
 from bot.domain import lanes
+from bot.domain.approvers import approved_by
 from bot.domain.envelope import deadline, margin_for
-from bot.domain.models import ClusterRecord, ClusterState, Decision, MessageRef
+from bot.domain.models import ClusterRecord, ClusterState, MessageRef
 from bot.domain.watch import Notice, NoticeKind
 from bot.services.people import People
 from bot.slack import asks
@@ -224,8 +225,8 @@ class NoticeDelivery:
                 approvals = await repos.approvals.for_request(record.request_id)
             if request is not None:
                 requester = request.requester_id
-                approvers = [a.approver_id for a in approvals
-                             if a.decision is Decision.APPROVE and a.quote_id == request.quote_id]
+                approvers = approved_by(request, approvals) or (
+                    [request.decided_by] if request.decided_by else [])
                 auto = not approvers
         return audit_blocks.receipt(
             record, requester=requester, approvers=approvers, auto_approved=auto,

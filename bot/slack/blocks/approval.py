@@ -16,6 +16,7 @@ from typing import Protocol
 from slack_sdk.models.blocks import Block, ButtonElement
 
 from bot.domain import stock
+from bot.domain.approvers import approvals_that_count, approved_by
 from bot.domain.claims import launch_attempt
 from bot.domain.envelope import envelope_terms
 from bot.domain.models import Approval, Decision, LaunchRequest, QuoteInfo, RequestStatus
@@ -277,13 +278,9 @@ def approvals_progress(
 
 
 def approvers(req: LaunchRequest, approvals: Sequence[Approval]) -> list[str]:
-    """The distinct users who approved this request, in the order they did."""
-    found: list[str] = []
-    for a in approvals:
-        if (a.request_id == req.id and a.decision is Decision.APPROVE
-                and a.approver_id not in found):
-            found.append(a.approver_id)
-    return found
+    """The distinct users who approved this request as it stands, in the order they did (the
+    one rule: bot/domain/approvers.py)."""
+    return approved_by(req, approvals)
 
 
 def outcome_line(
@@ -345,10 +342,13 @@ def auto_approved(policy: SpendThresholds | None = None, *,
 def deciders(req: LaunchRequest, approvals: Sequence[Approval], decision: Decision) -> str:
     """`"<@U1> at <date> and <@U2> at <date>"`, from the approvals or else the request itself."""
     picked: list[Approval] = []
-    for a in approvals:
-        if (a.decision is decision and a.request_id == req.id
-                and all(p.approver_id != a.approver_id for p in picked)):
-            picked.append(a)
+    if decision is Decision.APPROVE:
+        picked = approvals_that_count(req, approvals)
+    else:
+        for a in approvals:
+            if (a.decision is decision and a.request_id == req.id
+                    and all(p.approver_id != a.approver_id for p in picked)):
+                picked.append(a)
     if picked:
         return _joined([f"{user(a.approver_id)} at {when(a.at)}" for a in picked[:5]])
     if req.decided_by:
