@@ -38,6 +38,7 @@ from devslack.models import (
     SlackError,
     SlackUser,
 )
+from devslack.oauth import AUTHORIZE_PATH, OAuthServer
 from devslack.socketmode import SocketModeServer
 from devslack.wire import bearer, error_body, read_args
 
@@ -109,6 +110,8 @@ class FakeSlack(MethodStore):
         self._pending_acks: dict[str, asyncio.Event] = {}
         self.uploads = FileUploads()  # files_upload_v2: devslack/files.py
         self._released = asyncio.Event()  # set on stop: "hang" faults answer then
+        self.oauth = OAuthServer(clock=self.clock, team_id=team_id, app_id=app_id,
+                                 bot_user_id=bot_user_id)  # installs: devslack/oauth.py
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -126,6 +129,7 @@ class FakeSlack(MethodStore):
         app.router.add_route("*", "/api/{method}", self._serve_api)
         app.router.add_post("/response/{response_id}", self._serve_response_url)
         app.router.add_post("/upload/{file_id}", self.uploads.receive)
+        app.router.add_get(AUTHORIZE_PATH, self.oauth.authorize)
         self.socket.add_routes(app)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
@@ -315,7 +319,9 @@ class FakeSlack(MethodStore):
                 form_token = args.pop("token", None)  # older clients send it as an argument
                 token = token or (str(form_token) if form_token else None)
                 try:
-                    status, headers, body = self._answer(method, args, token)
+                    status, headers, body = (
+                        self._oauth_access(args, request.headers.get("Authorization"))
+                        if method == "oauth.v2.access" else self._answer(method, args, token))
                 except Garbled as lost:  # recorded as applied; answered as the fault says
                     self._record(ApiCall(method, args, token, self.clock.now(),
                                          lost.fault.status, lost.body))
@@ -335,8 +341,11 @@ class FakeSlack(MethodStore):
                              "error": "not_allowed_token_type" if known else "invalid_auth"}
         if method == "apps.connections.open":
             return 200, {}, {"ok": True, "url": self.socket.issue_url(self.base_url)}
-        if token != self.bot_token:
+        issued = token in self.oauth.tokens  # installed through OAuth: devslack/oauth.py
+        if token != self.bot_token and not issued:
             return 200, {}, {"ok": False, "error": "invalid_auth"}
+        if issued and (why := self.oauth.refusal(token)):
+            return 200, {}, {"ok": False, "error": why}
         now = self.clock.now()
         until = self._cooldown.get(method)  # a fault's Retry-After, else Slack's own limits
         wait = (math.ceil((until - now).total_seconds()) if until is not None and now < until
@@ -364,7 +373,17 @@ class FakeSlack(MethodStore):
         if handler is None:
             return 200, {}, {"ok": False, "error": "unknown_method"}
         try:
-            return 200, {}, {"ok": True, **handler(self, args)}
+            answer = handler(self, args)
+            if issued and method == "auth.test":
+                answer = self.oauth.auth_test(token, answer)
+            return 200, {}, {"ok": True, **answer}
+        except SlackError as exc:
+            return 200, {}, error_body(exc)
+
+    def _oauth_access(self, args: dict[str, Any], authorization: str | None
+                      ) -> tuple[int, dict[str, str], dict[str, Any]]:
+        try:
+            return 200, {}, {"ok": True, **self.oauth.access(args, authorization)}
         except SlackError as exc:
             return 200, {}, error_body(exc)
 

@@ -1,4 +1,5 @@
-"""The Web API's wire: a request's token and arguments, Slack's error body."""
+"""Reading a Web API request as Slack does: the token (a Bearer header, or the older `token`
+argument) and the arguments (query string, JSON or form body; JSON inside a form decoded)."""
 
 from __future__ import annotations
 
@@ -12,14 +13,6 @@ from devslack.models import SlackError
 
 # Web API arguments that arrive JSON-encoded inside form or query strings.
 _JSON_ARGS = ("blocks", "attachments", "view", "metadata", "files")
-
-
-def error_body(exc: SlackError) -> dict[str, Any]:
-    body: dict[str, Any] = {"ok": False, "error": exc.code}
-    if exc.detail:
-        body["detail"] = exc.detail
-        body["response_metadata"] = {"messages": [f"[ERROR] {exc.detail}"]}
-    return body
 
 
 def bearer(request: web.Request) -> str | None:
@@ -48,3 +41,11 @@ async def read_args(request: web.Request) -> dict[str, Any]:
             with contextlib.suppress(ValueError):
                 args[key] = json.loads(value)
     return args
+
+
+def error_body(exc: SlackError) -> dict[str, Any]:
+    body: dict[str, Any] = {"ok": False, "error": exc.code}
+    if exc.detail:
+        body["detail"] = exc.detail
+        body["response_metadata"] = {"messages": [f"[ERROR] {exc.detail}"]}
+    return body

@@ -56,7 +56,7 @@ async def test_a_card_slack_took_but_answered_unreadably_is_kept_not_posted_agai
 
 
 async def test_a_post_whose_answer_never_came_is_found_after_the_timeout(tmp_path):
-    async with bot(tmp_path, settings={"SLACK_TIMEOUT_SECONDS": "0.5"}) as h:
+    async with bot(tmp_path, env={"SLACK_TIMEOUT_SECONDS": "0.5"}) as h:
         form = await _ask(h)
         h.slack.fail_next("chat.postMessage", answer="hang", applied=True)
         await h.submit(form)
