@@ -354,16 +354,17 @@ class FakeSlack(MethodStore):
             return 429, {"Retry-After": str(wait)}, {"ok": False, "error": "ratelimited"}
         fault = self._faults.take(method)
         if fault is not None and fault.answer is not None:  # an answer that isn't Slack's JSON
-            raise Garbled(fault, self._apply_method(method, args)[2] if fault.applied else {})
+            applied = self._apply_method(method, args, token)[2] if fault.applied else {}
+            raise Garbled(fault, applied)
         if fault is not None:
             fault_headers: dict[str, str] = {}
             if fault.retry_after is not None:
                 fault_headers["Retry-After"] = str(fault.retry_after)
                 self._cooldown[method] = now + timedelta(seconds=fault.retry_after)
             return fault.status, fault_headers, {"ok": False, "error": fault.error}
-        return self._apply_method(method, args)
+        return self._apply_method(method, args, token)
 
-    def _apply_method(self, method: str, args: dict[str, Any]
+    def _apply_method(self, method: str, args: dict[str, Any], token: str
                       ) -> tuple[int, dict[str, str], dict[str, Any]]:
         refused = self.unreachable(method, args)
         if refused is not None:
@@ -374,7 +375,7 @@ class FakeSlack(MethodStore):
             return 200, {}, {"ok": False, "error": "unknown_method"}
         try:
             answer = handler(self, args)
-            if issued and method == "auth.test":
+            if method == "auth.test" and token in self.oauth.tokens:
                 answer = self.oauth.auth_test(token, answer)
             return 200, {}, {"ok": True, **answer}
         except SlackError as exc:
