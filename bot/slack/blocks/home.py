@@ -20,6 +20,8 @@ from slack_sdk.models.views import View
 from bot.domain.envelope import envelope_terms
 from bot.domain.models import ClusterRecord, LaunchRequest, QuoteInfo
 from bot.domain.templates import ClusterTemplate
+from bot.services.home import HomeFacts
+from bot.slack.blocks import found as found_blocks
 from bot.slack.blocks import stock as stock_blocks
 from bot.slack.blocks import templates as template_blocks
 from bot.slack.blocks.approval import approval_buttons, override_lines
@@ -50,6 +52,16 @@ PENDING_SHOWN = 15  # two blocks each (the request, its buttons)
 BAR_WIDTH = 10
 
 
+def view_of(facts: HomeFacts, *, now: datetime) -> View:
+    """The home tab `facts` describe (bot/services/home.py)."""
+    return home_view(
+        user_id=facts.user_id, clusters=facts.clusters, pending=facts.pending,
+        is_approver=facts.is_approver, month_spent_cents=facts.month_spent_cents,
+        budget_cents=facts.budget_cents, month=facts.month, now=now, waiting=facts.waiting,
+        templates=facts.templates, unclaimed=facts.unclaimed,
+        unclaimed_count=facts.unclaimed_count, unclaimed_cents=facts.unclaimed_cents)
+
+
 def home_view(
     *,
     user_id: str,
@@ -62,6 +74,9 @@ def home_view(
     now: datetime,
     waiting: Sequence[tuple[LaunchRequest, QuoteInfo]] = (),
     templates: Sequence[ClusterTemplate] = (),
+    unclaimed: Sequence[ClusterRecord] = (),
+    unclaimed_count: int = 0,
+    unclaimed_cents: int = 0,
 ) -> View:
     """The home tab of `user_id` (≤ 100 blocks with any number of clusters and requests)."""
     blocks: list[Block] = [
@@ -72,6 +87,9 @@ def home_view(
     ]
     if is_approver:
         blocks.extend([divider(), *_pending(pending, now=now)])
+        if unclaimed_count:
+            blocks.extend([divider(), *found_blocks.home_section(
+                unclaimed, count=unclaimed_count, hourly_cents=unclaimed_cents)])
     blocks.extend([divider(), *_spend(month_spent_cents, budget_cents, month)])
     if templates:
         blocks.extend([divider(), *template_blocks.home_section(templates, user_id=user_id)])
