@@ -212,6 +212,7 @@ async def start(settings: Settings, *, clock: Clock | None = None,
             templates=TemplateService(db=db, people=people, audit=audit, clock=clock,
                                       notifier=notifier),
         )
+        notifier.notices.envelope_margin = services.envelopes.margin  # reminders say its end
         secret = (settings.slack_signing_secret.get_secret_value()
                   if settings.slack_signing_secret else None)
         inflight = InFlight()

@@ -10,6 +10,7 @@ from bot.clock import Clock
 from bot.domain import spend
 from bot.domain import templates as template_rules
 from bot.domain.models import ClusterRecord, LaunchRequest, QuoteInfo, RequestStatus
+from bot.domain.policy import Policy
 from bot.services.people import People
 from bot.services.volume_charges import volume_spans
 from storage.db import Database
@@ -26,6 +27,7 @@ class HomeFacts:
     month: str
     waiting: tuple[tuple[LaunchRequest, QuoteInfo], ...] = ()  # their requests waiting for stock
     templates: tuple[template_rules.ClusterTemplate, ...] = ()  # theirs and their teams'
+    policy: Policy | None = None  # how the envelopes of pending requests end
     # Approvers: clusters found at AI Reserve nobody claimed (the dearest), how many, $/h.
     unclaimed: tuple[ClusterRecord, ...] = ()
     unclaimed_count: int = 0
@@ -77,4 +79,5 @@ class HomeService:
                          budget_cents=self._people.policy.budget_of(user_id),
                          month=f"{start:%Y-%m}", waiting=tuple(waiting), templates=tuple(templates),
                          unclaimed=tuple(unclaimed), unclaimed_count=unclaimed_count,
-                         unclaimed_cents=unclaimed_cents)
+                         unclaimed_cents=unclaimed_cents,
+                         policy=self._people.policy)
