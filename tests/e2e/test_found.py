@@ -53,7 +53,8 @@ async def test_many_found_together_are_one_digest_claimable_from_it_and_from_hom
         await h.requests.app_home_opened(CAROL)
         await h.rt.settle()
         home = h.slack.home(CAROL)
-        assert home is not None and "7 clusters running that nobody here launched" in json.dumps(home)
+        assert home is not None
+        assert "7 clusters running that nobody here launched" in json.dumps(home)
         await h.click(home, Action.CLAIM, user=CAROL, value=ClusterRef(cluster_id=ids[1]).pack())
         assert (await h.record(ids[1])).owner_id == CAROL
 
