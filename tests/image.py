@@ -113,7 +113,7 @@ def release_args() -> list[str]:
     return out.stdout.split()
 
 
-def build(workdir: Path) -> str:
+def build(workdir: Path, made: Sequence[str]) -> str:
     """`buildah bud` of the repository's Dockerfile on the local base; the image's tag.
 
     Layers are kept for the next run (the dependencies' downloads above all); the images an
@@ -123,8 +123,7 @@ def build(workdir: Path) -> str:
     # no working container behind.
     argv = ["buildah", "bud", "--isolation", "chroot", "--layers", "--force-rm",
             "--format", "docker", "--build-arg", f"BASE={base_image()}"]
-    made = release_args()  # as `make image` builds it, under this test's own tag
-    argv += made[:made.index("--tag")]
+    argv += made[:made.index("--tag")]  # release_args(): as `make image`, under our own tag
     ca = _ca_bundle()
     if ca is not None:
         # Mounted for the RUN steps only: volumes are not layers, nothing of this host's

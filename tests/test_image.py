@@ -168,7 +168,8 @@ async def test_the_image_builds_and_serves(tmp_path):
         if in_ci():
             pytest.fail(f"the image test must run in CI (CI=true): {reason}", pytrace=False)
         pytest.skip(f"can't build the image here: {reason}")
-    tag = image.build(tmp_path)
+    made = image.release_args()  # the release and commit, as `make image` passes them
+    tag = image.build(tmp_path, made)
     config = image.config(tag)
     assert [*config["Entrypoint"], *config["Cmd"]] == ["cluster-bot", "serve"]
     assert config["StopSignal"] == "SIGTERM"
@@ -178,7 +179,6 @@ async def test_the_image_builds_and_serves(tmp_path):
     assert uid != 0
     # Which release and commit: the labels, the tag `make image` gives it, `cluster-bot
     # --version` and the build-info metric inside all say the same two things.
-    made = image.release_args()
     release = dict(arg.split("=", 1) for arg in made if "=" in arg)
     labels = config["Labels"]
     assert labels["org.opencontainers.image.version"] == pyproject_version()
