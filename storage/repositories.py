@@ -35,6 +35,7 @@ from storage.clusters import ClusterRepo
 from storage.digests import DigestRepo
 from storage.duties import DutyRepo
 from storage.extensions import ExtensionRepo
+from storage.installs import InstallationRepo, OAuthStateRepo
 from storage.launches import LaunchIntentRepo, RequestQuoteRepo
 from storage.leases import LeaseRepo
 from storage.outbox import DmChannelRepo, OutboxRepo
@@ -263,3 +264,5 @@ class Repos:
         self.digests = DigestRepo(session)
         self.templates = TemplateRepo(session)
         self.projects = ProjectLookup(session)
+        self.installations = InstallationRepo(session)
+        self.oauth_states = OAuthStateRepo(session)

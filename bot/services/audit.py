@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from bot.clock import Clock
-from bot.domain.errors import DomainError
+from bot.domain.errors import DomainError, ProviderUnavailable
 from bot.domain.models import (
     Actor,
     AuditEntry,
@@ -82,6 +82,10 @@ def audited(action: str, *, subject: str,
             try:
                 with log_context(cluster_id=subject_id if subject == "cluster_id" else None):
                     result = await method(service, *args, **kwargs)
+            except ProviderUnavailable as exc:  # AI Reserve failed: nothing refused it
+                await service._audit.write(actor=who, action=action, subject_id=subject_id,
+                                        outcome="failed", detail=exc.user_message)
+                raise
             except DomainError as exc:
                 await service._audit.write(actor=who, action=action, subject_id=subject_id,
                                         outcome="refused", detail=exc.user_message)

@@ -10,6 +10,7 @@ from bot.clock import Clock
 from bot.domain import spend
 from bot.domain import templates as template_rules
 from bot.domain.models import ClusterRecord, LaunchRequest, QuoteInfo, RequestStatus
+from bot.domain.policy import Policy
 from bot.services.people import People
 from bot.services.volume_charges import volume_spans
 from storage.db import Database
@@ -26,6 +27,7 @@ class HomeFacts:
     month: str
     waiting: tuple[tuple[LaunchRequest, QuoteInfo], ...] = ()  # their requests waiting for stock
     templates: tuple[template_rules.ClusterTemplate, ...] = ()  # theirs and their teams'
+    policy: Policy | None = None  # how the envelopes of pending requests end
 
 
 class HomeService:
@@ -62,4 +64,5 @@ class HomeService:
         return HomeFacts(user_id=user_id, clusters=mine, pending=pending,
                          is_approver=is_approver, month_spent_cents=spent,
                          budget_cents=self._people.policy.budget_of(user_id),
-                         month=f"{start:%Y-%m}", waiting=tuple(waiting), templates=tuple(templates))
+                         month=f"{start:%Y-%m}", waiting=tuple(waiting), templates=tuple(templates),
+                         policy=self._people.policy)

@@ -140,6 +140,7 @@ class TerminationService:
         except api.NotFound:
             await self._accepted(cluster_id)
             await self._watching.sync(cluster_id)  # gone at AI Reserve: it no longer bills
+            await self._audit_retried(intent, record)
             return None
         except api.ApiError as exc:
             await self._failed(intent, exc)
@@ -148,7 +149,24 @@ class TerminationService:
         await self._watching.sync(cluster_id, wire=wire)
         log.info("AI Reserve accepted the terminate of %s (attempt %d)", cluster_id,
                  intent.attempts)
+        await self._audit_retried(intent, record)
         return None
+
+    async def _audit_retried(self, intent: TerminationIntent,
+                             record: ClusterRecord | None) -> None:
+        """The trail's \"done\" for a terminate that took more than one attempt: its asking was
+        written as failed (AI Reserve didn't take it then), so the success gets its own row."""
+        if intent.attempts <= 1:
+            return  # the first attempt took: the asking's own row says ok
+        person = intent.requested_by not in (POLICY, BY_IDLE_RULE)
+        failed = intent.attempts - 1
+        await self._audit.write(
+            actor=Actor(user_id=intent.requested_by) if person else None, action="terminate",
+            subject_id=intent.cluster_id, outcome="ok",
+            amount_cents=record.hourly_cents if record is not None else None,
+            detail=f"retried: AI Reserve took the terminate on attempt {intent.attempts}, after "
+                   f"{failed} failed attempt{'s' if failed != 1 else ''} (last: "
+                   f"{error_words(intent.last_error) or 'an error'})")
 
     @staticmethod
     def _still_to_terminate(record: ClusterRecord) -> bool:

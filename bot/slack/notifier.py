@@ -268,7 +268,8 @@ class SlackNotifier:
         # Extend offers the policy's lifetime once more (else the envelope once more).
         more = self._people.policy.max_lifetime_hours
         if stage == "warned":
-            message = envelope_blocks.envelope_warning(cluster, now=now, ends_at=ends_at)
+            message = envelope_blocks.envelope_warning(cluster, now=now, ends_at=ends_at,
+                                                       terminate_at=terminate_at)
         elif stage == "due":
             message = envelope_blocks.envelope_due(cluster, now=now, ends_at=ends_at,
                                                    enforced=terminate_at is not None,
@@ -313,10 +314,7 @@ class SlackNotifier:
 
     async def _publish_home(self, user_id: str) -> None:
         facts = await self._home.facts(user_id)
-        view = home_blocks.home_view(
-            user_id=user_id, clusters=facts.clusters, pending=facts.pending,
-            is_approver=facts.is_approver, month_spent_cents=facts.month_spent_cents,
-            budget_cents=facts.budget_cents, month=facts.month, now=self._clock.now())
+        view = home_blocks.home_view(**home_blocks.fields_of(facts), now=self._clock.now())
         await self._client.views_publish(user_id=user_id, view=view)
 
     async def _refresh_homes(self, user_ids: Iterable[str | None]) -> None:

@@ -11,7 +11,7 @@ from aireserve_sim.embedded import EmbeddedSimulator
 from bot.clock import ManualClock
 from bot.domain.termination import TerminationState, retry_delay
 from bot.slack.ids import Action
-from tests.e2e.harness import ALICE, GENERAL, START, bot, fake_slack
+from tests.e2e.harness import ALICE, BOB, GENERAL, START, bot, fake_slack
 from tests.procs import wait_for, world
 
 DELETE = "DELETE /v1/clusters/{id}"
@@ -164,3 +164,26 @@ async def test_terminating_again_while_it_still_fails_says_so(tmp_path):
                    h.text_of(m)]
         assert len(answers) == 2 and all("still billing" in a for a in answers)
         assert (await _intent(h, cluster_id)).attempts == 1  # the backoff held
+
+
+async def test_a_terminate_that_needed_retries_is_audited_asked_retried_done(tmp_path):
+    """Issue 27.2: not "terminate · ⛔ refused" and no row for the success — the trail says
+    what happened: asked (AI Reserve failed, the bot retries), then done on attempt 4."""
+    async with bot(tmp_path) as h:
+        cluster_id = await h.running_cluster()
+        await h.sim_admin("faults", {"route": DELETE, "status": 500, "count": 3})
+        await h.click(await h.top(cluster_id), Action.TERMINATE, user=ALICE)
+        terminate = h.rt.services.termination
+        for attempt in (2, 3, 4):
+            h.clock.advance(retry_delay(attempt - 1).total_seconds())
+            await terminate.finish()
+        async with h.rt.db.transaction() as repos:
+            trail = [e for e in reversed(await repos.audit.list(subject_id=cluster_id))
+                     if e.action == "terminate"]
+        assert [(e.actor_id, e.outcome) for e in trail] == [(ALICE, "failed"), (ALICE, "ok")]
+        asked, done = trail
+        assert "keep trying" in asked.detail
+        assert "attempt 4, after 3 failed attempts (last: internal error" in done.detail
+        await h.slash(f"audit {cluster_id}", user=BOB)
+        shown = h.text_of(h.slack.ephemerals(BOB)[-1])
+        assert "⛔ refused" not in shown, shown
