@@ -29,6 +29,7 @@ from bot.domain.termination import (
 )
 from bot.reserve import errors as api
 from bot.reserve.port import ClusterProvider
+from bot.services import stakes
 from bot.services.audit import AuditLog, audited
 from bot.services.people import People
 from bot.services.watching import WatchService
@@ -48,7 +49,8 @@ class TerminationService:
         self._audit = audit
         self._clock = clock
 
-    @audited("terminate", subject="cluster_id", refusals_only=True)
+    @audited("terminate", subject="cluster_id", refusals_only=True,
+             stake=stakes.cluster_rate)
     async def check(self, *, cluster_id: str, actor: Actor) -> ClusterRecord:
         """Who may terminate, and is there anything left to terminate? (before the confirm;
         a refusal is audited as a refused terminate)"""
@@ -64,7 +66,7 @@ class TerminationService:
             raise Conflict(f"`{cluster_id}` is already {record.status.value}.")
         return record
 
-    @audited("terminate", subject="cluster_id")
+    @audited("terminate", subject="cluster_id", stake=stakes.cluster_rate)
     async def terminate(self, *, cluster_id: str, actor: Actor) -> ClusterRecord:
         await self._check(cluster_id=cluster_id, actor=actor)
         return await self._terminate(cluster_id, by=actor.user_id)
