@@ -5,7 +5,7 @@ and node limit — and someone who may not request is not offered the form at al
 from __future__ import annotations
 
 from bot.slack.ids import Action, AlternativeRef, unpack_any
-from tests.e2e.harness import ALICE, bot
+from tests.e2e.harness import bot
 from tests.e2e.test_policy import policy
 
 LIMITS = {"accelerators": ["a100", "h100", "l40s"], "max_nodes": 4}
