@@ -172,6 +172,7 @@ async def start(settings: Settings, *, clock: Clock | None = None,
                              people=people, audit=audit, db=db, clock=clock)
         launching.judge = stock.judge = quoting.judge = approvals.judge
         quoting.use_policy(policy)
+        quoting.spend_refusal = people.spend_refusal
         termination = TerminationService(watching=watching, provider=provider, people=people,
                                          notifier=notifier, audit=audit, db=db, clock=clock)
         # An idle rule the policy's grace ran out on ends through the same terminate intent.
