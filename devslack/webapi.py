@@ -350,7 +350,12 @@ class FakeSlack(MethodStore):
         if handler is None:
             return 200, {}, {"ok": False, "error": "unknown_method"}
         try:
-            answer = handler(self, args)
+            home = self.team_id  # the workspace answering is the token's (views, users)
+            self.team_id = (issued and self.oauth.tokens[token].team_id) or home
+            try:
+                answer = handler(self, args)
+            finally:
+                self.team_id = home
             if issued and method == "auth.test":
                 answer = self.oauth.auth_test(token, answer)
             return 200, {}, {"ok": True, **answer}
