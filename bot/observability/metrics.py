@@ -6,7 +6,7 @@ ack (Bolt middleware in bot/slack/app.py), every sweep run (bot/jobs/scheduler.p
 a completed run is timed and stamped, a run that raised is counted as failed, a run skipped by a
 replica without the sweeps lease is not counted at all). `clusterbot_sweeps_lease_holder` is 1 on
 the replica that sweeps, so the stall alert reads the holder's figures, not the freshest idle
-replica's; `clusterbot_build_info{version}` is always 1.
+replica's; `clusterbot_build_info{version,commit}` is always 1.
 The gauges about money and the outbox are read from the database at scrape time with bounded
 aggregate queries (storage/gauges.py), so every replica reports the same shared truth.
 
@@ -38,7 +38,7 @@ from bot.domain import spend
 from bot.domain.errors import StorageUnavailable
 from bot.domain.models import ClusterState
 from bot.observability import reachability
-from bot.observability.build import version
+from bot.observability.build import commit, version
 from bot.observability.reachability import Reachability
 from storage import gauges
 from storage.db import Database
@@ -81,9 +81,10 @@ class Metrics:
         self.lease_holder = Gauge(
             "clusterbot_sweeps_lease_holder", "1 on the replica holding the sweeps lease (the "
             "one that sweeps), 0 elsewhere", registry=r)
-        self.build_info = Gauge("clusterbot_build_info", "This build's version (always 1)",
-                                ["version"], registry=r)
-        self.build_info.labels(version=version()).set(1)
+        self.build_info = Gauge("clusterbot_build_info", "This build's version and the git "
+                                "commit it was made from (always 1)", ["version", "commit"],
+                                registry=r)
+        self.build_info.labels(version=version(), commit=commit()).set(1)
         self.ack_seconds = Histogram(
             "clusterbot_ack_seconds", "From a Slack request's arrival to its ack", ["kind"],
             buckets=ACK_BUCKETS, registry=r)

@@ -28,6 +28,13 @@ class HomeFacts:
     waiting: tuple[tuple[LaunchRequest, QuoteInfo], ...] = ()  # their requests waiting for stock
     templates: tuple[template_rules.ClusterTemplate, ...] = ()  # theirs and their teams'
     policy: Policy | None = None  # how the envelopes of pending requests end
+    # Approvers: clusters found at AI Reserve nobody claimed (the dearest), how many, $/h.
+    unclaimed: tuple[ClusterRecord, ...] = ()
+    unclaimed_count: int = 0
+    unclaimed_cents: int = 0
+
+
+UNCLAIMED_SHOWN = 8  # the dearest of the unclaimed, each with Claim
 
 
 class HomeService:
@@ -51,7 +58,13 @@ class HomeService:
             templates = await repos.templates.in_scopes(
                 template_rules.visible_scopes(user_id, teams))
             pending: list[tuple[LaunchRequest, QuoteInfo]] = []
+            unclaimed: list[ClusterRecord] = []
+            unclaimed_count = unclaimed_cents = 0
             if is_approver:
+                unclaimed_count, unclaimed_cents = await repos.clusters.unclaimed_totals()
+                if unclaimed_count:
+                    unclaimed = await repos.clusters.unclaimed(limit=UNCLAIMED_SHOWN,
+                                                               dearest=True)
                 for request in await repos.requests.list_pending():
                     quote = await repos.quotes.get(request.quote_id)
                     if quote is not None and request.requester_id != user_id:
@@ -65,4 +78,6 @@ class HomeService:
                          is_approver=is_approver, month_spent_cents=spent,
                          budget_cents=self._people.policy.budget_of(user_id),
                          month=f"{start:%Y-%m}", waiting=tuple(waiting), templates=tuple(templates),
+                         unclaimed=tuple(unclaimed), unclaimed_count=unclaimed_count,
+                         unclaimed_cents=unclaimed_cents,
                          policy=self._people.policy)

@@ -161,6 +161,9 @@ class NoticeDelivery:
         if notice.kind is NoticeKind.REMINDER:
             if record.status not in (ClusterState.RUNNING, ClusterState.DEGRADED):
                 return True  # terminated since it was queued: reminders stop at once
+            if record.owner_id is None and top is None:
+                return True  # found, unclaimed, no card: its channel's digest shows what it
+                # accrues (bot/slack/found.py) — not an hourly DM per cluster per approver
             owners = ([record.owner_id] if record.owner_id
                       else sorted(await self._people.approvers()))
             enforced = self._people.policy.enforce_lifetime or record.auto_terminate

@@ -22,6 +22,7 @@ from slack_sdk.models.views import View
 from bot.domain.envelope import envelope_terms
 from bot.domain.models import ClusterRecord, LaunchRequest, QuoteInfo
 from bot.domain.templates import ClusterTemplate
+from bot.slack.blocks import found as found_blocks
 from bot.slack.blocks import stock as stock_blocks
 from bot.slack.blocks import templates as template_blocks
 from bot.slack.blocks.approval import (
@@ -69,6 +70,9 @@ def home_view(
     now: datetime,
     waiting: Sequence[tuple[LaunchRequest, QuoteInfo]] = (),
     templates: Sequence[ClusterTemplate] = (),
+    unclaimed: Sequence[ClusterRecord] = (),
+    unclaimed_count: int = 0,
+    unclaimed_cents: int = 0,
     policy: SpendThresholds | None = None,
 ) -> View:
     """The home tab of `user_id` (≤ 100 blocks with any number of clusters and requests)."""
@@ -80,6 +84,9 @@ def home_view(
     ]
     if is_approver:
         blocks.extend([divider(), *_pending(pending, now=now, policy=policy)])
+        if unclaimed_count:
+            blocks.extend([divider(), *found_blocks.home_section(
+                unclaimed, count=unclaimed_count, hourly_cents=unclaimed_cents)])
     blocks.extend([divider(), *_spend(month_spent_cents, budget_cents, month)])
     if templates:
         blocks.extend([divider(), *template_blocks.home_section(templates, user_id=user_id)])

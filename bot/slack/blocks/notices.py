@@ -166,7 +166,7 @@ def untracked_cluster(c: ClusterRecord, *, now: datetime) -> Message:
                               "them."))
     buttons: list[ButtonElement] = []
     if c.owner_id is None and not ended:
-        buttons.append(_claim_button(c))
+        buttons.append(claim_button(c))
     if c.status in TERMINABLE:
         buttons.append(terminate_button(c))
     if buttons:
@@ -343,7 +343,7 @@ _RENDERERS: dict[NoticeKind, Callable[[Notice, ClusterRecord], _Parts]] = {
 # --- buttons and small pieces --------------------------------------------------------------------
 
 
-def _claim_button(c: ClusterRecord) -> ButtonElement:
+def claim_button(c: ClusterRecord) -> ButtonElement:
     return button(
         "Claim", action_id=Action.CLAIM, value=ClusterRef(cluster_id=c.id).pack(),
         style="primary",
