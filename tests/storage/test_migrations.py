@@ -33,7 +33,7 @@ TABLES = {
     "extensions", "schema_compat", "duties", "digests", "digest_members", "templates",
     "slack_installations", "slack_oauth_states", "slack_routes",
 } | NEW_IN_0005
-HEAD = "0020"
+HEAD = "0021"
 SAGA = {"request_quotes", "launch_intents"}  # 0004
 CLAIMS = {"action_claims"}  # 0006
 TERMINATIONS = {"terminations"}  # 0007

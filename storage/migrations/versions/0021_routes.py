@@ -1,7 +1,7 @@
 """routes: which installation each channel and person belongs to (OAuth mode)
 
-Revision ID: 0020
-Revises: 0019
+Revision ID: 0021
+Revises: 0020
 Create Date: 2026-12-02 16:10:00
 
 Written by hand: `slack_routes` (a Slack id → the key of the installation it was learned from),
@@ -15,8 +15,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0020"
-down_revision: str | Sequence[str] | None = "0019"
+revision: str = "0021"
+down_revision: str | Sequence[str] | None = "0020"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 compatible_with_previous = True  # a new table older code never reads
