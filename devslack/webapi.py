@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -39,14 +38,14 @@ from devslack.models import (
     SlackError,
     SlackUser,
 )
+from devslack.oauth import AUTHORIZE_PATH, OAuthServer
 from devslack.socketmode import SocketModeServer
+from devslack.wire import bearer, read_args
 
 # How long a response_url POST waits for its slash command's ack to be applied. A bot that
 # acked first has sent the ack already, but the two replies race over separate connections;
 # a bot that calls respond() before ack() must not be stalled until its own ack is late.
 ACK_GRACE = 0.25
-# Web API arguments that arrive JSON-encoded inside form or query strings.
-_JSON_ARGS = ("blocks", "attachments", "view", "metadata", "files")
 
 
 class MonotonicClock:
@@ -110,6 +109,8 @@ class FakeSlack(MethodStore):
         self._activity = asyncio.Event()
         self._pending_acks: dict[str, asyncio.Event] = {}
         self.uploads = FileUploads()  # files_upload_v2: devslack/files.py
+        self.oauth = OAuthServer(clock=self.clock, team_id=team_id, app_id=app_id,
+                                 bot_user_id=bot_user_id)  # installs: devslack/oauth.py
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -127,6 +128,7 @@ class FakeSlack(MethodStore):
         app.router.add_route("*", "/api/{method}", self._serve_api)
         app.router.add_post("/response/{response_id}", self._serve_response_url)
         app.router.add_post("/upload/{file_id}", self.uploads.receive)
+        app.router.add_get(AUTHORIZE_PATH, self.oauth.authorize)
         self.socket.add_routes(app)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
@@ -296,15 +298,17 @@ class FakeSlack(MethodStore):
         with self.activity():
             args: dict[str, Any] = {}
             headers: dict[str, str] = {}
-            token = _bearer(request)
+            token = bearer(request)
             try:
-                args = await _read_args(request)
+                args = await read_args(request)
             except ValueError:
                 status, body = 200, {"ok": False, "error": "invalid_json"}
             else:
                 form_token = args.pop("token", None)  # older clients send it as an argument
                 token = token or (str(form_token) if form_token else None)
-                status, headers, body = self._answer(method, args, token)
+                status, headers, body = (
+                    self._oauth_access(args, request.headers.get("Authorization"))
+                    if method == "oauth.v2.access" else self._answer(method, args, token))
             self._record(ApiCall(method, args, token, self.clock.now(), status, body))
             return web.json_response(body, status=status, headers=headers)
 
@@ -320,8 +324,11 @@ class FakeSlack(MethodStore):
                              "error": "not_allowed_token_type" if known else "invalid_auth"}
         if method == "apps.connections.open":
             return 200, {}, {"ok": True, "url": self.socket.issue_url(self.base_url)}
-        if token != self.bot_token:
+        issued = token in self.oauth.tokens  # installed through OAuth: devslack/oauth.py
+        if token != self.bot_token and not issued:
             return 200, {}, {"ok": False, "error": "invalid_auth"}
+        if issued and (why := self.oauth.refusal(token)):
+            return 200, {}, {"ok": False, "error": why}
         now = self.clock.now()
         until = self._cooldown.get(method)  # a fault's Retry-After, else Slack's own limits
         wait = (math.ceil((until - now).total_seconds()) if until is not None and now < until
@@ -343,7 +350,17 @@ class FakeSlack(MethodStore):
         if handler is None:
             return 200, {}, {"ok": False, "error": "unknown_method"}
         try:
-            return 200, {}, {"ok": True, **handler(self, args)}
+            answer = handler(self, args)
+            if issued and method == "auth.test":
+                answer = self.oauth.auth_test(token, answer)
+            return 200, {}, {"ok": True, **answer}
+        except SlackError as exc:
+            return 200, {}, _error_body(exc)
+
+    def _oauth_access(self, args: dict[str, Any], authorization: str | None
+                      ) -> tuple[int, dict[str, str], dict[str, Any]]:
+        try:
+            return 200, {}, {"ok": True, **self.oauth.access(args, authorization)}
         except SlackError as exc:
             return 200, {}, _error_body(exc)
 
@@ -375,31 +392,3 @@ def _error_body(exc: SlackError) -> dict[str, Any]:
         body["detail"] = exc.detail
         body["response_metadata"] = {"messages": [f"[ERROR] {exc.detail}"]}
     return body
-
-
-def _bearer(request: web.Request) -> str | None:
-    header = request.headers.get("Authorization", "")
-    if not header.startswith("Bearer "):
-        return None
-    return header.removeprefix("Bearer ").strip() or None
-
-
-async def _read_args(request: web.Request) -> dict[str, Any]:
-    """Arguments from the query string and a JSON or form body, JSON-in-form decoded."""
-    args: dict[str, Any] = dict(request.query)
-    if request.can_read_body:
-        if request.content_type == "application/json":
-            body = await request.json()
-            if not isinstance(body, dict):
-                raise ValueError("a JSON body must be an object")
-            args.update(body)
-        else:
-            form = await request.post()
-            args.update({k: v for k, v in form.items() if isinstance(v, str)})
-    for key in _JSON_ARGS:
-        value = args.get(key)
-        if isinstance(value, str):
-            # a string that is not JSON stays a string: validation reports it as malformed
-            with contextlib.suppress(ValueError):
-                args[key] = json.loads(value)
-    return args

@@ -32,6 +32,9 @@ UNDELIVERABLE = "undeliverable"
 # "id": id, "lane": …}. Queued where its state is stored, or when Slack refused the edit; one
 # per message, so edits coalesce: whatever is stored when it goes out is what is shown.
 REFRESH = "refresh"
+# What a sweep found at AI Reserve, not launched here: `refresh/found/<channel>` tells the
+# channel (bot/slack/found.py), and `found/<cluster>` delivered says it was told in the digest.
+FOUND = "found"
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,16 @@ class OutboxRepo:
             set_={"payload": stmt.excluded.payload, "created_at": stmt.excluded.created_at,
                   "target": stmt.excluded.target, "delivered_at": None}))
 
+    async def told(self, keys: Collection[str], *, kind: str, target: str,
+                   now: datetime) -> None:
+        """Record `keys` delivered at once (what one message told, e.g. a digest's members)."""
+        for start in range(0, len(keys), 500):
+            stmt = insert(self._session, OUTBOX).values([
+                {"key": k, "kind": kind, "target": target, "created_at": now,
+                 "delivered_at": now, "attempts": 1} for k in list(keys)[start:start + 500]])
+            await self._session.execute(stmt.on_conflict_do_update(
+                index_elements=["key"], set_={"delivered_at": now, "claimed_until": None}))
+
     async def release(self, key: str, *, holder: str) -> None:
         """Give a claim back (the post failed): the next delivery pass may try again."""
         await self._session.execute(
@@ -157,9 +170,13 @@ class OutboxRepo:
         """Which of `keys` were delivered (one query, however many)."""
         if not keys:
             return set()
-        rows = await self._session.execute(sa.select(OUTBOX.c.key).where(
-            OUTBOX.c.key.in_(list(keys)), OUTBOX.c.delivered_at.is_not(None)))
-        return {str(r[0]) for r in rows}
+        found: set[str] = set()
+        wanted = list(keys)
+        for start in range(0, len(wanted), 500):  # bound parameters per IN (…)
+            rows = await self._session.execute(sa.select(OUTBOX.c.key).where(
+                OUTBOX.c.key.in_(wanted[start:start + 500]), OUTBOX.c.delivered_at.is_not(None)))
+            found.update(str(r[0]) for r in rows)
+        return found
 
 
 class DmChannelRepo:

@@ -141,3 +141,9 @@ async def test_every_action_and_view_id_has_a_listener(tmp_path):
                                                                        headers=headers))
             assert response.status == 200, (payload, response.status, response.body)
         await h.rt.settle()
+
+
+def test_the_oauth_install_asks_for_the_manifests_scopes(manifest):
+    from bot.slack.oauth import BOT_SCOPES
+
+    assert list(BOT_SCOPES) == manifest["oauth_config"]["scopes"]["bot"]

@@ -24,6 +24,14 @@ CATALOG_TTL = timedelta(minutes=10)
 Judge = Callable[[QuoteInfo, str], Awaitable[Verdict]]
 
 
+def _asked_shape(args: tuple[object, ...]) -> str:
+    """A refused quote's subject: the shape asked for (it has no id; a channel is no subject)."""
+    cmd = args[0] if args else None
+    if not isinstance(cmd, QuoteCommand):
+        return "?"
+    return f"{cmd.accelerator}x{cmd.gpus_per_node} nodes={cmd.nodes}"
+
+
 class QuotingService:
     """Turns `/cluster quote …` into a stored provider quote."""
 
@@ -69,7 +77,7 @@ class QuotingService:
                              f"{', '.join(a.id for a in matches)}; use the full id.",
                              bad_part=typed, usage=USAGE["quote"])
 
-    @audited("quote", subject="channel_id")
+    @audited("quote", subject="channel_id", refused_subject=_asked_shape)
     async def quote(self, cmd: QuoteCommand, *, actor: Actor, channel_id: str) -> QuoteInfo:
         limit = self.max_lifetime_hours
         if cmd.hours is not None and limit is not None and cmd.hours > limit:
