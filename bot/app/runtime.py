@@ -146,7 +146,8 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
         # One HTTP session for Slack (Web API and response_url replies): without it slack_sdk and
         # Bolt open a session — a connection and a TLS handshake — for every call.
-        slack_session = await stack.enter_async_context(aiohttp.ClientSession())
+        slack_session = await stack.enter_async_context(aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=settings.slack_timeout_seconds)))
         slack = slack_client(token, settings, session=slack_session, sleep=sleep,
                              metrics=metrics, reach=reach_slack)
         approvals_channel = policy.approvals_channel or settings.approvals_channel or ""

@@ -17,13 +17,15 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from bot.config.settings import Settings
 from bot.observability.metrics import CountingWebClient, Metrics
 from bot.observability.reachability import Reachability
+from bot.slack.answers import AnsweredWebClient
 from bot.slack.pacing import PacedWebClient, Pacer, parse_limits
 from bot.slack.retry import Sleep, retry_handlers
 from bot.slack.tenancy import token_for
 
 
-class SlackClient(CountingWebClient, PacedWebClient):
-    """The bot's Web API client: each call counted (metrics) after its pacing (bot/slack/pacing).
+class SlackClient(CountingWebClient, PacedWebClient, AnsweredWebClient):
+    """The bot's Web API client: each call counted (metrics) after its pacing (bot/slack/pacing),
+    every answer read in one place (bot/slack/answers.py: what isn't Slack's JSON is `NoAnswer`).
     With OAuth (`per_installation`) it has no token of its own: each call carries the token of
     the installation it is made for (bot/slack/tenancy.py)."""
 

@@ -29,7 +29,6 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
-from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
@@ -40,6 +39,7 @@ from bot.domain.models import ClusterState
 from bot.observability import reachability
 from bot.observability.build import commit, version
 from bot.observability.reachability import Reachability
+from bot.slack import answers
 from storage import gauges
 from storage.db import Database
 from storage.replica import wall_clock
@@ -66,7 +66,9 @@ class Metrics:
             ["route", "status"], registry=r)
         self.slack_calls = Counter(
             "clusterbot_slack_calls", "Slack Web API calls by method and outcome (ok, the "
-            "Slack error code's class: ratelimited, error, failed)", ["method", "outcome"],
+            "Slack error code's class: ratelimited, error; unreadable: an answer that isn't "
+            "Slack's JSON (HTML, cut, plain text, empty); failed: no answer)",
+            ["method", "outcome"],
             registry=r)
         self.sweep_seconds = Histogram(
             "clusterbot_sweep_seconds", "How long each scheduled sweep run took", ["sweep"],
@@ -167,11 +169,14 @@ class Metrics:
 def slack_outcome(error: str | None) -> str:
     if error is None:
         return "ok"
+    if error in (answers.UNREADABLE, answers.NO_ANSWER):
+        return "unreadable" if error == answers.UNREADABLE else "failed"
     return "ratelimited" if error in ("ratelimited", "rate_limited") else "error"
 
 
 class CountingWebClient(AsyncWebClient):
-    """The Slack Web API client, counting each call by method and outcome (after retries)."""
+    """The Slack Web API client, counting each call by method and outcome (after retries).
+    What it reads of a failure never raises: bot/slack/answers.py made it Slack-shaped."""
 
     metrics: Metrics | None = None
     reach: Reachability | None = None  # Slack's reachability (/readyz), from these outcomes
@@ -179,17 +184,22 @@ class CountingWebClient(AsyncWebClient):
     async def api_call(self, api_method: str, **kwargs: Any) -> AsyncSlackResponse:
         try:
             response = await super().api_call(api_method, **kwargs)
-        except SlackApiError as exc:
-            self._count(api_method, slack_outcome(str(exc.response.get("error") or "error")))
-            self._reached(exc.response.status_code, None)
-            raise
         except Exception as exc:
-            self._count(api_method, "failed")  # no answer: a connection error, a timeout
-            self._reached(None, type(exc).__name__)
+            self._failed(api_method, exc)
             raise
         self._count(api_method, "ok")
         self._reached(response.status_code, None)
         return response
+
+    def _failed(self, method: str, exc: Exception) -> None:
+        try:
+            code = answers.error_code(exc)
+            self._count(method, slack_outcome(code or answers.NO_ANSWER))
+            status = getattr(getattr(exc, "response", None), "status_code", None)
+            status = status if isinstance(status, int) else None
+            self._reached(status, type(exc).__name__ if status is None else None)
+        except Exception:  # counting must never replace the call's own error
+            log.exception("could not count a Slack call's failure")
 
     def _reached(self, status: int | None, error: str | None) -> None:
         if self.reach is not None:
