@@ -171,10 +171,7 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         stock = StockService(quoting=quoting, notifier=notifier, launcher=launching,
                              people=people, audit=audit, db=db, clock=clock)
         launching.judge = stock.judge = quoting.judge = approvals.judge
-        quoting.auto_approve_below_cents = policy.auto_approve_below_cents
-        quoting.max_lifetime_hours = policy.max_lifetime_hours
-        quoting.enforce_lifetime = policy.enforce_lifetime
-        quoting.project_problem = policy.project_problem
+        quoting.use_policy(policy)
         termination = TerminationService(watching=watching, provider=provider, people=people,
                                          notifier=notifier, audit=audit, db=db, clock=clock)
         # An idle rule the policy's grace ran out on ends through the same terminate intent.
