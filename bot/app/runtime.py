@@ -218,7 +218,7 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         oauth = oauth_parts(settings, db=db, clock=clock, client=slack)
         bolt = build_app(services=services, client=slack, signing_secret=secret,
                          inflight=inflight, dm_channel=notifier.outbox.dm_channel,
-                         on_ack=metrics.ack, authorize=oauth.authorize if oauth else None)
+                         on_ack=metrics.ack, tenancy=oauth.tenancy if oauth else None)
         sweeps = Sweeps(observe=metrics.sweep, failed=metrics.sweep_failed)
         jobs = None
         if scheduler:
