@@ -86,13 +86,15 @@ def _stopping(sig: signal.Signals, stop: asyncio.Event) -> None:
 
 
 def _reload(rt: object) -> None:
-    """SIGHUP: check the policy file again and use it if it is sound (bot/app/reload.py)."""
+    """SIGHUP: check the policy file again and use it if it is sound, and read the bot token's
+    file again (bot/app/reload.py)."""
     from bot.app import reload
     from bot.app.process import Runtime
 
     assert isinstance(rt, Runtime)
     async def run() -> None:
         await reload.reload_policy(rt)
+        await reload.reload_token(rt)
 
     task = asyncio.get_running_loop().create_task(run(), name="reload")
     rt.background.add(task)

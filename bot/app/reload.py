@@ -1,4 +1,4 @@
-"""SIGHUP: read the policy file again, and use it only if it is sound.
+"""SIGHUP: read the policy file again, and use it only if it is sound; and the bot token's file.
 
 A sound file replaces the policy the services read (`People.policy`, the quote's auto-approve
 line) at once; the next quote, approval and sweep use it. A bad file changes nothing: each
@@ -6,18 +6,31 @@ problem is logged with its line, and the admins (else the approvers) of the poli
 told in a DM through the notifier's outbox (`tell`: said once per distinct bad file). The
 approvals channel is the one thing read only at start: a change to it is logged as needing a
 restart.
+
+The bot token, when it comes from a file (SLACK_BOT_TOKEN_FILE, or SECRETS_DIR/SLACK_BOT_TOKEN:
+how Compose secrets and Kubernetes Secret volumes hand it over), is read again on SIGHUP and
+whenever the file changes (`watch_token_file`, every few seconds: a Secret volume's update needs
+no signal): a new, well-formed token replaces the client's at once, and since Slack's refusal of
+the old one says nothing of it, every call — and every post that waited — goes out with it
+(bot/slack/tokens.py).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from hashlib import sha256
+from pathlib import Path
 
 from bot.app.process import Runtime
 from bot.config.policy_file import PolicyError, load_policy
 from bot.domain.policy import Policy
+from bot.slack.tokens import TokenGate, fingerprint
 
 log = logging.getLogger(__name__)
+
+TOKEN_WATCH_SECONDS = 5.0
 
 
 async def reload_policy(rt: Runtime) -> list[str]:
@@ -55,3 +68,53 @@ async def _tell_admins(rt: Runtime, policy: Policy, problems: list[str]) -> None
             await rt.notifier.tell(admin, text, key=key)
         except Exception:  # the outbox retries refused posts; anything else: logged, not fatal
             log.warning("could not tell %s about the refused policy file", admin, exc_info=True)
+
+
+async def reload_token(rt: Runtime) -> bool:
+    """Read the bot token from its file again; True when a new one is in use now."""
+    path = rt.settings.slack_bot_token_path
+    if path is None or not isinstance(rt.slack, TokenGate):
+        return False
+    try:
+        token = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        log.error("bot token file %s can't be read (%s): the token in use stays", path,
+                  type(exc).__name__)
+        return False
+    if token == rt.slack.token:
+        return False
+    if not token.startswith("xoxb-"):  # never echoed: a secret, even pasted in the wrong place
+        log.error("bot token file %s holds no bot token (xoxb-…): the token in use stays", path)
+        return False
+    rt.slack.token = token
+    if rt.slack.tokens is not None:
+        rt.slack.tokens.forget()  # what Slack said of the old token says nothing of this one
+    log.warning("bot token reloaded from %s (now %s): calls to Slack resume with it", path,
+                fingerprint(token))
+    return True
+
+
+def _stamp(path: Path) -> tuple[float, int] | None:
+    try:
+        found = path.stat()
+    except OSError:
+        return None
+    return found.st_mtime, found.st_size
+
+
+async def watch_token_file(rt: Runtime, *,
+                           sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+    """Reload the bot token whenever its file changes (a Secret volume swaps it in place)."""
+    path = rt.settings.slack_bot_token_path
+    if path is None:
+        return
+    seen = _stamp(path)
+    while True:
+        await sleep(TOKEN_WATCH_SECONDS)
+        now = _stamp(path)
+        if now != seen:
+            seen = now
+            try:
+                await reload_token(rt)
+            except Exception:  # the watch goes on; the next change is read again
+                log.exception("reloading the bot token failed")

@@ -31,6 +31,7 @@ from bot.app.health import Health
 from bot.app.installing import oauth_parts
 from bot.app.listeners import internal_site, site, start_prober, watch_connection
 from bot.app.process import Runtime
+from bot.app.reload import watch_token_file
 from bot.app.slack_client import slack_client
 from bot.clock import Clock, ProviderClock, SystemClock
 from bot.config.policy_file import load_policy_or_default
@@ -362,7 +363,8 @@ async def serve(runtime: Runtime, *, stop: asyncio.Event | None = None,
     gc.enable()
     async with AsyncExitStack() as stack:
         internal = await stack.enter_async_context(internal_site(runtime, host=host))
-        watchers = [start_prober(runtime)]
+        watchers = [start_prober(runtime),  # and the bot token's file (bot/app/reload.py)
+                    asyncio.create_task(watch_token_file(runtime), name="token file")]
         stack.push_async_callback(_cancel, watchers)
         health = f"health and metrics on {runtime.internal_bound} (this host: {internal}/readyz)"
         if runtime.settings.slack_app_token is not None:

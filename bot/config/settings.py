@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 from dotenv import dotenv_values
 from pydantic import (
     Field,
+    PrivateAttr,
     SecretStr,
     ValidationError,
     ValidationInfo,
@@ -38,6 +39,7 @@ _CHANNEL_ID = re.compile(r"^[CGD][A-Z0-9]{2,}$")
 # The settings that may come from a file instead of the environment: `NAME_FILE=/path`, or a file
 # called NAME (or name) in SECRETS_DIR — how Docker/Compose secrets and Kubernetes Secret volumes
 # hand them over. The value is the file's text without its trailing newline.
+_TOKEN_PATH = "slack_bot_token:path"  # secret_files' note of where the bot token was read
 SECRET_SETTINGS = ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN",
                    "AIRESERVE_API_KEY", "DATABASE_URL", "WORKLOAD_KEY",
                    "SLACK_SIGNING_SECRET_PREVIOUS", "WORKLOAD_KEY_PREVIOUS", "SLACK_CLIENT_SECRET")
@@ -70,6 +72,13 @@ class Settings(BaseSettings):
     # operations.md "Rotating secrets"). Remove it once every replica has the new one.
     slack_signing_secret_previous: SecretStr | None = None
     slack_app_token: SecretStr | None = None
+    # Where SLACK_BOT_TOKEN was read from, when from a file (set by `load_settings`, not a
+    # setting): read again on SIGHUP and when it changes (bot/app/reload.py).
+    _bot_token_path: Path | None = PrivateAttr(default=None)
+
+    @property
+    def slack_bot_token_path(self) -> Path | None:
+        return self._bot_token_path
     slack_api_url: str = "https://slack.com/api/"
     # Installs through Slack's OAuth flow (several workspaces, an Enterprise organization
     # org-wide): set both in place of SLACK_BOT_TOKEN (docs/operations.md "Install for several
@@ -318,6 +327,7 @@ def load_settings(env: Mapping[str, str] | None = None, *, env_file: Path | None
         **{k: v for k, v in dotenv_values(env_file or ".env").items() if v is not None},
         **os.environ}
     read, problems = secret_files(source)
+    token_path = read.pop(_TOKEN_PATH, None)
     from_files: dict[str, Any] = dict(read)
     try:
         if env is not None:
@@ -335,6 +345,7 @@ def load_settings(env: Mapping[str, str] | None = None, *, env_file: Path | None
             problems.append(f"{name}: {message}" if name else message)
     if problems:
         raise ConfigError(problems) from None
+    settings._bot_token_path = Path(token_path) if token_path else None
     return settings
 
 
@@ -368,6 +379,8 @@ def secret_files(source: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
             problems.append(f"{name}_FILE: {path} is empty")
             continue
         values[name.lower()] = text
+        if name == "SLACK_BOT_TOKEN":  # read again when it changes (`bot_token_path`)
+            values[_TOKEN_PATH] = str(Path(path).resolve())
     return values, problems
 
 

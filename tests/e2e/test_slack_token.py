@@ -5,6 +5,7 @@ The token is the app's failure, not its targets': Slack calls stop (one probe on
 nothing is marked undeliverable, no notice is marked delivered, /readyz's body and /metrics say
 so once; when the token works again, what waited is posted exactly once."""
 
+import asyncio
 import logging
 
 import aiohttp
@@ -81,3 +82,56 @@ async def test_a_refused_token_stops_the_calls_keeps_the_notices_and_posts_them_
         m = await scrape(h)
         assert value(m, "clusterbot_slack_tokens_refused") == 0
         assert value(m, "clusterbot_slack_token_changes_total", state="accepted") == 1
+
+
+async def test_a_new_token_in_its_file_is_used_at_once_and_what_waited_goes_out_once(tmp_path):
+    from bot.app.reload import reload_token, watch_token_file
+
+    token_file = tmp_path / "slack_bot_token"
+    token_file.write_text("xoxb-devslack\n")
+    async with bot(tmp_path, env={"SLACK_BOT_TOKEN": None,
+                                  "SLACK_BOT_TOKEN_FILE": str(token_file)}) as h:
+        cluster_id = await h.running_cluster()
+        top = await h.top(cluster_id)
+        h.slack.token_refused = "token_revoked"  # revoked: the operator makes a new one
+        await h.fail_node(cluster_id)
+        await h.advance(5)
+        await _passes(h, 120)
+        thread_before = len(h.slack.thread(top.channel, top.ts))
+        assert (await _pending(h))[0]
+
+        h.slack.bot_token, h.slack.token_refused = "xoxb-renewed", None  # the old one: invalid
+        assert not await reload_token(h.rt)  # SIGHUP before the file changed: nothing new
+        naps = []
+
+        async def nap(seconds):  # the watch's wait: the file changes during the first one
+            naps.append(seconds)
+            if len(naps) == 1:
+                token_file.write_text("xoxb-renewed\n")
+            else:
+                raise asyncio.CancelledError
+
+        with pytest.raises(asyncio.CancelledError):
+            await watch_token_file(h.rt, sleep=nap)
+        assert h.rt.slack.token == "xoxb-renewed"
+        before = len(h.slack.calls)
+        await _passes(h, 5)  # the next pass: no back-off to wait out for the new token
+        assert not (await _pending(h))[0]
+        told = h.slack.thread(top.channel, top.ts)[thread_before:]
+        assert len(told) == 1 and all(c.token == "xoxb-renewed" for c in h.slack.calls[before:])
+        await _passes(h, 60)
+        assert len(h.slack.thread(top.channel, top.ts)) == thread_before + 1
+        assert "notes" not in await _readyz(h)
+
+
+async def test_a_file_holding_no_bot_token_changes_nothing(tmp_path, caplog):
+    from bot.app.reload import reload_token
+
+    token_file = tmp_path / "slack_bot_token"
+    token_file.write_text("xoxb-devslack\n")
+    async with bot(tmp_path, env={"SLACK_BOT_TOKEN": None,
+                                  "SLACK_BOT_TOKEN_FILE": str(token_file)}) as h:
+        token_file.write_text("xapp-1-not-a-bot-token\n")
+        assert not await reload_token(h.rt)
+        assert h.rt.slack.token == "xoxb-devslack"
+        assert "xapp-1-not-a-bot-token" not in caplog.text
