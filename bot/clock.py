@@ -117,3 +117,10 @@ class ProviderClock:
         if abs(estimate - self.offset) >= self.RESOLUTION:
             self.offset = estimate
         self.read_at = received
+
+
+def host_time(clock: Clock) -> datetime:
+    """The host's own time: `clock`'s, less a provider's offset (`ProviderClock`). What Slack's
+    timestamps and the bot's own rechecks are judged by — never AI Reserve's clock."""
+    host_now = getattr(clock, "host_now", None)
+    return host_now() if callable(host_now) else clock.now()

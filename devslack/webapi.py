@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -26,7 +25,7 @@ from aiohttp import web
 
 from bot.clock import Clock, SystemClock
 from devslack import replies
-from devslack.faults import Fault, Faults
+from devslack.faults import ANSWERS, Fault, Faults, Garbled, garbled
 from devslack.files import FileUploads
 from devslack.limits import RateLimits
 from devslack.methods import METHODS, MethodStore
@@ -39,14 +38,14 @@ from devslack.models import (
     SlackError,
     SlackUser,
 )
+from devslack.oauth import AUTHORIZE_PATH, OAuthServer
 from devslack.socketmode import SocketModeServer
+from devslack.wire import bearer, error_body, read_args
 
 # How long a response_url POST waits for its slash command's ack to be applied. A bot that
 # acked first has sent the ack already, but the two replies race over separate connections;
 # a bot that calls respond() before ack() must not be stalled until its own ack is late.
 ACK_GRACE = 0.25
-# Web API arguments that arrive JSON-encoded inside form or query strings.
-_JSON_ARGS = ("blocks", "attachments", "view", "metadata", "files")
 
 
 class MonotonicClock:
@@ -110,6 +109,9 @@ class FakeSlack(MethodStore):
         self._activity = asyncio.Event()
         self._pending_acks: dict[str, asyncio.Event] = {}
         self.uploads = FileUploads()  # files_upload_v2: devslack/files.py
+        self._released = asyncio.Event()  # set on stop: "hang" faults answer then
+        self.oauth = OAuthServer(clock=self.clock, team_id=team_id, app_id=app_id,
+                                 bot_user_id=bot_user_id)  # installs: devslack/oauth.py
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -127,6 +129,7 @@ class FakeSlack(MethodStore):
         app.router.add_route("*", "/api/{method}", self._serve_api)
         app.router.add_post("/response/{response_id}", self._serve_response_url)
         app.router.add_post("/upload/{file_id}", self.uploads.receive)
+        app.router.add_get(AUTHORIZE_PATH, self.oauth.authorize)
         self.socket.add_routes(app)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
@@ -135,6 +138,7 @@ class FakeSlack(MethodStore):
         self._base_url = self.uploads.base_url = f"http://{bound_host}:{bound_port}"
 
     async def stop(self) -> None:
+        self._released.set()
         if self._runner is not None:
             await self.socket.close()
             await self._runner.cleanup()
@@ -204,7 +208,7 @@ class FakeSlack(MethodStore):
         try:
             response = change().to_response()
         except SlackError as exc:
-            response = _error_body(exc)
+            response = error_body(exc)
         args = body if isinstance(body, dict) else {} if body in ("", None) else {"text": body}
         return self._record(ApiCall(method, dict(args), None, self.clock.now(), 200, response))
 
@@ -217,13 +221,23 @@ class FakeSlack(MethodStore):
         status: int | None = None,
         retry_after: int | None = 1,
         count: int = 1,
+        answer: str | None = None,
+        applied: bool = False,
     ) -> None:
         """Make the next `count` calls to `method` fail.
 
         `ratelimited` answers HTTP 429 with `Retry-After: retry_after` and then keeps refusing
         the method until `retry_after` seconds have passed on FakeSlack's clock; any other error
-        answers HTTP `status` (default 200) with `{"ok": false, "error": error}`.
+        answers HTTP `status` (default 200) with `{"ok": false, "error": error}`. `answer`
+        ("cut", "html", "plain", "empty", "hang": devslack/faults.py) answers what isn't Slack's
+        JSON instead, after the call took effect when `applied`.
         """
+        if answer is not None:
+            if answer not in ANSWERS:
+                raise ValueError(f"answer {answer!r}: one of {', '.join(ANSWERS)}")
+            default = 502 if answer == "html" else 200
+            self._faults.add(method, Fault("", status or default, None, count, answer, applied))
+            return
         resolved = status if status is not None else (429 if error == "ratelimited" else 200)
         wait = retry_after if resolved == 429 else None
         self._faults.add(method, Fault(error, resolved, wait, count))
@@ -296,15 +310,22 @@ class FakeSlack(MethodStore):
         with self.activity():
             args: dict[str, Any] = {}
             headers: dict[str, str] = {}
-            token = _bearer(request)
+            token = bearer(request)
             try:
-                args = await _read_args(request)
+                args = await read_args(request)
             except ValueError:
                 status, body = 200, {"ok": False, "error": "invalid_json"}
             else:
                 form_token = args.pop("token", None)  # older clients send it as an argument
                 token = token or (str(form_token) if form_token else None)
-                status, headers, body = self._answer(method, args, token)
+                try:
+                    status, headers, body = (
+                        self._oauth_access(args, request.headers.get("Authorization"))
+                        if method == "oauth.v2.access" else self._answer(method, args, token))
+                except Garbled as lost:  # recorded as applied; answered as the fault says
+                    self._record(ApiCall(method, args, token, self.clock.now(),
+                                         lost.fault.status, lost.body))
+                    return await garbled(lost.fault, lost.body, self._released)
             self._record(ApiCall(method, args, token, self.clock.now(), status, body))
             return web.json_response(body, status=status, headers=headers)
 
@@ -320,8 +341,11 @@ class FakeSlack(MethodStore):
                              "error": "not_allowed_token_type" if known else "invalid_auth"}
         if method == "apps.connections.open":
             return 200, {}, {"ok": True, "url": self.socket.issue_url(self.base_url)}
-        if token != self.bot_token:
+        issued = token in self.oauth.tokens  # installed through OAuth: devslack/oauth.py
+        if token != self.bot_token and not issued:
             return 200, {}, {"ok": False, "error": "invalid_auth"}
+        if issued and (why := self.oauth.refusal(token)):
+            return 200, {}, {"ok": False, "error": why}
         now = self.clock.now()
         until = self._cooldown.get(method)  # a fault's Retry-After, else Slack's own limits
         wait = (math.ceil((until - now).total_seconds()) if until is not None and now < until
@@ -329,12 +353,19 @@ class FakeSlack(MethodStore):
         if wait is not None:
             return 429, {"Retry-After": str(wait)}, {"ok": False, "error": "ratelimited"}
         fault = self._faults.take(method)
+        if fault is not None and fault.answer is not None:  # an answer that isn't Slack's JSON
+            applied = self._apply_method(method, args, token)[2] if fault.applied else {}
+            raise Garbled(fault, applied)
         if fault is not None:
             fault_headers: dict[str, str] = {}
             if fault.retry_after is not None:
                 fault_headers["Retry-After"] = str(fault.retry_after)
                 self._cooldown[method] = now + timedelta(seconds=fault.retry_after)
             return fault.status, fault_headers, {"ok": False, "error": fault.error}
+        return self._apply_method(method, args, token)
+
+    def _apply_method(self, method: str, args: dict[str, Any], token: str
+                      ) -> tuple[int, dict[str, str], dict[str, Any]]:
         refused = self.unreachable(method, args)
         if refused is not None:
             return 200, {}, {"ok": False, "error": refused}
@@ -343,9 +374,19 @@ class FakeSlack(MethodStore):
         if handler is None:
             return 200, {}, {"ok": False, "error": "unknown_method"}
         try:
-            return 200, {}, {"ok": True, **handler(self, args)}
+            answer = handler(self, args)
+            if method == "auth.test" and token in self.oauth.tokens:
+                answer = self.oauth.auth_test(token, answer)
+            return 200, {}, {"ok": True, **answer}
         except SlackError as exc:
-            return 200, {}, _error_body(exc)
+            return 200, {}, error_body(exc)
+
+    def _oauth_access(self, args: dict[str, Any], authorization: str | None
+                      ) -> tuple[int, dict[str, str], dict[str, Any]]:
+        try:
+            return 200, {}, {"ok": True, **self.oauth.access(args, authorization)}
+        except SlackError as exc:
+            return 200, {}, error_body(exc)
 
     async def _serve_response_url(self, request: web.Request) -> web.Response:
         response_id = request.match_info["response_id"]
@@ -362,44 +403,8 @@ class FakeSlack(MethodStore):
                 status, response = 200, replies.respond(self, response_id, body).to_response()
             except SlackError as exc:
                 status = 404 if exc.code in ("invalid_url", "expired_url", "used_url") else 400
-                response = _error_body(exc)
+                response = error_body(exc)
             args = body if isinstance(body, dict) else {"raw": body}
             call = ApiCall("response_url", dict(args), None, self.clock.now(), status, response)
             self._record(call)
             return web.json_response(response, status=status)
-
-
-def _error_body(exc: SlackError) -> dict[str, Any]:
-    body: dict[str, Any] = {"ok": False, "error": exc.code}
-    if exc.detail:
-        body["detail"] = exc.detail
-        body["response_metadata"] = {"messages": [f"[ERROR] {exc.detail}"]}
-    return body
-
-
-def _bearer(request: web.Request) -> str | None:
-    header = request.headers.get("Authorization", "")
-    if not header.startswith("Bearer "):
-        return None
-    return header.removeprefix("Bearer ").strip() or None
-
-
-async def _read_args(request: web.Request) -> dict[str, Any]:
-    """Arguments from the query string and a JSON or form body, JSON-in-form decoded."""
-    args: dict[str, Any] = dict(request.query)
-    if request.can_read_body:
-        if request.content_type == "application/json":
-            body = await request.json()
-            if not isinstance(body, dict):
-                raise ValueError("a JSON body must be an object")
-            args.update(body)
-        else:
-            form = await request.post()
-            args.update({k: v for k, v in form.items() if isinstance(v, str)})
-    for key in _JSON_ARGS:
-        value = args.get(key)
-        if isinstance(value, str):
-            # a string that is not JSON stays a string: validation reports it as malformed
-            with contextlib.suppress(ValueError):
-                args[key] = json.loads(value)
-    return args

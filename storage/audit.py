@@ -48,10 +48,11 @@ class AuditRepo:
         return [to_domain(AuditEntry, row, skip=("id",)) for row in rows]
 
     async def in_period(self, start: datetime, end: datetime) -> builtins.list[AuditEntry]:
-        """Every entry stated at an instant in [start, end), in the order appended (a month's
-        trail for the export: at most the month's actions)."""
+        """Every entry stated at an instant in [start, end), oldest first (by `at`; entries at
+        the same instant in the order appended) — a month's trail for the export. Appended order
+        alone is not oldest-first: a sweep or a replica may append an earlier instant later."""
         stmt = (sa.select(AUDIT).where(AUDIT.c.at >= start, AUDIT.c.at < end)
-                .order_by(AUDIT.c.id))
+                .order_by(AUDIT.c.at, AUDIT.c.id))
         rows = (await self._session.execute(stmt)).mappings()
         return [to_domain(AuditEntry, row, skip=("id",)) for row in rows]
 

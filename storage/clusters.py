@@ -27,6 +27,33 @@ class ClusterRepo:
     def __init__(self, session: AsyncSession) -> None:
         self._session = session
 
+    async def add_many(self, records: Collection[ClusterRecord]) -> None:
+        """Insert each of `records` whose id isn't stored yet (one statement per chunk)."""
+        rows = [row_values(c) for c in records]
+        for start in range(0, len(rows), _IN_CHUNK // 10):  # ~40 columns a row
+            stmt = insert(self._session, CLUSTERS).values(rows[start:start + _IN_CHUNK // 10])
+            await self._session.execute(stmt.on_conflict_do_nothing(index_elements=["id"]))
+
+    async def unclaimed(self, channel_id: str | None = None, *, limit: int | None = None,
+                        dearest: bool = False) -> list[ClusterRecord]:
+        """Live clusters found at AI Reserve that nobody has claimed (in `channel_id`'s care,
+        or anywhere), oldest first (`dearest`: the highest rate first)."""
+        stmt = sa.select(CLUSTERS).where(CLUSTERS.c.status.in_(_LIVE), CLUSTERS.c.adopted,
+                                         CLUSTERS.c.owner_id.is_(None))
+        if channel_id is not None:
+            stmt = stmt.where(CLUSTERS.c.channel_id == channel_id)
+        order = (CLUSTERS.c.hourly_cents.desc(),) if dearest else ()
+        return await self._list(stmt.order_by(*order, CLUSTERS.c.created_at, CLUSTERS.c.id)
+                                .limit(limit))
+
+    async def unclaimed_totals(self) -> tuple[int, int]:
+        """How many live clusters nobody has claimed, and their rates together (cents/h)."""
+        row = (await self._session.execute(
+            sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(CLUSTERS.c.hourly_cents), 0))
+            .where(CLUSTERS.c.status.in_(_LIVE), CLUSTERS.c.adopted,
+                   CLUSTERS.c.owner_id.is_(None)))).one()
+        return int(row[0]), int(row[1])
+
     async def add(self, c: ClusterRecord) -> ClusterRecord:
         """Insert `c`; if its id is already stored, return the stored record unchanged."""
         stmt = insert(self._session, CLUSTERS).values(row_values(c))

@@ -32,6 +32,14 @@ UNDELIVERABLE = "undeliverable"
 # "id": id, "lane": …}. Queued where its state is stored, or when Slack refused the edit; one
 # per message, so edits coalesce: whatever is stored when it goes out is what is shown.
 REFRESH = "refresh"
+# A post whose outcome is unknown (Slack's answer was cut, HTML, empty, or never came) and that
+# couldn't be looked for yet: key `maybe/<key>`, payload {"channel", "thread_ts", "oldest"},
+# "delivered" when recorded (never retried itself). The next attempt at `<key>` looks for the
+# message first (bot/slack/maybe.py) and posts only if Slack has none.
+MAYBE = "maybe"
+# What a sweep found at AI Reserve, not launched here: `refresh/found/<channel>` tells the
+# channel (bot/slack/found.py), and `found/<cluster>` delivered says it was told in the digest.
+FOUND = "found"
 
 
 @dataclass(frozen=True)
@@ -97,6 +105,16 @@ class OutboxRepo:
             set_={"payload": stmt.excluded.payload, "created_at": stmt.excluded.created_at,
                   "target": stmt.excluded.target, "delivered_at": None}))
 
+    async def told(self, keys: Collection[str], *, kind: str, target: str,
+                   now: datetime) -> None:
+        """Record `keys` delivered at once (what one message told, e.g. a digest's members)."""
+        for start in range(0, len(keys), 500):
+            stmt = insert(self._session, OUTBOX).values([
+                {"key": k, "kind": kind, "target": target, "created_at": now,
+                 "delivered_at": now, "attempts": 1} for k in list(keys)[start:start + 500]])
+            await self._session.execute(stmt.on_conflict_do_update(
+                index_elements=["key"], set_={"delivered_at": now, "claimed_until": None}))
+
     async def release(self, key: str, *, holder: str) -> None:
         """Give a claim back (the post failed): the next delivery pass may try again."""
         await self._session.execute(
@@ -148,6 +166,20 @@ class OutboxRepo:
         await self._session.execute(
             sa.delete(OUTBOX).where(OUTBOX.c.key == f"{UNDELIVERABLE}/{target}"))
 
+    async def remember_maybe(self, key: str, *, payload: dict[str, Any], now: datetime) -> None:
+        stmt = insert(self._session, OUTBOX).values(
+            key=f"{MAYBE}/{key}", kind=MAYBE, target=str(payload.get("channel")),
+            payload=payload, created_at=now, delivered_at=now, attempts=1)
+        await self._session.execute(stmt.on_conflict_do_nothing(index_elements=["key"]))
+
+    async def maybe(self, key: str) -> dict[str, Any] | None:
+        """Where `key` was maybe posted (see `MAYBE`), or None."""
+        item = await self.get(f"{MAYBE}/{key}")
+        return None if item is None else dict(item.payload or {})
+
+    async def forget_maybe(self, key: str) -> None:
+        await self._session.execute(sa.delete(OUTBOX).where(OUTBOX.c.key == f"{MAYBE}/{key}"))
+
     async def get(self, key: str) -> OutboxItem | None:
         row = (await self._session.execute(
             sa.select(OUTBOX).where(OUTBOX.c.key == key))).mappings().one_or_none()
@@ -157,9 +189,13 @@ class OutboxRepo:
         """Which of `keys` were delivered (one query, however many)."""
         if not keys:
             return set()
-        rows = await self._session.execute(sa.select(OUTBOX.c.key).where(
-            OUTBOX.c.key.in_(list(keys)), OUTBOX.c.delivered_at.is_not(None)))
-        return {str(r[0]) for r in rows}
+        found: set[str] = set()
+        wanted = list(keys)
+        for start in range(0, len(wanted), 500):  # bound parameters per IN (…)
+            rows = await self._session.execute(sa.select(OUTBOX.c.key).where(
+                OUTBOX.c.key.in_(wanted[start:start + 500]), OUTBOX.c.delivered_at.is_not(None)))
+            found.update(str(r[0]) for r in rows)
+        return found
 
 
 class DmChannelRepo:

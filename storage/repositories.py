@@ -35,6 +35,7 @@ from storage.clusters import ClusterRepo
 from storage.digests import DigestRepo
 from storage.duties import DutyRepo
 from storage.extensions import ExtensionRepo
+from storage.installs import InstallationRepo, OAuthStateRepo
 from storage.launches import LaunchIntentRepo, RequestQuoteRepo
 from storage.leases import LeaseRepo
 from storage.outbox import DmChannelRepo, OutboxRepo
@@ -224,6 +225,15 @@ class MessageRepo:
         )).mappings().one_or_none()
         return None if row is None else to_domain(MessageRef, row)
 
+    async def among(self, kind: str, subject_ids: Collection[str]) -> set[str]:
+        """Which of `subject_ids` have a message of `kind` (one query per 500)."""
+        wanted, found = list(subject_ids), set[str]()
+        for start in range(0, len(wanted), 500):
+            rows = await self._session.execute(sa.select(MESSAGES.c.subject_id).where(
+                MESSAGES.c.kind == kind, MESSAGES.c.subject_id.in_(wanted[start:start + 500])))
+            found.update(str(r[0]) for r in rows)
+        return found
+
     async def put(self, kind: str, subject_id: str, ref: MessageRef, *, now: datetime) -> None:
         """Record where the message is, replacing any earlier ref (one atomic upsert)."""
         stmt = insert(self._session, MESSAGES).values(
@@ -263,3 +273,5 @@ class Repos:
         self.digests = DigestRepo(session)
         self.templates = TemplateRepo(session)
         self.projects = ProjectLookup(session)
+        self.installations = InstallationRepo(session)
+        self.oauth_states = OAuthStateRepo(session)

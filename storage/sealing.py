@@ -142,3 +142,18 @@ class SealedJSON(sa.types.TypeDecorator[Any]):
 
     def process_result_value(self, value: Any, dialect: Dialect) -> Any:
         return _opened_doc(value)
+
+
+class SealedText(sa.types.TypeDecorator[str]):
+    """A secret string (a Slack installation's bot and refresh tokens) sealed before it reaches
+    the database, opened again on the way out. One this process can't open comes back sealed
+    (`is_sealed`): the installation is then unusable until it is installed again, and says so."""
+
+    impl = sa.Text
+    cache_ok = True
+
+    def process_bind_param(self, value: str | None, dialect: Dialect) -> str | None:
+        return None if value is None else seal(value)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> str | None:
+        return None if value is None else _open_or_keep(value)

@@ -12,6 +12,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.app.health import Health
+from bot.app.installing import OAuthParts
 from bot.clock import Clock
 from bot.config.settings import Settings
 from bot.jobs.tracker import Sweeps
@@ -47,6 +48,7 @@ class Runtime:
     bound: str | None = None  # the address it binds, as given (0.0.0.0:3000: every interface)
     internal_url: str | None = None  # where /healthz, /readyz, /metrics answer (this host)
     internal_bound: str | None = None  # the internal port's address, as given
+    oauth: OAuthParts | None = None  # installs through OAuth (bot/app/installing.py)
 
     async def settle(self) -> None:
         """Wait until no listener and no launch is still working (after an ack)."""

@@ -28,6 +28,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bot.app import devtools
 from bot.app.health import Health
+from bot.app.installing import oauth_parts
 from bot.app.listeners import internal_site, site, start_prober, watch_connection
 from bot.app.process import Runtime
 from bot.app.slack_client import slack_client
@@ -145,7 +146,8 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
         # One HTTP session for Slack (Web API and response_url replies): without it slack_sdk and
         # Bolt open a session — a connection and a TLS handshake — for every call.
-        slack_session = await stack.enter_async_context(aiohttp.ClientSession())
+        slack_session = await stack.enter_async_context(aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=settings.slack_timeout_seconds)))
         slack = slack_client(token, settings, session=slack_session, sleep=sleep,
                              metrics=metrics, reach=reach_slack)
         approvals_channel = policy.approvals_channel or settings.approvals_channel or ""
@@ -169,10 +171,7 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         stock = StockService(quoting=quoting, notifier=notifier, launcher=launching,
                              people=people, audit=audit, db=db, clock=clock)
         launching.judge = stock.judge = quoting.judge = approvals.judge
-        quoting.auto_approve_below_cents = policy.auto_approve_below_cents
-        quoting.max_lifetime_hours = policy.max_lifetime_hours
-        quoting.enforce_lifetime = policy.enforce_lifetime
-        quoting.project_problem = policy.project_problem
+        quoting.use_policy(policy)
         termination = TerminationService(watching=watching, provider=provider, people=people,
                                          notifier=notifier, audit=audit, db=db, clock=clock)
         # An idle rule the policy's grace ran out on ends through the same terminate intent.
@@ -212,12 +211,14 @@ async def start(settings: Settings, *, clock: Clock | None = None,
             templates=TemplateService(db=db, people=people, audit=audit, clock=clock,
                                       notifier=notifier),
         )
+        notifier.notices.envelope_margin = services.envelopes.margin  # reminders say its end
         secret = (settings.slack_signing_secret.get_secret_value()
                   if settings.slack_signing_secret else None)
         inflight = InFlight()
+        oauth = oauth_parts(settings, db=db, clock=clock, client=slack)
         bolt = build_app(services=services, client=slack, signing_secret=secret,
                          inflight=inflight, dm_channel=notifier.outbox.dm_channel,
-                         on_ack=metrics.ack)
+                         on_ack=metrics.ack, authorize=oauth.authorize if oauth else None)
         sweeps = Sweeps(observe=metrics.sweep, failed=metrics.sweep_failed)
         jobs = None
         if scheduler:
@@ -236,7 +237,7 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         rt = Runtime(settings=settings, clock=clock, db=db, provider=provider,
                      simulator=simulator, slack=slack, services=services, bolt=bolt,
                      inflight=inflight, health=health, sweeps=sweeps, metrics=metrics,
-                     notifier=notifier, jobs=jobs)
+                     notifier=notifier, jobs=jobs, oauth=oauth)
         # Registered last, so it runs first on the way out: stop taking work, finish what runs.
         stack.push_async_callback(_stop_work, rt, jobs)
 
@@ -246,8 +247,9 @@ async def start(settings: Settings, *, clock: Clock | None = None,
                               lambda: launching.resume(at_start=True))
         # Where the app is installed (auth.test): every request is judged against it, from
         # memory; until Slack has said, requests are refused (bot/slack/gate.py).
+        # With OAuth, each request's installation is found as it comes (bot/slack/tenancy.py).
         installation = _keep_trying(rt, "read where the app is installed (auth.test)",
-                                    people.read_installation)
+                                    people.read_installation) if oauth is None else resume
         await asyncio.wait({resume, installation}, timeout=START_WAIT_SECONDS)
         if jobs is not None:
             sweeps.started_at = time.monotonic()
@@ -327,7 +329,8 @@ async def http_site(runtime: Runtime, *, host: str = "0.0.0.0",
     assert secret is not None
     previous = runtime.settings.slack_signing_secret_previous
     secrets_ = [s.get_secret_value() for s in (secret, previous) if s is not None]
-    app = http_app(runtime.bolt, signing_secrets=secrets_)
+    app = http_app(runtime.bolt, signing_secrets=secrets_,
+                   oauth=runtime.oauth.flow if runtime.oauth else None)
     wanted = runtime.settings.port if port is None else port
     async with site(app, host=host, port=wanted, setting="PORT") as (bound, url):
         runtime.bound, runtime.http_url = bound, url

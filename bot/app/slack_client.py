@@ -7,19 +7,43 @@ and its outcome tells /readyz whether Slack answers (bot/observability/reachabil
 
 from __future__ import annotations
 
+import base64
 from functools import partial
+from typing import Any
 
 import aiohttp
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bot.config.settings import Settings
 from bot.observability.metrics import CountingWebClient, Metrics
 from bot.observability.reachability import Reachability
+from bot.slack.answers import AnsweredWebClient
 from bot.slack.pacing import PacedWebClient, Pacer, parse_limits
 from bot.slack.retry import Sleep, retry_handlers
+from bot.slack.tenancy import token_for
 
 
-class SlackClient(CountingWebClient, PacedWebClient):
-    """The bot's Web API client: each call counted (metrics) after its pacing (bot/slack/pacing)."""
+class SlackClient(CountingWebClient, PacedWebClient, AnsweredWebClient):
+    """The bot's Web API client: each call counted (metrics) after its pacing (bot/slack/pacing),
+    every answer read in one place (bot/slack/answers.py: what isn't Slack's JSON is `NoAnswer`).
+    With OAuth (`per_installation`) it has no token of its own: each call carries the token of
+    the installation it is made for (bot/slack/tenancy.py)."""
+
+    per_installation = False
+
+    async def api_call(self, api_method: str, **kwargs: Any) -> AsyncSlackResponse:
+        auth = kwargs.pop("auth", None)
+        if isinstance(auth, dict):  # oauth.v2.access: the app's credentials, HTTP Basic (as
+            # slack_sdk sends them, without aiohttp's deprecated BasicAuth)
+            pair = f"{auth['client_id']}:{auth['client_secret']}".encode()
+            kwargs["headers"] = {**(kwargs.get("headers") or {}),
+                                 "Authorization": f"Basic {base64.b64encode(pair).decode()}"}
+        if self.per_installation:
+            token = token_for(api_method, kwargs)
+            if token is not None:
+                kwargs["headers"] = {**(kwargs.get("headers") or {}),
+                                     "Authorization": f"Bearer {token}"}
+        return await super().api_call(api_method, **kwargs)
 
 
 def slack_client(token: str | None, settings: Settings, *, session: aiohttp.ClientSession,
@@ -34,6 +58,7 @@ def slack_client(token: str | None, settings: Settings, *, session: aiohttp.Clie
             metrics.slack_paced.labels(kind=kind).set_function(
                 partial(_stat, slack.pacer.stats, kind))
     slack.metrics, slack.reach = metrics, reach
+    slack.per_installation = settings.oauth
     return slack
 
 

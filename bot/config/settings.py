@@ -39,7 +39,7 @@ _CHANNEL_ID = re.compile(r"^[CGD][A-Z0-9]{2,}$")
 # hand them over. The value is the file's text without its trailing newline.
 SECRET_SETTINGS = ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN",
                    "AIRESERVE_API_KEY", "DATABASE_URL", "WORKLOAD_KEY",
-                   "SLACK_SIGNING_SECRET_PREVIOUS", "WORKLOAD_KEY_PREVIOUS")
+                   "SLACK_SIGNING_SECRET_PREVIOUS", "WORKLOAD_KEY_PREVIOUS", "SLACK_CLIENT_SECRET")
 _TOKEN_PREFIX = {"slack_bot_token": ("xoxb-", "a bot token"),
                  "slack_app_token": ("xapp-", "an app-level token")}
 _DATABASE_SCHEMES = {"sqlite": "sqlite", "sqlite+aiosqlite": "sqlite",
@@ -70,6 +70,16 @@ class Settings(BaseSettings):
     slack_signing_secret_previous: SecretStr | None = None
     slack_app_token: SecretStr | None = None
     slack_api_url: str = "https://slack.com/api/"
+    # Installs through Slack's OAuth flow (several workspaces, an Enterprise organization
+    # org-wide): set both in place of SLACK_BOT_TOKEN (docs/operations.md "Install for several
+    # workspaces"). SLACK_REDIRECT_URI: the app's redirect URL (https://HOST/slack/oauth_redirect)
+    # when it has several; SLACK_AUTHORIZE_URL: Slack's install page (the local Slack's in tests).
+    slack_client_id: str | None = None
+    slack_client_secret: SecretStr | None = None
+    slack_redirect_uri: str | None = None
+    slack_authorize_url: str = "https://slack.com/oauth/v2/authorize"
+    # Rotating tokens are refreshed this long before they expire (Bolt's default: 2 hours).
+    slack_token_refresh_minutes: int = Field(default=120, ge=1, le=720)
     port: int = Field(default=3000, ge=0, le=65535)
     # /healthz, /readyz and /metrics listen apart from Slack's port: burn rate and month spend
     # stay off the port the internet reaches. INTERNAL_HOST: the bind host, if not the public's.
@@ -96,6 +106,9 @@ class Settings(BaseSettings):
     # 429 is waited out alone, as slack_sdk does).
     slack_rate_limits: str = "chat.postMessage=1/s/channel,chat.postMessage=300/min," \
         "chat.update=50/min"
+    # How long one Slack Web API call may take, answer included: past it the call has no
+    # answer (a post is then "maybe posted": bot/slack/maybe.py), not a wait of minutes.
+    slack_timeout_seconds: float = Field(default=30.0, gt=0, le=300)
     policy_file: Path | None = None
     # Tests and demos only: a file holding seconds to add to the wall clock, re-read whenever
     # it changes (tests/procs.py moves every bot process's time together with the simulator's).
@@ -164,7 +177,8 @@ class Settings(BaseSettings):
             raise ValueError(f"{value!r} is not a Slack channel id (like C012ABCDEF)")
         return value
 
-    @field_validator("slack_api_url", "aireserve_api_url")
+    @field_validator("slack_api_url", "aireserve_api_url", "slack_redirect_uri",
+                     "slack_authorize_url")
     @classmethod
     def _check_url(cls, value: str | None) -> str | None:
         if value is not None and not re.match(r"^https?://[^\s/]+", value):
@@ -212,6 +226,19 @@ class Settings(BaseSettings):
                              "each other: set one")
         return self
 
+    @model_validator(mode="after")
+    def _oauth_pair(self) -> Settings:
+        if (self.slack_client_id is None) != (self.slack_client_secret is None):
+            raise ValueError("SLACK_CLIENT_ID and SLACK_CLIENT_SECRET go together: set both to "
+                             "install through Slack's OAuth flow, or neither for one bot token")
+        if self.oauth and self.slack_bot_token is not None:
+            raise ValueError("SLACK_CLIENT_ID and SLACK_BOT_TOKEN contradict each other: with "
+                             "OAuth every installation brings its own token; set one")
+        if self.oauth and self.socket_mode:
+            raise ValueError("SLACK_CLIENT_ID needs the HTTP mode (Slack sends installers back "
+                             "to /slack/oauth_redirect): unset SLACK_APP_TOKEN")
+        return self
+
     def require_provider(self) -> None:
         """For `serve`: a real AI Reserve, or the embedded simulator asked for by name."""
         if self.aireserve_api_url is None and self.aireserve_simulator is None:
@@ -240,13 +267,19 @@ class Settings(BaseSettings):
 
     @property
     def has_slack_credentials(self) -> bool:
-        return self.slack_bot_token is not None
+        return self.slack_bot_token is not None or self.oauth
+
+    @property
+    def oauth(self) -> bool:
+        """Installations through Slack's OAuth flow, each with its own token (else one)."""
+        return self.slack_client_id is not None and self.slack_client_secret is not None
 
     def require_slack(self) -> None:
         """For `serve`: what a real workspace needs, every missing piece on its own line."""
         problems = []
-        if self.slack_bot_token is None:
-            problems.append("SLACK_BOT_TOKEN is missing (the xoxb- bot token)")
+        if self.slack_bot_token is None and not self.oauth:
+            problems.append("SLACK_BOT_TOKEN is missing (the xoxb- bot token), or set "
+                            "SLACK_CLIENT_ID and SLACK_CLIENT_SECRET to install through OAuth")
         if not self.socket_mode and self.slack_signing_secret is None:
             problems.append("SLACK_SIGNING_SECRET is missing (needed in HTTP mode; "
                             "or set SLACK_APP_TOKEN for Socket Mode)")

@@ -19,6 +19,7 @@ at all, the answer is no — nothing that spends money goes through on a guess.
 from __future__ import annotations
 
 from collections.abc import Collection
+from datetime import datetime
 
 from bot.domain.models import Frozen
 
@@ -39,6 +40,50 @@ class Installed(Frozen):
         """The id that names the installation (its org for an org-wide install); None: not
         known yet."""
         return self.enterprise_id if self.org_wide else self.team_id
+
+
+class Installation(Frozen):
+    """One install of the app through the OAuth flow (SLACK_CLIENT_ID set): a workspace, or a
+    whole Enterprise organization (`org_wide`). Its tokens are sealed at rest (storage). A
+    stopped installation (`tokens_revoked`, `app_uninstalled`) keeps its row and its data, and
+    is called no more."""
+
+    enterprise_id: str | None = None
+    team_id: str | None = None
+    org_wide: bool = False
+    app_id: str | None = None
+    name: str = ""  # the workspace's (or organization's) name, for people and log lines
+    bot_token: str
+    bot_id: str | None = None
+    bot_user_id: str | None = None
+    bot_scopes: str = ""  # comma-separated, as Slack says them
+    bot_refresh_token: str | None = None  # rotating tokens only
+    bot_token_expires_at: datetime | None = None
+    installer_id: str | None = None
+    installed_at: datetime
+    stopped_at: datetime | None = None
+    stopped_why: str | None = None
+
+    @property
+    def key(self) -> str:
+        """What names it: its organization's id for an org-wide install, else its workspace's
+        (Slack's ids are unique across Slack)."""
+        key = self.enterprise_id if self.org_wide else self.team_id
+        assert key, "an installation names its workspace or, org-wide, its organization"
+        return key
+
+    @property
+    def installed(self) -> Installed:
+        """Where it is installed: what every request it serves is judged against."""
+        return Installed(team_id=self.team_id, enterprise_id=self.enterprise_id,
+                         org_wide=self.org_wide)
+
+
+def installation_key(*, enterprise_id: str | None, team_id: str | None,
+                     org_wide: bool) -> str | None:
+    """The key of the installation a request of (`enterprise_id`, `team_id`) is looked up by
+    first: the organization's for an org-wide request, else the workspace's."""
+    return enterprise_id if org_wide else team_id
 
 
 class Origin(Frozen):

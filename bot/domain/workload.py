@@ -11,6 +11,7 @@ import re
 import shlex
 from collections.abc import Mapping
 
+from bot.domain.command_secrets import SecretInCommand, lift_secrets
 from bot.domain.idle import parse_idle
 from bot.domain.models import IdleRule, Workload
 from bot.domain.readiness import parse_rule
@@ -44,6 +45,16 @@ class WorkloadInvalid(ValueError):
 def default_workload(*, idle: IdleRule | None = None) -> Workload:
     """The launch form's starting values (`idle`: the spend policy's idle rule)."""
     return Workload(env=dict(DEFAULT_ENV), idle=idle)
+
+
+def secrets_moved(fields: Mapping[str, str | bool]) -> tuple[str, ...]:
+    """The names `parse_workload` moved from the start command into the sealed environment
+    (for telling the requester); call it on fields `parse_workload` accepted."""
+    cmd = fields.get("cmd")
+    try:
+        return tuple(lift_secrets(shlex.split(cmd)).env) if isinstance(cmd, str) else ()
+    except (ValueError, SecretInCommand):
+        return ()
 
 
 def parse_workload(fields: Mapping[str, str | bool]) -> Workload:
@@ -80,6 +91,17 @@ def parse_workload(fields: Mapping[str, str | bool]) -> Workload:
             errors["env"] = f"`{key}` is set by AI Reserve on every node; leave it out."
             break
         env[key] = value.strip()
+    try:
+        lifted = lift_secrets(cmd)
+    except SecretInCommand as exc:
+        errors["cmd"] = str(exc)
+    else:
+        cmd = list(lifted.command)
+        for key, value in lifted.env.items():
+            if env.get(key, value) != value:
+                errors["cmd"] = (f"`{key}` is set both here and in Environment, differently. "
+                                 "Keep it in Environment only (sealed).")
+            env[key] = value
     ports: list[str] = []
     for token in re.split(r"[,\s]+", text("ports")):
         if not token:

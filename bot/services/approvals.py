@@ -41,7 +41,7 @@ from bot.domain.models import (
 )
 from bot.domain.policy import Verdict
 from bot.domain.ports import Notifier
-from bot.services import budgets
+from bot.services import budgets, stakes
 from bot.services.audit import AuditLog, audited
 from bot.services.budgets import committed as _committed
 from bot.services.people import People
@@ -96,7 +96,7 @@ class ApprovalService:
                 raise Conflict("A launch was already requested from this quote.")
         return quote
 
-    @audited("request", subject="quote_id")
+    @audited("request", subject="quote_id", stake=stakes.quote_rate)
     async def submit(self, *, quote_id: str, workload: Workload, actor: Actor,
                      wait_hours: int | None = None) -> LaunchRequest:
         """The requester asks for a launch from a quote they were shown (`wait_hours`: and to
@@ -158,7 +158,7 @@ class ApprovalService:
         self._launcher.launch_soon(request.id)
         return approved
 
-    @audited("approve", subject="request_id")
+    @audited("approve", subject="request_id", stake=stakes.request_rate)
     async def approve(self, *, request_id: str, quote_id: str, hourly_cents: int,
                       actor: Actor) -> LaunchRequest:
         return await self._decide(request_id=request_id, quote_id=quote_id,
@@ -176,7 +176,7 @@ class ApprovalService:
         return await self._reject(request_id=request_id, quote_id=quote_id,
                                   hourly_cents=hourly_cents, actor=actor, reason=reason)
 
-    @audited("withdraw", subject="request_id")
+    @audited("withdraw", subject="request_id", stake=stakes.request_rate)
     async def withdraw(self, *, request_id: str, actor: Actor,
                        reason: str | None = None) -> LaunchRequest:
         """The requester takes back a pending request (bot/services/withdrawals.py); any card
@@ -187,7 +187,7 @@ class ApprovalService:
         await self._notifier.refresh_request(request_id)
         return withdrawn
 
-    @audited("reject", subject="request_id")
+    @audited("reject", subject="request_id", stake=stakes.request_rate)
     async def _reject(self, *, request_id: str, quote_id: str, hourly_cents: int,
                       actor: Actor, reason: str | None = None) -> LaunchRequest:
         reason = " ".join((reason or "").split())[:500] or None
@@ -299,7 +299,7 @@ class ApprovalService:
             await self._notifier.refresh_request(request.id)
         return len(expired)
 
-    @audited("retry", subject="request_id")
+    @audited("retry", subject="request_id", stake=stakes.request_rate)
     async def retry(self, *, request_id: str, actor: Actor,
                     attempt: str | None = None) -> LaunchRequest:
         """Try a launch again after capacity or payment stopped it (same approved quote).

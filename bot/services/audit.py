@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from bot.clock import Clock
-from bot.domain.errors import DomainError
+from bot.domain.errors import DomainError, ProviderUnavailable
 from bot.domain.models import (
     Actor,
     AuditEntry,
@@ -30,6 +30,7 @@ from bot.domain.reasons import why_terminated
 from bot.domain.templates import ClusterTemplate
 from bot.logs import log_context
 from bot.reserve import errors as api
+from bot.services.stakes import Stake
 from storage.db import Database
 
 log = logging.getLogger(__name__)
@@ -65,26 +66,37 @@ S = TypeVar("S", bound=Audited)
 Method = Callable[Concatenate[S, P], Coroutine[Any, Any, R]]
 
 
-def audited(action: str, *, subject: str,
-            refusals_only: bool = False) -> Callable[[Method[S, P, R]], Method[S, P, R]]:
+def audited(action: str, *, subject: str, refusals_only: bool = False,
+            stake: Stake | None = None,
+            refused_subject: Callable[[tuple[Any, ...]], str] | None = None,
+            ) -> Callable[[Method[S, P, R]], Method[S, P, R]]:
     """Record the call's outcome; `subject` names the keyword argument holding the subject id.
 
     `refusals_only`: a check before a confirm (e.g. `/cluster terminate`'s) — its refusal is
-    an attempt worth recording, its success is not yet an action."""
+    an attempt worth recording, its success is not yet an action. `stake`: the money a refusal
+    refused (bot/services/stakes.py), for the row's amount. `refused_subject`: what a refusal
+    is about when the call names no id yet (from its positional arguments)."""
 
     def wrap(method: Method[S, P, R]) -> Method[S, P, R]:
         @functools.wraps(method)
         async def run(service: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
             actor = kwargs.get("actor")
             who = actor if isinstance(actor, Actor) else None
-            subject_id = str(kwargs.get(subject, "?"))
+            subject_id = (refused_subject(args) if refused_subject is not None
+                          else str(kwargs.get(subject, "?")))
             # The lines logged while acting on a cluster carry its id (bot/logs.py).
             try:
                 with log_context(cluster_id=subject_id if subject == "cluster_id" else None):
                     result = await method(service, *args, **kwargs)
-            except DomainError as exc:
+            except ProviderUnavailable as exc:  # AI Reserve failed: nothing refused it
                 await service._audit.write(actor=who, action=action, subject_id=subject_id,
-                                        outcome="refused", detail=exc.user_message)
+                                        outcome="failed", detail=exc.user_message)
+                raise
+            except DomainError as exc:
+                amount = await _at_stake(stake, service, kwargs)
+                await service._audit.write(actor=who, action=action, subject_id=subject_id,
+                                        outcome="refused", amount_cents=amount,
+                                        detail=exc.user_message)
                 raise
             except api.ApiError as exc:
                 await service._audit.write(actor=who, action=action, subject_id=subject_id,
@@ -102,6 +114,17 @@ def audited(action: str, *, subject: str,
         return run
 
     return wrap
+
+
+async def _at_stake(stake: Stake | None, service: Any, kwargs: dict[str, Any]) -> int | None:
+    """The amount a refusal refused; None if unknown (a failed look-up hides no refusal)."""
+    if stake is None:
+        return None
+    try:
+        return await stake(service._db, kwargs)
+    except Exception:  # best effort: the refusal is written and said whatever this does
+        log.warning("could not read the amount a refusal refused", exc_info=True)
+        return None
 
 
 def describe(action: str, result: Any, kwargs: dict[str, Any]) -> str:

@@ -110,11 +110,8 @@ class EnvelopeService:
         assert end is not None and record.lifetime_hours is not None
         approvers = sorted(await self._people.approvers())
         owner = [record.owner_id] if record.owner_id else []
-        if stage == "warned":
-            await self._notifier.envelope_notice(record, stage=stage, ends_at=end,
-                                                 terminate_at=None,
-                                                 recipients=sorted({*owner, *approvers}))
-        elif stage in ("due", "final"):
+        if stage in ("warned", "due", "final"):
+            # Every DM of an enforced envelope states the one time it will be terminated.
             terminate_at = deadline(record, margin=self.margin) if enforce else None
             await self._notifier.envelope_notice(
                 record, stage=stage, ends_at=end, terminate_at=terminate_at,

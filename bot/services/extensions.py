@@ -29,7 +29,7 @@ from bot.domain.extension import (
 )
 from bot.domain.models import Actor, ClusterRecord, Frozen
 from bot.domain.ports import Notifier
-from bot.services import budgets
+from bot.services import budgets, stakes
 from bot.services.audit import AuditLog, audited
 from bot.services.people import People
 from storage.db import Database
@@ -57,7 +57,8 @@ class ExtensionService:
         self._audit = audit
         self._clock = clock
 
-    @audited("extend", subject="cluster_id", refusals_only=True)
+    @audited("extend", subject="cluster_id", refusals_only=True,
+             stake=stakes.extension_asked)
     async def preview(self, *, cluster_id: str, actor: Actor,
                       hours: int) -> tuple[ClusterRecord, ExtensionJudgement]:
         """What extending would add and who decides; nothing changes. A refusal raises."""
@@ -68,7 +69,8 @@ class ExtensionService:
             judgement = await self._judge(repos, record, actor, hours, is_approver=is_approver)
         return record, judgement
 
-    @audited("extend", subject="cluster_id", refusals_only=True)
+    @audited("extend", subject="cluster_id", refusals_only=True,
+             stake=stakes.extension_asked)
     async def ask(self, *, cluster_id: str, actor: Actor, hours: int,
                   shown_hours: int | None = None) -> ExtendOutcome:
         """Extend now, or put it in front of the approvers, as the rule says (a confirmed
@@ -117,7 +119,8 @@ class ExtensionService:
             await self._notifier.refresh_extension(extension.id)
         return ExtendOutcome(cluster=record, judgement=j, extension=extension)
 
-    @audited("approve_extension", subject="extension_id", refusals_only=True)
+    @audited("approve_extension", subject="extension_id", refusals_only=True,
+             stake=stakes.extension_sum)
     async def approve(self, *, extension_id: str, hours: int, from_hours: int,
                       actor: Actor) -> Extension:
         """One approver's yes on the card (bound to `hours` on the envelope `from_hours`);
@@ -172,7 +175,8 @@ class ExtensionService:
             raise Conflict(f"Not extended: {decided.note}")
         return decided
 
-    @audited("reject_extension", subject="extension_id", refusals_only=True)
+    @audited("reject_extension", subject="extension_id", refusals_only=True,
+             stake=stakes.extension_sum)
     async def reject(self, *, extension_id: str, hours: int, from_hours: int,
                      actor: Actor) -> Extension:
         """An approver says no (or the one who asked withdraws it): nothing is extended."""

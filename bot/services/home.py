@@ -10,6 +10,7 @@ from bot.clock import Clock
 from bot.domain import spend
 from bot.domain import templates as template_rules
 from bot.domain.models import ClusterRecord, LaunchRequest, QuoteInfo, RequestStatus
+from bot.domain.policy import Policy
 from bot.services.people import People
 from bot.services.volume_charges import volume_spans
 from storage.db import Database
@@ -26,6 +27,14 @@ class HomeFacts:
     month: str
     waiting: tuple[tuple[LaunchRequest, QuoteInfo], ...] = ()  # their requests waiting for stock
     templates: tuple[template_rules.ClusterTemplate, ...] = ()  # theirs and their teams'
+    policy: Policy | None = None  # how the envelopes of pending requests end
+    # Approvers: clusters found at AI Reserve nobody claimed (the dearest), how many, $/h.
+    unclaimed: tuple[ClusterRecord, ...] = ()
+    unclaimed_count: int = 0
+    unclaimed_cents: int = 0
+
+
+UNCLAIMED_SHOWN = 8  # the dearest of the unclaimed, each with Claim
 
 
 class HomeService:
@@ -49,7 +58,13 @@ class HomeService:
             templates = await repos.templates.in_scopes(
                 template_rules.visible_scopes(user_id, teams))
             pending: list[tuple[LaunchRequest, QuoteInfo]] = []
+            unclaimed: list[ClusterRecord] = []
+            unclaimed_count = unclaimed_cents = 0
             if is_approver:
+                unclaimed_count, unclaimed_cents = await repos.clusters.unclaimed_totals()
+                if unclaimed_count:
+                    unclaimed = await repos.clusters.unclaimed(limit=UNCLAIMED_SHOWN,
+                                                               dearest=True)
                 for request in await repos.requests.list_pending():
                     quote = await repos.quotes.get(request.quote_id)
                     if quote is not None and request.requester_id != user_id:
@@ -62,4 +77,7 @@ class HomeService:
         return HomeFacts(user_id=user_id, clusters=mine, pending=pending,
                          is_approver=is_approver, month_spent_cents=spent,
                          budget_cents=self._people.policy.budget_of(user_id),
-                         month=f"{start:%Y-%m}", waiting=tuple(waiting), templates=tuple(templates))
+                         month=f"{start:%Y-%m}", waiting=tuple(waiting), templates=tuple(templates),
+                         unclaimed=tuple(unclaimed), unclaimed_count=unclaimed_count,
+                         unclaimed_cents=unclaimed_cents,
+                         policy=self._people.policy)

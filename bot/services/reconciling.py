@@ -8,6 +8,12 @@ live cluster no request ever held the quote of (launched at AI Reserve directly,
 whose database was lost) is adopted: recorded, announced in the approvals channel as untracked
 with its rate, watched and reminded — to the approvers until someone claims it. Clusters that
 ended outside the bot are caught by the watcher's own poll.
+
+A sweep records, it never tells: a page's found clusters are stored in one transaction with
+their audit rows and one queued telling of the approvals channel (bot/slack/found.py: a card
+each for a few, one digest for many), which the delivery sweep sends, paced. A first install
+on an account running thousands of clusters adopts them all in the first sweep, and the sweep
+goes on watching the clusters it tracks meanwhile.
 """
 
 from __future__ import annotations
@@ -16,15 +22,18 @@ import logging
 from collections.abc import Collection
 
 from bot.clock import Clock
+from bot.domain.lanes import Lane
+from bot.domain.models import AuditEntry
 from bot.domain.ports import Notifier
 from bot.reserve.port import ClusterProvider
 from bot.reserve.schemas import Cluster
 from bot.services.audit import AuditLog
 from bot.services.linking import link_cluster
-from bot.services.observing import record_from_wire
+from bot.services.observing import observe, record_from_wire
 from bot.services.quoting import QuotingService
 from bot.services.watching import LISTED, PAGE_SIZE, WatchService
 from storage.db import Database
+from storage.outbox import FOUND
 
 log = logging.getLogger(__name__)
 
@@ -54,11 +63,13 @@ class ReconcileService:
                 await self.reconcile_page(page, ())
                 page = []
         await self.reconcile_page(page, ())
+        await self._notifier.deliver_notices()
         return listing
 
     async def reconcile_page(self, page: list[Cluster], tracked: Collection[str]) -> None:
         """Link or adopt the live clusters of one listed page that are not among `tracked`
-        (ids known to be linked already): what a sweep does with each page as it arrives."""
+        (ids known to be linked already): what a sweep does with each page as it arrives.
+        Adopting tells nobody yet: the delivery sweep does."""
         live = [c for c in page if c.status.is_live and c.id not in tracked]
         if not live:
             return
@@ -73,11 +84,7 @@ class ReconcileService:
             if wire.quote_id in held:
                 await self._link(wire, held[wire.quote_id])
         if strangers:  # not stored yet (an adopted row stays as it is until claimed)
-            names = {a.id: a.name for a in await self._quoting.catalog()}
-            for wire in strangers:
-                await self._adopt(wire, names.get(wire.shape.accelerator,
-                                                  wire.shape.accelerator))
-            await self._notifier.deliver_notices()
+            await self._adopt(strangers)
 
     async def _link(self, wire: Cluster, request_id: str) -> None:
         async with self._db.transaction() as repos:
@@ -97,16 +104,26 @@ class ReconcileService:
         await self._notifier.refresh_request(request_id)
         await self._watching.sync(wire.id, wire=wire)
 
-    async def _adopt(self, wire: Cluster, accelerator_name: str) -> None:
-        record = record_from_wire(
+    async def _adopt(self, strangers: list[Cluster]) -> None:
+        """Record them as they are now (observed, their billed hours already reminded of: the
+        telling shows them), audit each, and queue the telling — one transaction."""
+        names = {a.id: a.name for a in await self._quoting.catalog()}
+        now = self._clock.now()
+        records = [record_from_wire(
             wire, owner_id=None, channel_id=self._approvals_channel, request_id=None,
-            accelerator_name=accelerator_name, now=self._clock.now(), adopted=True)
+            accelerator_name=names.get(wire.shape.accelerator, wire.shape.accelerator),
+            now=now, adopted=True).model_copy(update={
+                "observed": observe(wire),
+                "last_reminded_hours": wire.billing.accrued_hours}) for wire in strangers]
         async with self._db.transaction() as repos:
-            await repos.clusters.add(record)
-        log.warning("adopted untracked cluster %s (%s¢/h)", wire.id,
-                    wire.locked_rate.hourly_cents)
-        await self._audit.write(actor=None, action="adopt", subject_id=wire.id,
-                                outcome="ok", amount_cents=wire.locked_rate.hourly_cents,
-                                detail="found at AI Reserve, not launched through the bot")
-        await self._notifier.refresh_cluster(wire.id)  # the untracked card
-        await self._watching.sync(wire.id, wire=wire, deliver=False)
+            await repos.clusters.add_many(records)
+            for wire in strangers:
+                await repos.audit.add(AuditEntry(
+                    at=now, actor_id=None, team_id=None, action="adopt", subject_id=wire.id,
+                    amount_cents=wire.locked_rate.hourly_cents, outcome="ok",
+                    detail="found at AI Reserve, not launched through the bot"))
+            await repos.outbox.queue_refresh(FOUND, self._approvals_channel,
+                                             lane=int(Lane.HEALTH), now=now)
+        log.warning("adopted %d untracked clusters (%s¢/h together): %s%s", len(records),
+                    sum(r.hourly_cents for r in records),
+                    ", ".join(r.id for r in records[:5]), " …" if len(records) > 5 else "")

@@ -32,6 +32,7 @@ from bot.domain.errors import Conflict, DomainError, NotAllowed, UnknownResource
 from bot.domain.models import Actor, LaunchRequest, QuoteInfo, RequestStatus
 from bot.domain.policy import money
 from bot.domain.ports import Notifier
+from bot.services import stakes
 from bot.services.approvals import Judge, LaunchScheduler, reprice
 from bot.services.audit import AuditLog, audited
 from bot.services.people import People
@@ -69,7 +70,7 @@ class StockService:
     def check_hours(self, raw: str | int | None) -> int:
         return rules.check_wait_hours(raw, max_hours=self.max_hours())
 
-    @audited("wait", subject="request_id")
+    @audited("wait", subject="request_id", stake=stakes.request_rate)
     async def wait(self, *, request_id: str, hours: str | int | None,
                    actor: Actor) -> LaunchRequest:
         """The requester's launch failed for capacity: wait for stock up to `hours`."""

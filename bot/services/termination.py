@@ -25,10 +25,12 @@ from bot.domain.termination import (
     WARN_AFTER_ATTEMPTS,
     TerminationIntent,
     TerminationState,
+    requests_sent,
     retry_delay,
 )
 from bot.reserve import errors as api
-from bot.reserve.port import ClusterProvider
+from bot.reserve.port import ClusterProvider, counting_sent
+from bot.services import stakes
 from bot.services.audit import AuditLog, audited
 from bot.services.people import People
 from bot.services.watching import WatchService
@@ -48,7 +50,8 @@ class TerminationService:
         self._audit = audit
         self._clock = clock
 
-    @audited("terminate", subject="cluster_id", refusals_only=True)
+    @audited("terminate", subject="cluster_id", refusals_only=True,
+             stake=stakes.cluster_rate)
     async def check(self, *, cluster_id: str, actor: Actor) -> ClusterRecord:
         """Who may terminate, and is there anything left to terminate? (before the confirm;
         a refusal is audited as a refused terminate)"""
@@ -64,7 +67,7 @@ class TerminationService:
             raise Conflict(f"`{cluster_id}` is already {record.status.value}.")
         return record
 
-    @audited("terminate", subject="cluster_id")
+    @audited("terminate", subject="cluster_id", stake=stakes.cluster_rate)
     async def terminate(self, *, cluster_id: str, actor: Actor) -> ClusterRecord:
         await self._check(cluster_id=cluster_id, actor=actor)
         return await self._terminate(cluster_id, by=actor.user_id)
@@ -135,45 +138,68 @@ class TerminationService:
         if record is not None and not self._still_to_terminate(record):
             await self._accepted(cluster_id)  # it already ends (or ended) at AI Reserve
             return None
-        try:
-            wire = await self._provider.terminate_cluster(cluster_id)
-        except api.NotFound:
-            await self._accepted(cluster_id)
-            await self._watching.sync(cluster_id)  # gone at AI Reserve: it no longer bills
-            return None
-        except api.ApiError as exc:
-            await self._failed(intent, exc)
-            return exc
-        await self._accepted(cluster_id)
+        with counting_sent() as sent:  # what AI Reserve received: the client retries too
+            try:
+                wire = await self._provider.terminate_cluster(cluster_id)
+            except api.NotFound:
+                await self._accepted(cluster_id, sent=sent.requests)
+                await self._watching.sync(cluster_id)  # gone at AI Reserve: no longer bills
+                await self._audit_retried(intent, record)
+                return None
+            except api.ApiError as exc:
+                await self._failed(intent, exc, sent=sent.requests)
+                return exc
+        await self._accepted(cluster_id, sent=sent.requests)
         await self._watching.sync(cluster_id, wire=wire)
         log.info("AI Reserve accepted the terminate of %s (attempt %d)", cluster_id,
                  intent.attempts)
+        await self._audit_retried(intent, record)
         return None
+
+    async def _audit_retried(self, intent: TerminationIntent,
+                             record: ClusterRecord | None) -> None:
+        """The trail's \"done\" for a terminate that took more than one attempt: its asking was
+        written as failed (AI Reserve didn't take it then), so the success gets its own row."""
+        if intent.attempts <= 1:
+            return  # the first attempt took: the asking's own row says ok
+        person = intent.requested_by not in (POLICY, BY_IDLE_RULE)
+        failed = intent.attempts - 1
+        await self._audit.write(
+            actor=Actor(user_id=intent.requested_by) if person else None, action="terminate",
+            subject_id=intent.cluster_id, outcome="ok",
+            amount_cents=record.hourly_cents if record is not None else None,
+            detail=f"retried: AI Reserve took the terminate on attempt {intent.attempts}, after "
+                   f"{failed} failed attempt{'s' if failed != 1 else ''} (last: "
+                   f"{error_words(intent.last_error) or 'an error'})")
 
     @staticmethod
     def _still_to_terminate(record: ClusterRecord) -> bool:
         return record.status.is_live and record.status is not ClusterState.TERMINATING
 
-    async def _accepted(self, cluster_id: str) -> None:
+    async def _accepted(self, cluster_id: str, *, sent: int = 0) -> None:
         async with self._db.transaction() as repos:
+            await repos.terminations.sent(cluster_id, sent)
             await repos.terminations.move(cluster_id, from_=TerminationState.PENDING,
                                           to=TerminationState.ACCEPTED, now=self._clock.now())
 
-    async def _failed(self, intent: TerminationIntent, exc: api.ApiError) -> None:
+    async def _failed(self, intent: TerminationIntent, exc: api.ApiError, *, sent: int) -> None:
         now = self._clock.now()
         retry_at = now + retry_delay(intent.attempts)
         async with self._db.transaction() as repos:
+            await repos.terminations.sent(intent.cluster_id, sent)
             await repos.terminations.failed(intent.cluster_id, now=now, error=exc.code,
                                             retry_at=retry_at)
             warn = (intent.attempts >= WARN_AFTER_ATTEMPTS
                     and await repos.terminations.warn_once(intent.cluster_id, now=now))
             record = await repos.clusters.get(intent.cluster_id)
-        log.warning("terminate of %s failed (attempt %d, %s); next attempt at %s",
-                    intent.cluster_id, intent.attempts, exc.code, f"{retry_at:%H:%M:%S}")
+            counted = await repos.terminations.get(intent.cluster_id) or intent
+        log.warning("terminate of %s failed (attempt %d, %d requests in all, %s); next attempt "
+                    "at %s", intent.cluster_id, intent.attempts, requests_sent(counted),
+                    exc.code, f"{retry_at:%H:%M:%S}")
         if warn and record is not None:
             await self._tell(intent, record, (
-                f"AI Reserve still refuses to terminate `{record.id}` after {intent.attempts} "
-                f"attempts (last: {error_words(exc.code)}). It is still billing at "
+                f"AI Reserve has refused {_requests(counted)} for `{record.id}` "
+                f"(last: {error_words(exc.code)}). It is still billing at "
                 f"{money(record.hourly_cents)}/h. I keep trying and will tell you when it is "
                 "terminated."))
 
@@ -187,7 +213,8 @@ class TerminationService:
                                                  to=TerminationState.DONE,
                                                  now=self._clock.now()):
                 return 0  # another replica announced it
-        tries = f" after {intent.attempts} attempts" if intent.attempts > 1 else ""
+        sent = requests_sent(intent)
+        tries = f" (AI Reserve took it after {_requests(intent)})" if sent > 1 else ""
         await self._tell(intent, record, (
             f"`{record.id}` is terminated{tries}: it no longer bills. In all it cost "
             f"{money(record.accrued_cents)}."))
@@ -203,3 +230,9 @@ class TerminationService:
         except Exception:  # Slack down: the cluster state is right; the note is best effort
             log.warning("could not tell %s about the terminate of %s", user, record.id,
                         exc_info=True)
+
+
+def _requests(intent: TerminationIntent) -> str:
+    """"17 terminate requests": what AI Reserve was sent, each client retry counted."""
+    sent = requests_sent(intent)
+    return f"{sent} terminate request{'s' if sent != 1 else ''}"

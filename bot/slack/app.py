@@ -23,6 +23,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_bolt.context.respond.internals import _build_message
 from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
+from slack_bolt.oauth.async_oauth_flow import AsyncOAuthFlow
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
@@ -34,8 +35,10 @@ from bot.services.container import Services
 from bot.slack import actions, commands, errors, home, inbound, views
 from bot.slack.gate import only_installation
 from bot.slack.inflight import ACK_SENT, InFlight
+from bot.slack.oauth import oauth_routes
 from bot.slack.once import once
 from bot.slack.origin import kind_of
+from bot.slack.tenancy import Authorize
 
 log = logging.getLogger(__name__)
 
@@ -103,10 +106,14 @@ class SessionRespond(AsyncRespond):
 
 def build_app(*, services: Services, client: AsyncWebClient, signing_secret: str | None,
               inflight: InFlight, dm_channel: Callable[[str], Awaitable[str]],
-              on_ack: Callable[[str, float], None] | None = None) -> AsyncApp:
-    """`on_ack(kind, seconds)` is told how long each request took to ack (the metrics)."""
+              on_ack: Callable[[str, float], None] | None = None,
+              authorize: Authorize | None = None) -> AsyncApp:
+    """`on_ack(kind, seconds)` is told how long each request took to ack (the metrics);
+    `authorize` finds each request's installation (OAuth: bot/slack/tenancy.py), else the
+    client's one token serves every request."""
     app = AckingApp(
         client=client,
+        authorize=authorize,  # type: ignore[arg-type]  # Bolt's returns None when not found
         signing_secret=signing_secret,
         # HTTP requests are verified before Bolt sees them (http_app), against the current AND
         # the previous secret during a rotation; Bolt knows one secret only. Socket Mode has no
@@ -147,9 +154,11 @@ def build_app(*, services: Services, client: AsyncWebClient, signing_secret: str
     return app
 
 
-def http_app(bolt: AsyncApp, *, signing_secrets: Sequence[str]) -> web.Application:
+def http_app(bolt: AsyncApp, *, signing_secrets: Sequence[str],
+             oauth: AsyncOAuthFlow | None = None) -> web.Application:
     """The aiohttp application Slack's HTTP mode talks to. A request signed with any of
-    `signing_secrets` is Slack's: the current one, and during a rotation the previous one."""
+    `signing_secrets` is Slack's: the current one, and during a rotation the previous one.
+    With `oauth`, the install page and Slack's redirect back too (bot/slack/oauth.py)."""
     refused = {"error": "invalid request"}
 
     async def events(request: web.Request) -> web.Response:
@@ -181,4 +190,6 @@ def http_app(bolt: AsyncApp, *, signing_secrets: Sequence[str]) -> web.Applicati
 
     web_app = web.Application(client_max_size=MAX_BODY)
     web_app.router.add_post(EVENTS_PATH, events)
+    if oauth is not None:
+        oauth_routes(web_app, oauth)
     return web_app

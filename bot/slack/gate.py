@@ -14,7 +14,10 @@ button or shortcut privately (ephemeral through its response_url, else in the Ap
 Messages tab) — and one WARNING line names the workspace.
 
 Judged from memory: where the app is installed was read at start (`People.read_installation`),
-so no call to Slack stands between a request and its ack; the reply and the audit row are written
+or, installed through OAuth, is the installation Bolt's `authorize` found for the request in
+the database (bot/slack/tenancy.py) — "this installation", the same rule for every kind of
+request and an org-wide install's every workspace — so no call to Slack stands between a
+request and its ack; the reply and the audit row are written
 after the ack, counted in flight like a listener's work (shutdown and tests wait for them).
 """
 
@@ -28,7 +31,7 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.domain.installation import outsider, readable
+from bot.domain.installation import Installation, outsider, readable
 from bot.domain.models import Actor
 from bot.services.audit import AuditLog
 from bot.services.people import People
@@ -37,6 +40,7 @@ from bot.slack.errors import reply_privately
 from bot.slack.inflight import ACK_SENT, InFlight
 from bot.slack.once import Middleware
 from bot.slack.origin import actor_of, kind_of, origin_of, what_of
+from bot.slack.tenancy import INSTALLATION
 
 log = logging.getLogger(__name__)
 
@@ -87,11 +91,14 @@ def only_installation(people: People, audit: AuditLog, inflight: InFlight,
     async def gate(req: AsyncBoltRequest, resp: BoltResponse,
                    next: Callable[[], Awaitable[None]]) -> BoltResponse | None:
         origin = origin_of(req.body)
-        refusal = outsider(people.installation, origin)
+        serving = req.context.get(INSTALLATION)  # OAuth: the one serving it (tenancy.py)
+        installed = serving.installed if isinstance(serving, Installation) \
+            else people.installation
+        refusal = outsider(installed, origin)
         if refusal is None:
             await next()
             return None
-        kind, installed = kind_of(req.body), people.installation
+        kind = kind_of(req.body)
         home = installed.known_as if installed else None
         log.warning("refused a %s (%s) by %s naming workspace %s: the bot is installed in %s",
                     kind, what_of(req.body), readable(actor_of(req.body).user_id, ID_MAX),

@@ -27,11 +27,7 @@ def register(app: AsyncApp, services: Services) -> None:
 
 async def publish(services: Services, client: AsyncWebClient, user_id: str) -> None:
     facts = await services.home.facts(user_id)
-    view = home_blocks.home_view(
-        user_id=facts.user_id, clusters=facts.clusters, pending=facts.pending,
-        is_approver=facts.is_approver, month_spent_cents=facts.month_spent_cents,
-        budget_cents=facts.budget_cents, month=facts.month, now=services.clock.now(),
-        waiting=facts.waiting, templates=facts.templates)
+    view = home_blocks.home_view(**home_blocks.fields_of(facts), now=services.clock.now())
     await client.views_publish(user_id=facts.user_id, view=view)
 
 

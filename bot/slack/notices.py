@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
@@ -20,7 +20,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.clock import Clock
 from bot.domain import lanes
-from bot.domain.models import ClusterRecord, ClusterState, Decision, MessageRef
+from bot.domain.approvers import approved_by
+from bot.domain.envelope import deadline, margin_for
+from bot.domain.models import ClusterRecord, ClusterState, MessageRef
 from bot.domain.watch import Notice, NoticeKind
 from bot.services.people import People
 from bot.slack import asks
@@ -43,6 +45,7 @@ PROGRESS = "progress"
 _MONEY = frozenset({NoticeKind.GRACE_TERMINATED, NoticeKind.TERMINATED_OUTSIDE,
                     NoticeKind.RECEIPT, NoticeKind.PAST_DUE, NoticeKind.GRACE_ENDING})
 _LATER = frozenset({NoticeKind.REMINDER})
+DEFAULT_POLL = timedelta(seconds=30)
 
 
 def lane_of(kind: NoticeKind) -> lanes.Lane:
@@ -66,6 +69,9 @@ class NoticeDelivery:
         self._db = db
         self._clock = clock
         self._people = people
+        # The envelope sweep's margin (bot/domain/envelope.py): when an enforced envelope ends;
+        # the runtime sets the sweep's own.
+        self.envelope_margin = margin_for(DEFAULT_POLL)
         self.outbox = outbox
         self._fallbacks = fallbacks
         self._digests = digests
@@ -155,9 +161,15 @@ class NoticeDelivery:
         if notice.kind is NoticeKind.REMINDER:
             if record.status not in (ClusterState.RUNNING, ClusterState.DEGRADED):
                 return True  # terminated since it was queued: reminders stop at once
+            if record.owner_id is None and top is None:
+                return True  # found, unclaimed, no card: its channel's digest shows what it
+                # accrues (bot/slack/found.py) — not an hourly DM per cluster per approver
             owners = ([record.owner_id] if record.owner_id
                       else sorted(await self._people.approvers()))
-            reminder = notice_blocks.reminder_dm(notice, record, now=now).as_kwargs()
+            enforced = self._people.policy.enforce_lifetime or record.auto_terminate
+            ends = deadline(record, margin=self.envelope_margin) if enforced else None
+            reminder = notice_blocks.reminder_dm(notice, record, now=now,
+                                                 terminate_at=ends).as_kwargs()
             posts = [(f"{prefix}/dm/{person}", person, partial(self.outbox.dm, person, reminder))
                      for person in owners]
         elif notice.kind in (NoticeKind.PAST_DUE, NoticeKind.GRACE_ENDING):
@@ -216,8 +228,8 @@ class NoticeDelivery:
                 approvals = await repos.approvals.for_request(record.request_id)
             if request is not None:
                 requester = request.requester_id
-                approvers = [a.approver_id for a in approvals
-                             if a.decision is Decision.APPROVE and a.quote_id == request.quote_id]
+                approvers = approved_by(request, approvals) or (
+                    [request.decided_by] if request.decided_by else [])
                 auto = not approvers
         return audit_blocks.receipt(
             record, requester=requester, approvers=approvers, auto_approved=auto,

@@ -43,6 +43,7 @@ from bot.slack.blocks import story as story_blocks
 from bot.slack.blocks import volumes as volume_blocks
 from bot.slack.coalesce import Coalesced
 from bot.slack.digests import StormDigests
+from bot.slack.found import FoundClusters
 from bot.slack.notices import PROGRESS, NoticeDelivery, top_subject
 from bot.slack.outbox import (
     DEFAULT_CLAIM,
@@ -55,6 +56,7 @@ from bot.slack.outbox import (
 )
 from bot.slack.unreachable import Fallbacks
 from storage.db import Database
+from storage.outbox import FOUND
 from storage.replica import replica_id
 
 log = logging.getLogger(__name__)
@@ -81,6 +83,8 @@ class SlackNotifier:
         self.fallbacks = Fallbacks(client=client, db=db, outbox=self.outbox, people=people,
                                    clock=clock, approvals_channel=approvals_channel)
         self.digests = StormDigests(client=client, db=db, outbox=self.outbox, clock=clock)
+        self.found = FoundClusters(db=db, outbox=self.outbox, clock=clock,
+                                   card=self._found_card, homes=self._approvers_homes)
         self.notices = NoticeDelivery(client=client, db=db, clock=clock, people=people,
                                       outbox=self.outbox, fallbacks=self.fallbacks,
                                       digests=self.digests, approvals_channel=approvals_channel,
@@ -121,6 +125,8 @@ class SlackNotifier:
             await self._refresh_request(subject, card=True,
                                         superseded_quote_id=str(superseded) if superseded
                                         else None)
+        elif what == FOUND:
+            await self.found.tell(subject)
         else:
             await self._refresh_cluster(subject)
 
@@ -155,7 +161,7 @@ class SlackNotifier:
                          else approval_blocks.approval_outcome(request, quote, approvals,
                                                                now=now, policy=policy))
                 try:
-                    await self.outbox.upsert(APPROVAL, f"{request_id}/{quote.id}",
+                    await self.outbox.upsert(APPROVAL, await self._card_key(request),
                                              self._approvals_channel, shown)
                 except Unreachable as exc:
                     await self.fallbacks.card_by_dm(request, quote.id, shown, exc)
@@ -173,6 +179,21 @@ class SlackNotifier:
                                                RequestStatus.REJECTED, RequestStatus.WITHDRAWN)
         await self._refresh_homes([request.requester_id,
                                    *(await self._people.approvers() if deciding else ())])
+
+    async def _card_key(self, request: LaunchRequest) -> str:
+        """The approval card to show `request` on: its current quote's — but a decided request
+        that moved to a new quote keeping its decision (stock came back) edits the card it was
+        decided on, the newest one posted, rather than posting a second."""
+        current = f"{request.id}/{request.quote_id}"
+        if request.status is RequestStatus.PENDING:
+            return current
+        async with self._db.transaction() as repos:
+            if await repos.messages.get(APPROVAL, current) is not None:
+                return current
+            for quote_id in await repos.request_quotes.quotes_of(request.id):  # newest first
+                if await repos.messages.get(APPROVAL, f"{request.id}/{quote_id}") is not None:
+                    return f"{request.id}/{quote_id}"
+        return current
 
     async def _tell_story(self, request: LaunchRequest, approvals: Sequence[Approval],
                           record: ClusterRecord | None) -> None:
@@ -216,12 +237,33 @@ class SlackNotifier:
             await self._refresh_request(record.request_id, superseded_quote_id=None,
                                         card=False)
             return
-        # Adopted (found at AI Reserve, not launched here): its card in the approvals channel.
+        # Adopted (found at AI Reserve, not launched here): its card in the approvals channel,
+        # posted when it was told (bot/slack/found.py) — or, told in its channel's digest and
+        # still unclaimed, the digest (edits of it coalesce in the outbox).
+        listed = await self.found.listed(record)
+        if listed or record.owner_id is None:
+            async with self._db.transaction() as repos:
+                carded = await repos.messages.get(PROGRESS, top_subject(record)) is not None
+            if listed or not carded:
+                await self.outbox.queue_refresh(FOUND, record.channel_id)
+            if record.owner_id is None and not carded:
+                return  # not told yet, or told in the digest: not a card of its own
+        await self._found_card(cluster_id)
+
+    async def _found_card(self, cluster_id: str) -> None:
+        """A found cluster's own card (Claim, Terminate), posted or edited."""
+        async with self._db.transaction() as repos:
+            record = await repos.clusters.get(cluster_id)
+        if record is None:
+            return
         async with self._locks[cluster_id]:
             await self.fallbacks.quietly(self.outbox.upsert(  # a card, not a record
                 PROGRESS, top_subject(record), self._approvals_channel,
                 notice_blocks.untracked_cluster(record, now=self._clock.now())))
         await self._refresh_homes([record.owner_id])
+
+    async def _approvers_homes(self) -> None:
+        await self._refresh_homes(await self._people.approvers())
 
     async def deliver_notices(self) -> None:
         """Post every notice nobody else is posting, by lane (bot/slack/notices.py)."""
@@ -268,7 +310,8 @@ class SlackNotifier:
         # Extend offers the policy's lifetime once more (else the envelope once more).
         more = self._people.policy.max_lifetime_hours
         if stage == "warned":
-            message = envelope_blocks.envelope_warning(cluster, now=now, ends_at=ends_at)
+            message = envelope_blocks.envelope_warning(cluster, now=now, ends_at=ends_at,
+                                                       terminate_at=terminate_at)
         elif stage == "due":
             message = envelope_blocks.envelope_due(cluster, now=now, ends_at=ends_at,
                                                    enforced=terminate_at is not None,
@@ -313,10 +356,7 @@ class SlackNotifier:
 
     async def _publish_home(self, user_id: str) -> None:
         facts = await self._home.facts(user_id)
-        view = home_blocks.home_view(
-            user_id=user_id, clusters=facts.clusters, pending=facts.pending,
-            is_approver=facts.is_approver, month_spent_cents=facts.month_spent_cents,
-            budget_cents=facts.budget_cents, month=facts.month, now=self._clock.now())
+        view = home_blocks.home_view(**home_blocks.fields_of(facts), now=self._clock.now())
         await self._client.views_publish(user_id=user_id, view=view)
 
     async def _refresh_homes(self, user_ids: Iterable[str | None]) -> None:

@@ -280,6 +280,8 @@ def _parse_quote(args: list[str]) -> QuoteCommand:
         raise _fail("Which cluster? Give the accelerator and GPUs per node, and the nodes.",
                     "", "quote")
     shape_token, options = args[0].lower(), args[1:]
+    if shape_token in SHORT_ACCELERATORS:  # `mi300x` is a name, not `mi300` × nothing
+        shape_token = f"{shape_token}x{policies.MAX_GPUS_PER_NODE}"  # a whole node
     match = _SHAPE.match(shape_token)
     if not match:
         raise _fail(f"`{shape_token[:40]}` is not a shape: write `<accelerator>x<gpusPerNode>`, "

@@ -35,14 +35,15 @@ log = logging.getLogger(__name__)
 # How often a broken channel is probed: every sweep, but not on every poll's delivery pass.
 RECHECK_EVERY = timedelta(seconds=30)
 
+# What Slack's refusal says about the target: (of a channel, "it …"; of a person, "they …").
 _WORDS = {
-    "is_archived": "is archived",
-    "not_in_channel": "no longer has the bot in it",
-    "channel_not_found": "can't be found",
-    "user_not_found": "no longer exists in Slack",
-    "user_disabled": "is deactivated",
-    "account_inactive": "is deactivated",
-    "cannot_dm_bot": "can't receive DMs from the bot",
+    "is_archived": ("is archived", "are archived"),
+    "not_in_channel": ("no longer has the bot in it", "no longer have the bot in it"),
+    "channel_not_found": ("can't be found", "can't be found"),
+    "user_not_found": ("no longer exists in Slack", "no longer exist in Slack"),
+    "user_disabled": ("is deactivated", "are deactivated"),
+    "account_inactive": ("is deactivated", "are deactivated"),
+    "cannot_dm_bot": ("can't receive DMs from the bot", "can't receive DMs from the bot"),
 }
 
 
@@ -50,12 +51,26 @@ _WORDS = {
 _COMES_BACK = frozenset({"user_disabled", "account_inactive"})
 
 
-def words(code: str) -> str:
-    return _WORDS.get(code, f"refuses posts ({code})")
+def is_channel(target: str) -> bool:
+    return target[:1] in ("C", "G")
+
+
+def words(code: str, target: str) -> str:
+    """What Slack's refusal `code` says about `target`, agreeing with it: a channel "is
+    archived" (it), a person "are deactivated" (they)."""
+    channel, person = _WORDS.get(code, (f"refuses posts ({code})", f"refuse posts ({code})"))
+    return channel if is_channel(target) else person
 
 
 def mention(target: str) -> str:
-    return f"<#{target}>" if target[:1] in ("C", "G") else f"<@{target}>"
+    return f"<#{target}>" if is_channel(target) else f"<@{target}>"
+
+
+def cluster_named(record: ClusterRecord) -> str:
+    """`name` (`id`), or just `id` when the cluster has no name of its own."""
+    if record.name and record.name != record.id:
+        return f"`{record.name}` (`{record.id}`)"
+    return f"`{record.id}`"
 
 
 class Fallbacks:
@@ -75,7 +90,7 @@ class Fallbacks:
         it is a person, the approvals channel hears about every cluster of theirs that bills
         (whatever DM found them gone: a reminder, their connection details, a reply)."""
         await self.tell_admins(target, code)
-        if target[:1] in ("C", "G"):
+        if is_channel(target):
             return
         async with self._db.transaction() as repos:
             owned = await repos.clusters.list_live(owners=[target])
@@ -84,10 +99,11 @@ class Fallbacks:
 
     async def tell_admins(self, target: str, code: str) -> None:
         """One DM to each admin about a target just found broken."""
-        text = (f"I can't post to {mention(target)} on Slack: it {words(code)} (`{code}`). "
+        said = f"{words(code, target)} (`{code}`)"
+        text = (f"I can't post to {mention(target)} on Slack: it {said}. "
                 f"I stopped trying and use a fallback; I try the channel again each sweep."
-                if target[:1] in ("C", "G") else
-                f"I can't reach {mention(target)} on Slack: they {words(code)} (`{code}`). "
+                if is_channel(target) else
+                f"I can't reach {mention(target)} on Slack: they {said}. "
                 f"I stopped trying; what they own is reported in the approvals channel.")
         since = self._clock.now().isoformat()
         for admin in sorted(self._people.policy.admin_ids - {target}):
@@ -108,8 +124,8 @@ class Fallbacks:
     async def _owner_gone(self, record: ClusterRecord, owner: str, code: str) -> None:
         if not self._approvals_channel or not record.status.is_live:
             return
-        text = (f"I can't reach {mention(owner)}, the owner of `{record.name or record.id}` "
-                f"(`{record.id}`): they {words(code)} (`{code}`). It bills "
+        text = (f"I can't reach {mention(owner)}, the owner of {cluster_named(record)}: "
+                f"they {words(code, owner)} (`{code}`). It bills "
                 f"{money(record.hourly_cents)}/h, {money(record.accrued_cents)} accrued so far. "
                 f"Someone should decide whether it keeps running.")
         await self._send(f"unreachable-owner/{owner}/{record.id}", self._approvals_channel,
@@ -127,7 +143,7 @@ class Fallbacks:
             await self._send(f"card-dm/{request.id}/{quote_id}/{person}", person,
                              partial(self._outbox.dm, person, card.as_kwargs()))
         text = (f"Your launch request `{request.id}` is stored; the approvers were told by DM "
-                f"because {mention(exc.target)} {words(exc.code)}.")
+                f"because {mention(exc.target)} {words(exc.code, exc.target)}.")
         await self._outbox.dm_once(f"tell/{request.requester_id}/card-dm/{request.id}/"
                                    f"{quote_id}", request.requester_id,
                                    common_blocks.notice(text))
@@ -141,7 +157,7 @@ class Fallbacks:
             return
         self._rechecked_at = now
         for target, code in (await self._outbox.unreachable()).items():
-            channel = target[:1] in ("C", "G")
+            channel = is_channel(target)
             if not channel and code not in _COMES_BACK:
                 continue  # gone for good (user_not_found, a bot): the admins were told
             try:
@@ -152,8 +168,8 @@ class Fallbacks:
                 continue
             if info.get("is_archived") or info.get("is_member") is False or info.get("deleted"):
                 continue
-            log.warning("%s works again (it %s before): posting what waited", target,
-                        words(code))
+            log.warning("%s works again (%s %s before): posting what waited", target,
+                        "it" if channel else "they", words(code, target))
             async with self._db.transaction() as repos:
                 await repos.outbox.reachable_again(target)
                 pending = await repos.requests.list_pending() \

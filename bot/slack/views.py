@@ -8,7 +8,7 @@ from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.domain.errors import InvalidCommand
-from bot.domain.workload import WorkloadInvalid, parse_workload
+from bot.domain.workload import WorkloadInvalid, parse_workload, secrets_moved
 from bot.services.container import Services
 from bot.slack.actions import GROW_ONCE, press_once
 from bot.slack.blocks import common
@@ -67,10 +67,11 @@ def register(app: AsyncApp, services: Services) -> None:
     @app.view(View.LAUNCH_REQUEST)
     @answering
     async def submit_launch_request(ack: AsyncAck, body: dict[str, Any],
-                                    view: dict[str, Any]) -> None:
+                                    view: dict[str, Any], client: AsyncWebClient) -> None:
         raw = modal_blocks.read_modal(view.get("state", {}).get("values", {}))
+        fields = {FIELDS[k]: v for k, v in raw.items() if k in FIELDS}
         try:
-            workload = parse_workload({FIELDS[k]: v for k, v in raw.items() if k in FIELDS})
+            workload = parse_workload(fields)
         except WorkloadInvalid as exc:
             await ack(response_action="errors",
                       errors={BLOCKS[field]: message for field, message in exc.errors.items()})
@@ -93,8 +94,16 @@ def register(app: AsyncApp, services: Services) -> None:
             ref = QuoteRef.unpack(view.get("private_metadata"))
         except ValueError as exc:
             raise StaleReference(str(exc)) from exc
-        await services.approvals.submit(quote_id=ref.quote_id, workload=workload,
-                                        wait_hours=wait_hours, actor=actor_of(body))
+        request = await services.approvals.submit(quote_id=ref.quote_id, workload=workload,
+                                                  wait_hours=wait_hours, actor=actor_of(body))
+        if moved := secrets_moved(fields):
+            names = ", ".join(f"`{name}`" for name in moved)
+            await reply_privately(common.notice(
+                f"I moved {names} from the start command of `{request.id}` into its "
+                "environment, where values are sealed: the command is shown and stored as "
+                "typed, the environment's values never are. The command still sees "
+                f"{'it' if len(moved) == 1 else 'them'} as environment variables."),
+                body=body, respond=None, client=client)
 
     @app.view(View.REJECT_REASON)
     @answering

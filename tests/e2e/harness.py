@@ -228,20 +228,22 @@ async def bot(tmp_path: Path, *, slack: FakeSlack | None = None,
               sim_config: SimConfig | None = None,
               policy: str | None = None,
               database_url: str | None = None,
-              socket_mode: bool = False) -> AsyncIterator[Harness]:
+              socket_mode: bool = False,
+              env: dict[str, str | None] | None = None) -> AsyncIterator[Harness]:
     """A running bot. Pass `slack`/`sim`/`clock` to keep them across a restart of the bot.
 
     With `socket_mode` the bot runs `runtime.serve` with an app token: it connects to FakeSlack
     over Socket Mode (no signing secret, no Request URL) and the test speaks to it in envelopes.
 
     The database is a SQLite file in `tmp_path` unless `database_url` names another (the
-    `pg_url` fixture's PostgreSQL database); pass the same URL again to restart on it."""
+    `pg_url` fixture's PostgreSQL database); pass the same URL again to restart on it. `env`
+    changes the settings (None: unset one)."""
     clock = clock or (sim.clock if isinstance(sim and sim.clock, ManualClock) else None) \
         or ManualClock(START)
     async with AsyncExitStack() as stack:
         if slack is None:
             slack = await stack.enter_async_context(fake_slack(clock))
-        env = {
+        changes, env = env or {}, {
             "SLACK_BOT_TOKEN": slack.bot_token,
             **({"SLACK_APP_TOKEN": slack.app_token, "PORT": "0", "INTERNAL_PORT": "0"}
                if socket_mode
@@ -255,6 +257,7 @@ async def bot(tmp_path: Path, *, slack: FakeSlack | None = None,
             # Pacing runs on real time; the in-process tests run on a ManualClock.
             "SLACK_RATE_LIMITS": "off",
         }
+        env = {k: v for k, v in (env | changes).items() if v is not None}
         if policy is not None:  # a spend policy file (YAML)
             (tmp_path / "policy.yaml").write_text(policy)
             env["POLICY_FILE"] = str(tmp_path / "policy.yaml")

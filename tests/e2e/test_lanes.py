@@ -83,7 +83,8 @@ async def test_an_untracked_clusters_card_refused_doesnt_crash_the_sweep(tmp_pat
         h.slack.fail_next("chat.postMessage", error="internal_error", status=500, count=1)
         await sweeps.watch_clusters(h.rt.services)  # adopts it: no SlackApiError out of here
         await h.rt.settle()
-        await sweeps.deliver_outbox(h.rt.services)
+        await sweeps.deliver_outbox(h.rt.services)  # the card refused: kept …
+        await sweeps.deliver_outbox(h.rt.services)  # … and shown by the next pass
         card = await h.top(cluster.id)
         assert card.channel == APPROVALS and Action.CLAIM in h.text_of(card)
         assert len([m for m in h.slack.messages(APPROVALS) if cluster.id in h.text_of(m)]) == 1

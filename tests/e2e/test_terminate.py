@@ -8,10 +8,11 @@ import pytest
 
 from aireserve_sim.config import SimConfig
 from aireserve_sim.embedded import EmbeddedSimulator
+from aireserve_sim.faults import FaultInjector
 from bot.clock import ManualClock
 from bot.domain.termination import TerminationState, retry_delay
 from bot.slack.ids import Action
-from tests.e2e.harness import ALICE, GENERAL, START, bot, fake_slack
+from tests.e2e.harness import ALICE, BOB, GENERAL, START, bot, fake_slack
 from tests.procs import wait_for, world
 
 DELETE = "DELETE /v1/clusters/{id}"
@@ -54,9 +55,41 @@ async def test_terminate_failing_three_times_then_taking_ends_the_cluster_and_te
         assert await terminate.finish() == 1
         assert await terminate.finish() == 0
         [done] = _dms(h, "no longer bills")
-        assert "after 4 attempts" in h.text_of(done)
+        assert "after 4 terminate requests" in h.text_of(done)
         assert h.sim.engine.get_cluster(cluster_id).status.value == "terminated"
         assert (await _intent(h, cluster_id)).state is TerminationState.DONE
+
+
+async def test_the_owner_is_told_how_many_terminate_requests_ai_reserve_received(
+        tmp_path, monkeypatch):
+    """Issue 24 item 7: "terminated after 5 attempts" when AI Reserve received 17 terminate
+    requests (each attempt's client retried a 503 three times). What was sent is counted."""
+    received: list[str] = []
+    take = FaultInjector.take
+
+    def counting(injector, method, path):
+        if method == "DELETE" and path.startswith("/v1/clusters/"):
+            received.append(path)
+        return take(injector, method, path)
+
+    monkeypatch.setattr(FaultInjector, "take", counting)
+    async with bot(tmp_path) as h:
+        cluster_id = await h.running_cluster()
+        await h.sim_admin("faults", {"route": DELETE, "status": 503, "count": 16})
+        await h.click(await h.top(cluster_id), Action.TERMINATE, user=ALICE)
+        terminate = h.rt.services.termination
+        for _ in range(12):
+            h.clock.advance(300)
+            await terminate.finish()
+        await h.advance(60)
+        await terminate.finish()
+        [still] = _dms(h, "still billing")
+        [done] = _dms(h, "no longer bills")
+        intent = await _intent(h, cluster_id)
+    assert len(received) == 17 and intent.attempts == 5  # 4 × (1 + 3 retries), then it took
+    assert f"after {len(received)} terminate requests" in h.text_of(done), h.text_of(done)
+    assert "attempts" not in h.text_of(done)
+    assert "refused 12 terminate requests" in h.text_of(still), h.text_of(still)
 
 
 async def test_a_failed_terminate_survives_a_restart(tmp_path, database_url):
@@ -105,7 +138,7 @@ async def test_real_process_retries_a_failing_terminate_across_a_kill(tmp_path, 
         assert [c["status"] for c in await w.sim.clusters()] == ["terminated"]
         assert not await w.sim.faults()  # all three failures were met, then it took
         told = [m for m in w.slack.dms(ALICE) if "no longer bills" in w.text_of(m)]
-        assert len(told) == 1 and "after 4 attempts" in w.text_of(told[0])
+        assert len(told) == 1 and "after 4 terminate requests" in w.text_of(told[0])
         assert len([m for m in w.slack.dms(ALICE) if "still billing" in w.text_of(m)]) == 1
 
 
@@ -164,3 +197,26 @@ async def test_terminating_again_while_it_still_fails_says_so(tmp_path):
                    h.text_of(m)]
         assert len(answers) == 2 and all("still billing" in a for a in answers)
         assert (await _intent(h, cluster_id)).attempts == 1  # the backoff held
+
+
+async def test_a_terminate_that_needed_retries_is_audited_asked_retried_done(tmp_path):
+    """Issue 27.2: not "terminate · ⛔ refused" and no row for the success — the trail says
+    what happened: asked (AI Reserve failed, the bot retries), then done on attempt 4."""
+    async with bot(tmp_path) as h:
+        cluster_id = await h.running_cluster()
+        await h.sim_admin("faults", {"route": DELETE, "status": 500, "count": 3})
+        await h.click(await h.top(cluster_id), Action.TERMINATE, user=ALICE)
+        terminate = h.rt.services.termination
+        for attempt in (2, 3, 4):
+            h.clock.advance(retry_delay(attempt - 1).total_seconds())
+            await terminate.finish()
+        async with h.rt.db.transaction() as repos:
+            trail = [e for e in reversed(await repos.audit.list(subject_id=cluster_id))
+                     if e.action == "terminate"]
+        assert [(e.actor_id, e.outcome) for e in trail] == [(ALICE, "failed"), (ALICE, "ok")]
+        asked, done = trail
+        assert "keep trying" in asked.detail
+        assert "attempt 4, after 3 failed attempts (last: internal error" in done.detail
+        await h.slash(f"audit {cluster_id}", user=BOB)
+        shown = h.text_of(h.slack.ephemerals(BOB)[-1])
+        assert "⛔ refused" not in shown, shown

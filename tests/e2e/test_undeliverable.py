@@ -53,7 +53,8 @@ async def test_a_deactivated_owner_is_tried_once_and_the_approvals_channel_and_a
         record = await h.record(cluster_id)
         [told] = containing(h.cards(), h, f"I can't reach <@{ALICE}>")
         text = h.text_of(told)
-        assert cluster_id in text and "is deactivated" in text
+        assert cluster_id in text and "they are deactivated" in text  # not "they is"
+        assert f"`{cluster_id}` (`{cluster_id}`)" not in text, text  # named once
         assert f"${record.hourly_cents / 100:,.2f}/h" in text and "accrued" in text
         [admin] = containing(h.slack.dms(DAVE), h, f"<@{ALICE}>")
         assert "user_disabled" in h.text_of(admin)

@@ -11,10 +11,10 @@ from cryptography.fernet import Fernet
 
 from aireserve_sim.quotes import QuoteDesk
 from bot.domain.models import RequestStatus
-from bot.slack.blocks.launch_modal import FIELD_ENV
+from bot.slack.blocks.launch_modal import FIELD_CMD, FIELD_ENV
 from bot.slack.ids import Action
 from storage import sealing
-from tests.e2e.harness import BOB, bot
+from tests.e2e.harness import ALICE, BOB, bot
 
 
 def sa_dialect() -> sa.Dialect:
@@ -97,3 +97,50 @@ def test_a_value_sealed_with_another_key_stays_sealed_and_says_why(monkeypatch):
         sealing.unseal(sealed)
     kept = sealing.SealedJSON().process_result_value({"env": {"A": sealed}}, sa_dialect())
     assert kept == {"env": {"A": sealed}}  # the row still reads; only the launch refuses
+
+
+async def test_a_secret_typed_into_the_start_command_is_moved_into_the_sealed_env(
+        tmp_path, caplog, monkeypatch):
+    """Issue 24 item 7: `HF_TOKEN=hf_… python train.py` in the start command was stored and
+    shown as typed. The assignment moves into the environment (sealed), the command runs
+    without it, and the requester is told which name moved."""
+    caplog.set_level(logging.DEBUG)
+    received: list[Any] = []
+    launch = QuoteDesk.launch
+
+    def spy(desk: QuoteDesk, req: Any) -> Any:
+        received.append((list(req.docker_start_cmd or []), dict(req.env or {})))
+        return launch(desk, req)
+
+    monkeypatch.setattr(QuoteDesk, "launch", spy)
+    async with bot(tmp_path) as h:
+        card = await h.request(quote_text="quote h100x8 nodes=2", values={
+            FIELD_CMD: {FIELD_CMD: f"HF_TOKEN={SECRET_VALUE} CUDA_LAUNCH_BLOCKING=1 "
+                                   "python train.py --epochs 3"}})
+        assert SECRET_VALUE not in h.text_of(card) and "HF_TOKEN" in h.text_of(card)
+        [told] = [m for m in h.slack.dms(ALICE) if "I moved" in h.text_of(m)]
+        assert "`HF_TOKEN`" in h.text_of(told) and SECRET_VALUE not in h.text_of(told)
+        await h.click(card, Action.APPROVE, user=BOB)
+        await h.advance(60)
+        rows = await _all_rows(h.rt.db.engine)
+    assert received == [(["CUDA_LAUNCH_BLOCKING=1", "python", "train.py", "--epochs", "3"],
+                         {"MALLOC_ARENA_MAX": "1", "HF_TOKEN": SECRET_VALUE})]
+    assert SECRET_VALUE not in rows and SECRET_VALUE not in caplog.text
+    assert SECRET_VALUE.encode() not in (tmp_path / "bot.db").read_bytes()
+
+
+@pytest.mark.parametrize("command", [
+    f"bash -c 'export HF_TOKEN={SECRET_VALUE}; python train.py'",
+    f"python train.py --token {SECRET_VALUE}",
+])
+async def test_a_secret_the_command_needs_in_place_is_refused_naming_where_it_goes(
+        tmp_path, command):
+    async with bot(tmp_path) as h:
+        card = await h.quote("quote h100x8 nodes=2")
+        await h.click(card, Action.QUOTE_REQUEST_LAUNCH, user=ALICE)
+        reply = await h.submit(h.slack.last_view(ALICE), values={FIELD_CMD: {FIELD_CMD: command}})
+        assert reply.status == 200, reply.body
+        errors = reply.json["errors"]
+        assert list(errors) == [FIELD_CMD] and "Environment" in errors[FIELD_CMD]
+        assert SECRET_VALUE not in errors[FIELD_CMD]
+        assert await h.requests_in_db() == []

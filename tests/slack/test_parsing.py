@@ -29,6 +29,9 @@ from bot.slack.parsing import parse
         ("quote h100-sxm-80gbx8 nodes=8 volume=vol_3kP0",
          QuoteCommand("h100-sxm-80gb", 8, 8, volume_id="vol_3kP0")),
         ("quote mi300xx8 nodes=2", QuoteCommand("mi300x", 8, 2)),
+        # issue 27.11: the README's own accelerator name, alone, is a whole node
+        ("quote mi300x nodes=2", QuoteCommand("mi300x", 8, 2)),
+        ("quote h100 nodes=2", QuoteCommand("h100", 8, 2)),
         ("quote h100x8 nodes=2 orchestrator=slurm",
          QuoteCommand("h100", 8, 2, orchestrator="slurm")),
         ("quote h100x8 nodes=2 ORCHESTRATOR=Ray", QuoteCommand("h100", 8, 2, orchestrator="ray")),
@@ -60,7 +63,7 @@ def test_parses(text, expected):
         ("quote h100x8 nodes=4 color=red", "Unknown option `color`", "color=red"),
         ("quote h100x8 nodes=4 nodes=2", "given twice", "nodes=2"),
         ("quote h100x8 nodes=4 storage=100 volume=vol_1", "not both", "volume=vol_1"),
-        ("quote h100 nodes=4", "not a shape", "h100"),
+        ("quote gpu nodes=4", "not a shape", "gpu"),
         ("quote h100xeight nodes=4", "whole number", "h100xeight"),
         ("quote", "Which cluster", ""),
         ("quote h100x8 nodes=99999999999", "whole number", "nodes=99999999999"),

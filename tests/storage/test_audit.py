@@ -117,7 +117,7 @@ def test_the_repository_can_only_append_and_read():
     assert public == {"add", "list", "in_period", "count"}
 
 
-async def test_a_period_reads_the_entries_stated_in_it_in_the_order_appended(db):
+async def test_a_period_reads_the_entries_stated_in_it_oldest_first(db):
     first = make_audit("r-1", action="quote")
     inside = first.model_copy(update={"at": first.at + timedelta(minutes=5), "action": "request"})
     later = first.model_copy(update={"at": first.at + timedelta(days=40), "action": "approve"})
@@ -125,3 +125,15 @@ async def test_a_period_reads_the_entries_stated_in_it_in_the_order_appended(db)
     async with db.transaction() as repos:
         found = await repos.audit.in_period(first.at, first.at + timedelta(days=1))
     assert found == [first, inside]
+
+
+async def test_a_period_is_oldest_first_even_when_an_earlier_instant_was_appended_later(db):
+    """Issue 27.5: the export is oldest-first, as the README says, not in appended order."""
+    first = make_audit("r-1", action="quote")
+    late = first.model_copy(update={"at": first.at + timedelta(minutes=9), "action": "approve"})
+    early = first.model_copy(update={"at": first.at + timedelta(minutes=1), "action": "request"})
+    same = early.model_copy(update={"action": "terminate"})
+    await _append(db, first, late, early, same)
+    async with db.transaction() as repos:
+        found = await repos.audit.in_period(first.at, first.at + timedelta(days=1))
+    assert [e.action for e in found] == ["quote", "request", "terminate", "approve"]

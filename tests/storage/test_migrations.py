@@ -31,15 +31,17 @@ TABLES = {
     "quotes", "requests", "approvals", "clusters", "messages", "notices", "volumes", "audit",
     "action_claims", "request_quotes", "launch_intents", "terminations", "readiness",
     "extensions", "schema_compat", "duties", "digests", "digest_members", "templates",
+    "slack_installations", "slack_oauth_states",
 } | NEW_IN_0005
-HEAD = "0018"
+HEAD = "0020"
 SAGA = {"request_quotes", "launch_intents"}  # 0004
 CLAIMS = {"action_claims"}  # 0006
 TERMINATIONS = {"terminations"}  # 0007
 # everything after 0003
 LATER = SAGA | NEW_IN_0005 | CLAIMS | TERMINATIONS | {"readiness", "extensions", "schema_compat",
                                                        "duties", "digests", "digest_members",
-                                                       "templates"}
+                                                       "templates", "slack_installations",
+                                                       "slack_oauth_states"}
 
 
 def _sqlite_tables(path) -> set[str]:

@@ -16,9 +16,11 @@ from typing import Protocol
 from slack_sdk.models.blocks import Block, ButtonElement
 
 from bot.domain import stock
+from bot.domain.approvers import approvals_that_count, approved_by
 from bot.domain.claims import launch_attempt
 from bot.domain.envelope import envelope_terms
 from bot.domain.models import Approval, Decision, LaunchRequest, QuoteInfo, RequestStatus
+from bot.domain.readiness import topology
 from bot.slack.blocks.format import (
     ERROR_MAX,
     ID_MAX,
@@ -98,7 +100,7 @@ def approval_buttons(
             "ready until someone terminates it."]
     if req.lifetime_hours:
         said.append(envelope_terms(req.lifetime_hours, req.hourly_cents,
-                                   terminates=_terminates(q, policy), brief=True))
+                                   terminates=terminates(q, policy), brief=True))
     if req.approvals_needed >= 2:
         given = len(approvers(req, approvals))
         said.append(f"It needs {req.approvals_needed} approvers: {given} so far.")
@@ -173,7 +175,7 @@ def wait_button(req: LaunchRequest) -> ButtonElement:
                                   "the approvers again.", ok="Wait"))
 
 
-def _terminates(q: QuoteInfo, policy: SpendThresholds | None) -> bool | None:
+def terminates(q: QuoteInfo, policy: SpendThresholds | None) -> bool | None:
     """Whether the envelope ends in termination: a planned run's does; otherwise the policy
     says (`enforce_lifetime`), and without it here we don't know (None)."""
     if q.spec.planned_hours is not None:
@@ -187,7 +189,7 @@ def request_facts(req: LaunchRequest, q: QuoteInfo, *, now: datetime,
                   policy: SpendThresholds | None = None) -> list[Block]:
     """Who asks for what, at which rate, with which workload (no env values, no ssh keys), and
     how its envelope ends (termination, or only a prompt: never worded as a cap unless so)."""
-    ends = _terminates(q, policy)
+    ends = terminates(q, policy)
     label = escaped(shape_label(q.spec.shape, q.accelerator_name))
     asks = (f"{user(req.requester_id)} asks to launch *{label}* in "
             f"*{escaped(q.location, ID_MAX)}*")
@@ -195,6 +197,8 @@ def request_facts(req: LaunchRequest, q: QuoteInfo, *, now: datetime,
              f"*{money(req.hourly_cents * 24)}* per day · "
              f"{hourly(q.per_gpu_hourly_cents)} per GPU ({q.spec.shape.total_gpus} GPUs)\n"
              f"Storage: {storage_summary(q)}")
+    if q.spec.orchestrator != "none":  # the topology asked for is part of what is approved
+        rates += f"\nOrchestrator: {topology(q.spec.orchestrator)}"
     if req.lifetime_hours:
         rates += (f"\n:hourglass: "
                   f"{envelope_terms(req.lifetime_hours, req.hourly_cents, terminates=ends)}")
@@ -277,13 +281,9 @@ def approvals_progress(
 
 
 def approvers(req: LaunchRequest, approvals: Sequence[Approval]) -> list[str]:
-    """The distinct users who approved this request, in the order they did."""
-    found: list[str] = []
-    for a in approvals:
-        if (a.request_id == req.id and a.decision is Decision.APPROVE
-                and a.approver_id not in found):
-            found.append(a.approver_id)
-    return found
+    """The distinct users who approved this request as it stands, in the order they did (the
+    one rule: bot/domain/approvers.py)."""
+    return approved_by(req, approvals)
 
 
 def outcome_line(
@@ -345,10 +345,13 @@ def auto_approved(policy: SpendThresholds | None = None, *,
 def deciders(req: LaunchRequest, approvals: Sequence[Approval], decision: Decision) -> str:
     """`"<@U1> at <date> and <@U2> at <date>"`, from the approvals or else the request itself."""
     picked: list[Approval] = []
-    for a in approvals:
-        if (a.decision is decision and a.request_id == req.id
-                and all(p.approver_id != a.approver_id for p in picked)):
-            picked.append(a)
+    if decision is Decision.APPROVE:
+        picked = approvals_that_count(req, approvals)
+    else:
+        for a in approvals:
+            if (a.decision is decision and a.request_id == req.id
+                    and all(p.approver_id != a.approver_id for p in picked)):
+                picked.append(a)
     if picked:
         return _joined([f"{user(a.approver_id)} at {when(a.at)}" for a in picked[:5]])
     if req.decided_by:

@@ -55,7 +55,7 @@ OUTCOMES = {"ok": "✅ ok", "refused": "⛔ refused", "failed": "⚠️ failed"}
 # every other amount is a sum (a final cost, an extension).
 HOURLY_ACTIONS = frozenset({"quote", "request", "approve", "reject", "override", "launch",
                             "retry", "relaunch", "supersede", "claim", "recover",
-                            "autorecover"})
+                            "autorecover", "terminate"})
 
 
 def audit_list(

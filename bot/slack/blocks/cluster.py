@@ -216,6 +216,8 @@ def terminate_prompt(c: ClusterRecord, *, now: datetime | None = None) -> Messag
 
 def _paid_hour(c: ClusterRecord, now: datetime) -> str:
     """The current hour is already paid; terminating now saves the charges still to come."""
+    if c.ready_at is None and c.status is ClusterState.PROVISIONING:
+        return NOTHING_BILLED_YET.strip()
     if c.ready_at is None or c.status not in BILLING_NOW:
         return "Nothing is being charged for it now: terminating costs nothing more."
     paid_until = c.ready_at + HOUR * accruals_before(c.ready_at, now)
@@ -240,9 +242,11 @@ def _charge_minute(c: ClusterRecord) -> str:
 
 
 # Before every node is ready (readyAt) AI Reserve has charged nothing (contract: billing starts
-# at readyAt), so a terminate mid-provision pays for no hour at all.
-NOTHING_BILLED_YET = ("Nothing is charged yet (AI Reserve charges from when every node is "
-                      "ready): terminating now costs nothing. ")
+# at readyAt, with the first hour's charge). What the bot knows of readiness is a poll old: the
+# cluster may be ready — and its first hour charged — by the time this is read, so it is free
+# to terminate only *until* it is ready, never plainly "free" (issue 27.4).
+NOTHING_BILLED_YET = ("AI Reserve charges the first hour when every node is ready: it is free "
+                      "to terminate until it is ready. ")
 
 
 def withdraw_button(req: LaunchRequest) -> ButtonElement:

@@ -32,13 +32,20 @@ from bot.slack.blocks.message import Message, actions, button, compose, confirm,
 from bot.slack.ids import Action, EnvelopeRef
 
 
-def envelope_warning(c: ClusterRecord, *, now: datetime, ends_at: datetime) -> Message:
-    """The owner's DM at 80 %: how much of the envelope is used, when it ends, what it cost."""
+def envelope_warning(c: ClusterRecord, *, now: datetime, ends_at: datetime,
+                     terminate_at: datetime | None = None) -> Message:
+    """The owner's DM at 80 %: how much of the envelope is used, when it ends, what it cost.
+    `terminate_at`: an enforced envelope's termination — the end the later DMs state too."""
     hours = envelope_hours(c, ends_at=ends_at)
     used = _percent_used(hours, now=now, ends_at=ends_at)
+    end = (f"it will be terminated at *{when(terminate_at)}*, in "
+           f"{duration(max(0.0, (terminate_at - now).total_seconds()))}, before AI Reserve "
+           f"charges hour {hours + 1}, unless its envelope is extended"
+           if terminate_at is not None else
+           f"it reaches the end of its envelope at *{when(ends_at)}*, in "
+           f"{duration((ends_at - now).total_seconds())}")
     body = (f":hourglass_flowing_sand: {cluster_ref(c)} has used *{used} %* of its approved "
-            f"{_hours(hours)}; it reaches the end of its envelope at *{when(ends_at)}*, in "
-            f"{duration((ends_at - now).total_seconds())} (≈ {money(c.accrued_cents)} so far / "
+            f"{_hours(hours)}; {end} (≈ {money(c.accrued_cents)} so far / "
             f"{money(c.hourly_cents * hours)} envelope at {hourly(c.hourly_cents)}).")
     blocks: list[Block] = [section(body), context(extend_hint(c, hours=None))]
     if c.status in TERMINABLE:

@@ -10,9 +10,11 @@ clusters are the user's, which requests they may decide — the caller has alrea
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from slack_sdk.models.blocks import Block
 from slack_sdk.models.views import View
@@ -20,9 +22,15 @@ from slack_sdk.models.views import View
 from bot.domain.envelope import envelope_terms
 from bot.domain.models import ClusterRecord, LaunchRequest, QuoteInfo
 from bot.domain.templates import ClusterTemplate
+from bot.slack.blocks import found as found_blocks
 from bot.slack.blocks import stock as stock_blocks
 from bot.slack.blocks import templates as template_blocks
-from bot.slack.blocks.approval import approval_buttons, override_lines
+from bot.slack.blocks.approval import (
+    SpendThresholds,
+    approval_buttons,
+    override_lines,
+    terminates,
+)
 from bot.slack.blocks.cluster import (
     TERMINABLE,
     cluster_ref,
@@ -62,6 +70,10 @@ def home_view(
     now: datetime,
     waiting: Sequence[tuple[LaunchRequest, QuoteInfo]] = (),
     templates: Sequence[ClusterTemplate] = (),
+    unclaimed: Sequence[ClusterRecord] = (),
+    unclaimed_count: int = 0,
+    unclaimed_cents: int = 0,
+    policy: SpendThresholds | None = None,
 ) -> View:
     """The home tab of `user_id` (≤ 100 blocks with any number of clusters and requests)."""
     blocks: list[Block] = [
@@ -71,7 +83,10 @@ def home_view(
         *stock_blocks.home_section(waiting, viewer=user_id),
     ]
     if is_approver:
-        blocks.extend([divider(), *_pending(pending, now=now)])
+        blocks.extend([divider(), *_pending(pending, now=now, policy=policy)])
+        if unclaimed_count:
+            blocks.extend([divider(), *found_blocks.home_section(
+                unclaimed, count=unclaimed_count, hourly_cents=unclaimed_cents)])
     blocks.extend([divider(), *_spend(month_spent_cents, budget_cents, month)])
     if templates:
         blocks.extend([divider(), *template_blocks.home_section(templates, user_id=user_id)])
@@ -79,6 +94,13 @@ def home_view(
     if len(blocks) > MAX_VIEW_BLOCKS:  # cannot happen: every list is cut above
         raise ValueError(f"a home view holds at most {MAX_VIEW_BLOCKS} blocks")
     return View(type="home", blocks=_identified(blocks))
+
+
+def fields_of(facts: object) -> dict[str, Any]:
+    """`home_view`'s arguments but `now`, from the Home's facts (bot/services/home.py): one
+    shape for every publisher of a Home."""
+    names = [n for n in inspect.signature(home_view).parameters if n != "now"]
+    return {n: getattr(facts, n) for n in names}
 
 
 def spend_bar(spent_cents: int, budget_cents: int) -> tuple[str, int]:
@@ -113,14 +135,16 @@ def _clusters(clusters: Sequence[ClusterRecord], *, now: datetime) -> list[Block
     return blocks
 
 
-def _pending(pending: Sequence[tuple[LaunchRequest, QuoteInfo]], *, now: datetime) -> list[Block]:
+def _pending(pending: Sequence[tuple[LaunchRequest, QuoteInfo]], *, now: datetime,
+             policy: SpendThresholds | None) -> list[Block]:
     blocks: list[Block] = [header("Waiting for your approval")]
     if not pending:
         blocks.append(section("Nothing is waiting for your approval."))
         return blocks
     for req, q in pending[:PENDING_SHOWN]:
-        blocks.append(section(_request_text(req, q, now=now)))
-        blocks.append(actions(*approval_buttons(req, q)[:2]))  # a reason: on the card
+        blocks.append(section(_request_text(req, q, now=now, policy=policy)))
+        # a reason: on the card
+        blocks.append(actions(*approval_buttons(req, q, policy=policy)[:2]))
     more = len(pending) - PENDING_SHOWN
     if more > 0:
         blocks.append(context(f"…and {more} more requests: their cards are in the approvals "
@@ -128,16 +152,15 @@ def _pending(pending: Sequence[tuple[LaunchRequest, QuoteInfo]], *, now: datetim
     return blocks
 
 
-def _request_text(req: LaunchRequest, q: QuoteInfo, *, now: datetime) -> str:
+def _request_text(req: LaunchRequest, q: QuoteInfo, *, now: datetime,
+                  policy: SpendThresholds | None) -> str:
     label = escaped(shape_label(q.spec.shape, q.accelerator_name), 60)
     lines = [f"{user(req.requester_id)} asks for *{label}* in {escaped(q.location, ID_MAX)} at "
              f"*{hourly(req.hourly_cents)}* ({money(req.hourly_cents * 24)} per day) · request "
              f"{code(escaped(req.id, ID_MAX))}"]
     if req.lifetime_hours:
-        # The home has no policy at hand: a planned run's end is known, else the policy says.
-        ends = True if q.spec.planned_hours is not None else None
         lines.append(":hourglass: " + envelope_terms(req.lifetime_hours, req.hourly_cents,
-                                                    terminates=ends))
+                                                    terminates=terminates(q, policy)))
     if req.approvals_needed >= 2:
         lines.append(f":busts_in_silhouette: Needs {req.approvals_needed} approvers")
     lines.extend(override_lines(req, decided=False))

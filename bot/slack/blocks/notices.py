@@ -99,8 +99,11 @@ def thread_notice(n: Notice, c: ClusterRecord, *, now: datetime) -> Message:
     return compose(parts.text, blocks, key=f"notice.{n.kind.value}")
 
 
-def reminder_dm(n: Notice, c: ClusterRecord, *, now: datetime) -> Message:
-    """The hourly accrual DM: how long it has run, what it has cost, that it bills on."""
+def reminder_dm(n: Notice, c: ClusterRecord, *, now: datetime,
+                terminate_at: datetime | None = None) -> Message:
+    """The hourly accrual DM: how long it has run, what it has cost, and how it ends — at
+    `terminate_at` when its envelope is enforced (the time the envelope DMs state), else it
+    bills on until someone terminates it."""
     f = n.facts
     rate = c.hourly_cents
     running = f.running_seconds
@@ -110,7 +113,7 @@ def reminder_dm(n: Notice, c: ClusterRecord, *, now: datetime) -> Message:
     since = f" since {when(c.ready_at)}" if c.ready_at else ""
     body = (f":hourglass_flowing_sand: {cluster_ref(c)} {ran}{since} and accrued "
             f"*{money(f.accrued_cents)}* so far (AI Reserve's figure) at *{hourly(rate)}* — "
-            f"about {money(rate * 24)} per day. It bills until someone terminates it.")
+            f"about {money(rate * 24)} per day. {_ends(terminate_at, now=now)}.")
     blocks: list[Block] = [section(body)]
     if recovery.exhausted(c):
         blocks.append(context(recovery_blocks.exhausted_note(c)))
@@ -129,9 +132,19 @@ def reminder_dm(n: Notice, c: ClusterRecord, *, now: datetime) -> Message:
     else:
         blocks.append(context(f"It is {c.status.value} now."))
     hour = f" (hour {f.hour})" if f.hour else ""
+    ends = (f"; it will be terminated at {when(terminate_at)}" if terminate_at is not None
+            else " and bills until someone terminates it")
     text = (f"Cluster {escaped(c.id, ID_MAX)} has accrued {money(f.accrued_cents)}{hour} at "
-            f"{hourly(rate)} and bills until someone terminates it")
+            f"{hourly(rate)}{ends}")
     return compose(text, blocks, key="reminder")
+
+
+def _ends(terminate_at: datetime | None, *, now: datetime) -> str:
+    if terminate_at is None:
+        return "It bills until someone terminates it"
+    left = duration(max(0.0, (terminate_at - now).total_seconds()))
+    return (f"It will be terminated at *{when(terminate_at)}* (in {left}), at the end of its "
+            "approved envelope, unless the envelope is extended")
 
 
 def untracked_cluster(c: ClusterRecord, *, now: datetime) -> Message:
@@ -153,7 +166,7 @@ def untracked_cluster(c: ClusterRecord, *, now: datetime) -> Message:
                               "them."))
     buttons: list[ButtonElement] = []
     if c.owner_id is None and not ended:
-        buttons.append(_claim_button(c))
+        buttons.append(claim_button(c))
     if c.status in TERMINABLE:
         buttons.append(terminate_button(c))
     if buttons:
@@ -330,7 +343,7 @@ _RENDERERS: dict[NoticeKind, Callable[[Notice, ClusterRecord], _Parts]] = {
 # --- buttons and small pieces --------------------------------------------------------------------
 
 
-def _claim_button(c: ClusterRecord) -> ButtonElement:
+def claim_button(c: ClusterRecord) -> ButtonElement:
     return button(
         "Claim", action_id=Action.CLAIM, value=ClusterRef(cluster_id=c.id).pack(),
         style="primary",

@@ -18,6 +18,7 @@ from datetime import datetime
 from slack_sdk.models.blocks import InputBlock, PlainTextInputElement
 from slack_sdk.models.views import View
 
+from bot.domain.approvers import approved_by
 from bot.domain.claims import launch_attempt
 from bot.domain.launch import IntentState, LaunchIntent
 from bot.domain.models import (
@@ -133,7 +134,7 @@ def _approvals(req: LaunchRequest, given: Sequence[Approval]) -> list[Step]:
 
 def _decided_alone(req: LaunchRequest, approvals: Sequence[Approval]) -> list[Step]:
     """The spend policy's own decision on a request nobody had to approve."""
-    if any(a.decision is Decision.APPROVE for a in approvals):
+    if approved_by(req, approvals):
         return []
     if req.status in _DECIDED:
         return [("auto-approved", ":white_check_mark: Approved by the spend policy")]

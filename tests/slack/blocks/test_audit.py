@@ -38,7 +38,7 @@ def _clean(msg: Message, *, relaunch: bool = False, chart: bool = False) -> None
 def test_audit_list_newest_first_with_every_column():
     entries = [
         _entry(at=NOW - timedelta(hours=2), actor_id="U0ALICE", action="request"),
-        _entry(at=NOW, actor_id=None, action="terminate", subject_id="clu_9xQe1",
+        _entry(at=NOW, actor_id=None, action="enforce_envelope", subject_id="clu_9xQe1",
                amount_cents=187_59, detail="envelope spent"),
         _entry(at=NOW - timedelta(hours=1), action="approve", outcome="refused",
                detail="self-approval"),
@@ -51,7 +51,8 @@ def test_audit_list_newest_first_with_every_column():
     lines = [line for line in text.splitlines() if line.startswith("• ")]
     assert len(lines) == 4
     assert lines[0].startswith("• <!date^")
-    assert "· the bot · *terminate* · `clu_9xQe1` · $187.59 · ✅ ok — envelope spent" in lines[0]
+    assert ("· the bot · *enforce_envelope* · `clu_9xQe1` · $187.59 · ✅ ok — envelope spent"
+            in lines[0])
     assert "· <@U0BOB> · *launch* · `req_1` · ⚠️ failed — capacity_unavailable" in lines[1]
     assert "· <@U0BOB> · *approve* · `req_1` · $62.53/h · ⛔ refused — self-approval" in lines[2]
     assert "· <@U0ALICE> · *request* · `req_1` · $62.53/h · ✅ ok" in lines[3]

@@ -411,7 +411,10 @@ def test_terminate_prompt_says_the_hour_is_paid_and_what_terminating_saves():
     assert f":{ready:%M} past each hour" in confirm_text
     assert "terminating now saves $62.53 for every further hour" in confirm_text
     provisioning = make_cluster(status=ClusterState.PROVISIONING, ready_at=None)
-    assert "terminating costs nothing more" in all_text(terminate_prompt(provisioning, now=NOW))
+    assert "free to terminate until it is ready" in all_text(terminate_prompt(provisioning,
+                                                                               now=NOW))
+    ended = make_cluster(status=ClusterState.TERMINATED)
+    assert "terminating costs nothing more" in all_text(terminate_prompt(ended, now=NOW))
 
 
 def test_status_shows_the_recovery_episode_attempts_and_each_node():

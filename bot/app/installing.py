@@ -1,0 +1,38 @@
+"""The OAuth mode's parts (SLACK_CLIENT_ID and SLACK_CLIENT_SECRET set): the installations, the
+install flow served beside /slack/events, and the `authorize` that finds each request's
+installation. None of it exists in the single-token mode."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from slack_bolt.oauth.async_oauth_flow import AsyncOAuthFlow
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.clock import Clock
+from bot.config.settings import Settings
+from bot.services.installations import Installations
+from bot.slack.oauth import oauth_flow
+from bot.slack.tenancy import Authorize, authorize
+from storage.db import Database
+
+
+@dataclass(frozen=True)
+class OAuthParts:
+    installations: Installations
+    flow: AsyncOAuthFlow
+    authorize: Authorize
+
+
+def oauth_parts(settings: Settings, *, db: Database, clock: Clock,
+                client: AsyncWebClient) -> OAuthParts | None:
+    if settings.slack_client_id is None or settings.slack_client_secret is None:
+        return None
+    installations = Installations(db=db, clock=clock)
+    flow = oauth_flow(installations, client=client, client_id=settings.slack_client_id,
+                      client_secret=settings.slack_client_secret.get_secret_value(),
+                      redirect_uri=settings.slack_redirect_uri,
+                      authorize_url=settings.slack_authorize_url,
+                      refresh_minutes=settings.slack_token_refresh_minutes)
+    return OAuthParts(installations=installations, flow=flow,
+                      authorize=authorize(installations))

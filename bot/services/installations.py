@@ -1,0 +1,76 @@
+"""The app's installations through Slack's OAuth flow (SLACK_CLIENT_ID and SLACK_CLIENT_SECRET
+set), and the install page's states: both in the database, so any replica serves the install
+page, another the redirect, and every one of them finds every installation.
+
+Each request is served by the installation it comes from (`find`, as Bolt asks: organization,
+workspace, user); a stopped installation (its tokens revoked, the app uninstalled) is found but
+called no more, and keeps its data. The single-token mode (SLACK_BOT_TOKEN) never comes here.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from datetime import timedelta
+
+from bot.clock import Clock
+from bot.domain.installation import Installation
+from storage.db import Database
+
+log = logging.getLogger(__name__)
+
+STATE_TTL = timedelta(minutes=10)  # from the install page to Slack's redirect back
+
+
+class Installations:
+    def __init__(self, *, db: Database, clock: Clock, state_ttl: timedelta = STATE_TTL) -> None:
+        self._db = db
+        self._clock = clock
+        self._state_ttl = state_ttl
+
+    async def save(self, found: Installation) -> None:
+        async with self._db.transaction() as repos:
+            await repos.installations.save(found)
+        log.info("installed in %s %s (%s)", "organization" if found.org_wide else "workspace",
+                 found.key, found.name or "no name given")
+
+    async def find(self, *, enterprise_id: str | None, team_id: str | None, org_wide: bool,
+                   user_id: str | None = None) -> Installation | None:
+        """The installation serving a request from (`enterprise_id`, `team_id`); with
+        `user_id`, only if that person installed it (a person's own install, as Bolt asks)."""
+        async with self._db.transaction() as repos:
+            found = await repos.installations.find(enterprise_id=enterprise_id,
+                                                   team_id=team_id, org_wide=org_wide)
+        if found is not None and user_id is not None and found.installer_id != user_id:
+            return None
+        return found
+
+    async def get(self, key: str) -> Installation | None:
+        async with self._db.transaction() as repos:
+            return await repos.installations.get(key)
+
+    async def all(self) -> list[Installation]:
+        async with self._db.transaction() as repos:
+            return await repos.installations.all()
+
+    async def stop(self, key: str, *, why: str) -> bool:
+        """Call nothing more for `key`, keeping its data; said once (False: stopped already,
+        or never installed)."""
+        async with self._db.transaction() as repos:
+            stopped = await repos.installations.stop(key, why=why, now=self._clock.now())
+        if stopped:
+            log.warning("installation %s stopped (%s): no more calls to Slack for it; its data "
+                        "is kept, installing the app again starts it again", key, why)
+        return stopped
+
+    async def issue_state(self) -> str:
+        state = secrets.token_urlsafe(24)
+        now = self._clock.now()
+        async with self._db.transaction() as repos:
+            await repos.oauth_states.issue(state, now=now, expires_at=now + self._state_ttl)
+        return state
+
+    async def consume_state(self, state: str) -> bool:
+        """True once for a state this deployment issued that has not expired."""
+        async with self._db.transaction() as repos:
+            return await repos.oauth_states.consume(state, now=self._clock.now())

@@ -1,0 +1,96 @@
+"""The app's installations (OAuth) and the install page's states, inside one transaction.
+
+An installation is found as Bolt asks for it — by organization, workspace and (for a person's
+own install) user — under one rule (`find`): an org-wide request is the organization's
+installation; any other is its workspace's, or else, for a workspace of an organization the app
+is installed in org-wide, the organization's. A new install of the same workspace (or org)
+replaces the row and starts it again; a stopped one keeps its row.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.domain.installation import Installation, installation_key
+from storage.rows import row_values, to_domain
+from storage.statements import insert, rowcount
+from storage.tables.installs import INSTALLATIONS, OAUTH_STATES
+
+
+class InstallationRepo:
+    """The `slack_installations` table (see `storage.repositories`)."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def save(self, found: Installation) -> None:
+        """Store `found` under its key, replacing (and starting again) an earlier install."""
+        values = {"key": found.key, **row_values(found)}
+        stmt = insert(self._session, INSTALLATIONS).values(values)
+        await self._session.execute(stmt.on_conflict_do_update(
+            index_elements=["key"], set_={k: v for k, v in values.items() if k != "key"}))
+
+    async def get(self, key: str) -> Installation | None:
+        row = (await self._session.execute(
+            sa.select(INSTALLATIONS).where(INSTALLATIONS.c.key == key))).mappings().first()
+        return None if row is None else to_domain(Installation, row, skip=("key",))
+
+    async def find(self, *, enterprise_id: str | None, team_id: str | None,
+                   org_wide: bool) -> Installation | None:
+        """The installation serving a request of (`enterprise_id`, `team_id`), stopped or not."""
+        key = installation_key(enterprise_id=enterprise_id, team_id=team_id, org_wide=org_wide)
+        found = None if key is None else await self.get(key)
+        if found is None and enterprise_id and not org_wide:
+            found = await self.get(enterprise_id)  # a workspace of an org-wide installation
+            if found is not None and not found.org_wide:
+                found = None
+        if found is not None and enterprise_id and found.enterprise_id not in (None,
+                                                                               enterprise_id):
+            return None  # the payload says another organization: not this installation
+        return found
+
+    async def all(self) -> list[Installation]:
+        rows = (await self._session.execute(
+            sa.select(INSTALLATIONS).order_by(INSTALLATIONS.c.installed_at))).mappings().all()
+        return [to_domain(Installation, row, skip=("key",)) for row in rows]
+
+    async def stop(self, key: str, *, why: str, now: datetime) -> bool:
+        """Call nothing more for `key` (its tokens were revoked, the app uninstalled); the row
+        and all its data stay. False: not installed, or stopped already."""
+        return await rowcount(self._session, sa.update(INSTALLATIONS).where(
+            INSTALLATIONS.c.key == key, INSTALLATIONS.c.stopped_at.is_(None),
+        ).values(stopped_at=now, stopped_why=why)) == 1
+
+    async def rotated(self, key: str, *, token: str, refresh_token: str, expires_at: datetime,
+                      expired_at: datetime | None) -> bool:
+        """Store a refreshed token pair, if the stored one still expires at `expired_at` (no
+        other replica stored a newer pair meanwhile). False: someone else did."""
+        return await rowcount(self._session, sa.update(INSTALLATIONS).where(
+            INSTALLATIONS.c.key == key,
+            INSTALLATIONS.c.bot_token_expires_at == expired_at if expired_at is not None
+            else INSTALLATIONS.c.bot_token_expires_at.is_(None),
+        ).values(bot_token=token, bot_refresh_token=refresh_token,
+                 bot_token_expires_at=expires_at)) == 1
+
+
+class OAuthStateRepo:
+    """The `slack_oauth_states` table: each state is taken back at most once."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def issue(self, state: str, *, now: datetime, expires_at: datetime) -> None:
+        await self._session.execute(sa.delete(OAUTH_STATES).where(
+            OAUTH_STATES.c.expires_at <= now))  # the ones nobody came back with
+        await self._session.execute(sa.insert(OAUTH_STATES).values(state=state,
+                                                                   expires_at=expires_at))
+
+    async def consume(self, state: str, *, now: datetime) -> bool:
+        """True once for a state issued and not expired; False for any other (a replay)."""
+        result = await self._session.execute(sa.delete(OAUTH_STATES).where(
+            OAUTH_STATES.c.state == state, OAUTH_STATES.c.expires_at > now))
+        taken: int = result.rowcount  # type: ignore[attr-defined]
+        return taken == 1
