@@ -374,8 +374,14 @@ class FakeSlack(MethodStore):
         if handler is None:
             return 200, {}, {"ok": False, "error": "unknown_method"}
         try:
-            answer = handler(self, args)
-            if method == "auth.test" and token in self.oauth.tokens:
+            issued = token in self.oauth.tokens
+            home = self.team_id  # the workspace answering is the token's (views, users)
+            self.team_id = (issued and self.oauth.tokens[token].team_id) or home
+            try:
+                answer = handler(self, args)
+            finally:
+                self.team_id = home
+            if issued and method == "auth.test":
                 answer = self.oauth.auth_test(token, answer)
             return 200, {}, {"ok": True, **answer}
         except SlackError as exc:

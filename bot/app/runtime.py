@@ -172,6 +172,7 @@ async def start(settings: Settings, *, clock: Clock | None = None,
                              people=people, audit=audit, db=db, clock=clock)
         launching.judge = stock.judge = quoting.judge = approvals.judge
         quoting.use_policy(policy)
+        quoting.spend_refusal = people.spend_refusal
         termination = TerminationService(watching=watching, provider=provider, people=people,
                                          notifier=notifier, audit=audit, db=db, clock=clock)
         # An idle rule the policy's grace ran out on ends through the same terminate intent.
@@ -218,7 +219,7 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         oauth = oauth_parts(settings, db=db, clock=clock, client=slack)
         bolt = build_app(services=services, client=slack, signing_secret=secret,
                          inflight=inflight, dm_channel=notifier.outbox.dm_channel,
-                         on_ack=metrics.ack, authorize=oauth.authorize if oauth else None)
+                         on_ack=metrics.ack, tenancy=oauth.tenancy if oauth else None)
         sweeps = Sweeps(observe=metrics.sweep, failed=metrics.sweep_failed)
         jobs = None
         if scheduler:
