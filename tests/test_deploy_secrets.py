@@ -37,6 +37,7 @@ def as_uid(uid: int, *argv: str) -> subprocess.CompletedProcess[str]:
 def make_secrets_as_documented(directory: Path, values: dict[str, str] | None = None) -> Path:
     """deploy/'s header commands, as root in `directory` (the printf line for every secret the
     file lists, `value-of-<name>` unless `values` says); returns the secrets directory."""
+    directory.mkdir(parents=True, exist_ok=True)
     names = list(compose()["secrets"])
     given = {name: f"value-of-{name}" for name in names} | (values or {})
     script = []
