@@ -11,6 +11,7 @@ PostgreSQL; tests/test_rolling_upgrade.py shows this build and the next side by 
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 import tarfile
@@ -35,14 +36,37 @@ def _archive(commit: str, into: Path) -> Path | None:
     return into
 
 
-async def _cli(release: Path, cwd: Path, url: str, *argv: str) -> tuple[int, str]:
+# Both commands in one interpreter (one import of the old release, not two): `python -m bot`
+# as runpy runs it, whatever module layout that release had; each exit code and output.
+_BOTH = """\
+import contextlib, io, json, runpy, sys
+said = []
+for argv in (["db", "status"], ["migrate"]):
+    sys.argv, out = ["bot", *argv], io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        try:
+            runpy.run_module("bot", run_name="__main__", alter_sys=True)
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        except BaseException:
+            import traceback; traceback.print_exc(); code = 1
+    said.append([code, out.getvalue()])
+    if code != 0:
+        break
+print(json.dumps(said))
+"""
+
+
+async def _cli(release: Path, cwd: Path, url: str) -> list[tuple[int, str]]:
+    """`db status`, then (if it said yes) `migrate`, of the release at `release`."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot", *argv, cwd=cwd, stdout=asyncio.subprocess.PIPE,
+        sys.executable, "-c", _BOTH, cwd=cwd, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(release), "DATABASE_URL": url})
     out, _ = await asyncio.wait_for(proc.communicate(), 120)
-    assert proc.returncode is not None
-    return proc.returncode, out.decode()
+    assert proc.returncode == 0, out.decode()
+    return [(code, text) for code, text in json.loads(out.decode().strip().splitlines()[-1])]
 
 
 @pytest.mark.slow
@@ -58,13 +82,13 @@ async def test_an_earlier_release_runs_on_this_schema_or_refuses_in_one_line(tmp
         await db.migrate()  # this build's schema
     finally:
         await db.dispose()
-    code, said = await _cli(release, tmp_path, url, "db", "status")
+    (code, said), *then = await _cli(release, tmp_path, url)
     assert "Traceback" not in said and code in (0, 2), said
     if code == 2:  # refuses: one line
         assert len(said.strip().splitlines()) == 1, said
         return
     assert "can run: yes" in said, said
-    code, said = await _cli(release, tmp_path, url, "migrate")
+    [(code, said)] = then
     assert (code, "Traceback" in said) == (0, False), said
     db = Database(url)
     try:
