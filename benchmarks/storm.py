@@ -63,8 +63,8 @@ async def _storm(tmp: Path) -> list[tuple[str, str]]:
                 await wait_for(lambda k=k: len(storms.notices(w, storm))
                                >= (k + 1) * CLUSTERS // (REQUESTS + 2),
                                within=DRAIN_WITHIN, what="the storm moving on")
-                asked, at = len(w.slack.calls), w.slack.clock.now()
-                await storms.ask_for_a_launch(w, bot, user=(ALICE, DAVE)[k % 2])
+                asked = len(w.slack.calls)
+                at = await storms.ask_for_a_launch(w, bot, user=(ALICE, DAVE)[k % 2])
                 [(_, card)] = await wait_for(lambda asked=asked: storms.cards(w, asked),
                                              within=120, what="the card")
                 delays.append((card.at - at).total_seconds())

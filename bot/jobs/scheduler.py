@@ -33,7 +33,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bot.jobs import sweeps
 from bot.jobs.tracker import Sweeps
-from bot.services.container import Services
+from bot.services.container import Services, sweeping
 from bot.services.outages import is_storage_outage
 from bot.services.provider_errors import is_provider_trouble
 
@@ -96,7 +96,8 @@ def tracked(job: Sweep, tracker: Sweeps) -> Sweep:
         tracker.begin()
         started = time.monotonic()
         try:
-            outcome = await job(services)
+            with sweeping():  # after a person's answers (storage/turns.py)
+                outcome = await job(services)
         except Exception as exc:
             # Not finished: readiness and the stall alert ask whether the sweeps do their work,
             # and a sweep that raised didn't (AI Reserve down: nothing is watched).

@@ -129,8 +129,7 @@ class NoticeDelivery:
             done = True
             if record is not None:
                 try:
-                    with lanes.lane(lane_of(notice.kind)):
-                        done = await self._deliver(notice, record, top)
+                    done = await self._deliver(notice, record, top)
                 except POST_ERRORS as exc:
                     # Left pending: the next pass tries again; later notices still go.
                     log.warning("could not deliver %s notice for %s: %s", notice.kind,
@@ -144,8 +143,9 @@ class NoticeDelivery:
                     skipped.add(ident)
 
         async def gated(notice: Notice) -> None:
-            async with gate:
-                await one(notice)
+            with lanes.lane(lane_of(notice.kind)):  # its claim and mark too (storage/turns.py)
+                async with gate:
+                    await one(notice)
 
         ordered = sorted(pending, key=lambda n: (lane_of(n.kind), n.created_at))
         await asyncio.gather(*(gated(n) for n in ordered))
