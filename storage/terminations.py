@@ -70,6 +70,12 @@ class TerminationRepo:
             _T.cluster_id == cluster_id, _T.state == TerminationState.PENDING.value,
         ).values(last_error=error, next_attempt_at=retry_at, updated_at=now))
 
+    async def sent(self, cluster_id: str, requests: int) -> None:
+        """Count `requests` more terminate requests sent to AI Reserve for this intent."""
+        if requests:
+            await self._session.execute(sa.update(TERMINATIONS).where(
+                _T.cluster_id == cluster_id).values(requests=_T.requests + requests))
+
     async def move(self, cluster_id: str, *, from_: TerminationState, to: TerminationState,
                    now: datetime) -> bool:
         """Compare-and-set the state; True if this call made the move."""

@@ -146,7 +146,8 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
         # One HTTP session for Slack (Web API and response_url replies): without it slack_sdk and
         # Bolt open a session — a connection and a TLS handshake — for every call.
-        slack_session = await stack.enter_async_context(aiohttp.ClientSession())
+        slack_session = await stack.enter_async_context(aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=settings.slack_timeout_seconds)))
         slack = slack_client(token, settings, session=slack_session, sleep=sleep,
                              metrics=metrics, reach=reach_slack)
         approvals_channel = policy.approvals_channel or settings.approvals_channel or ""
@@ -170,10 +171,7 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         stock = StockService(quoting=quoting, notifier=notifier, launcher=launching,
                              people=people, audit=audit, db=db, clock=clock)
         launching.judge = stock.judge = quoting.judge = approvals.judge
-        quoting.auto_approve_below_cents = policy.auto_approve_below_cents
-        quoting.max_lifetime_hours = policy.max_lifetime_hours
-        quoting.enforce_lifetime = policy.enforce_lifetime
-        quoting.project_problem = policy.project_problem
+        quoting.use_policy(policy)
         termination = TerminationService(watching=watching, provider=provider, people=people,
                                          notifier=notifier, audit=audit, db=db, clock=clock)
         # An idle rule the policy's grace ran out on ends through the same terminate intent.
@@ -220,7 +218,7 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         oauth = oauth_parts(settings, db=db, clock=clock, client=slack)
         bolt = build_app(services=services, client=slack, signing_secret=secret,
                          inflight=inflight, dm_channel=notifier.outbox.dm_channel,
-                         on_ack=metrics.ack, authorize=oauth.authorize if oauth else None)
+                         on_ack=metrics.ack, tenancy=oauth.tenancy if oauth else None)
         sweeps = Sweeps(observe=metrics.sweep, failed=metrics.sweep_failed)
         jobs = None
         if scheduler:

@@ -106,6 +106,9 @@ class Settings(BaseSettings):
     # 429 is waited out alone, as slack_sdk does).
     slack_rate_limits: str = "chat.postMessage=1/s/channel,chat.postMessage=300/min," \
         "chat.update=50/min"
+    # How long one Slack Web API call may take, answer included: past it the call has no
+    # answer (a post is then "maybe posted": bot/slack/maybe.py), not a wait of minutes.
+    slack_timeout_seconds: float = Field(default=30.0, gt=0, le=300)
     policy_file: Path | None = None
     # Tests and demos only: a file holding seconds to add to the wall clock, re-read whenever
     # it changes (tests/procs.py moves every bot process's time together with the simulator's).

@@ -32,12 +32,19 @@ class TerminationIntent(Frozen):
     requested_by: str  # a Slack user id, or POLICY
     requested_at: datetime
     state: TerminationState = TerminationState.PENDING
-    attempts: int = 0
+    attempts: int = 0  # attempts made (each may send several requests: the client retries)
+    requests: int = 0  # terminate requests AI Reserve was sent, in all (0 before 0020)
     next_attempt_at: datetime
     last_error: str | None = None
     warned_at: datetime | None = None
     done_at: datetime | None = None
     updated_at: datetime
+
+
+def requests_sent(intent: TerminationIntent) -> int:
+    """The terminate requests sent for `intent` (its attempts, for one stored before they
+    were counted)."""
+    return intent.requests or intent.attempts
 
 
 def retry_delay(attempts: int) -> timedelta:

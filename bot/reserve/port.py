@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Iterable
 from datetime import datetime
 from typing import Protocol
 
-from bot.reserve.retry import OnSkip, SkippedItem, UnexpectedResponse
+from bot.reserve.retry import OnSkip, Sent, SkippedItem, UnexpectedResponse, counting_sent
 from bot.reserve.schemas import (
     Accelerator,
     Account,
@@ -25,8 +25,8 @@ from bot.reserve.schemas import (
     Volume,
 )
 
-__all__ = ["MAX_PAGE_SIZE", "ClusterProvider", "OnSkip", "SkippedItem", "StatusFilter",
-           "UnexpectedResponse"]
+__all__ = ["MAX_PAGE_SIZE", "ClusterProvider", "OnSkip", "Sent", "SkippedItem", "StatusFilter",
+           "UnexpectedResponse", "counting_sent"]
 
 MAX_PAGE_SIZE = 200  # contract: list endpoints take ?limit= up to 200 (default 50)
 

@@ -24,7 +24,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any, TypeVar
@@ -109,6 +111,30 @@ class RetryPolicy:
         if retry_after is not None and retry_after > self.max_retry_after:
             return None
         return max(self.backoff(attempt, random), retry_after or 0.0)
+
+
+class Sent:
+    """How many HTTP requests went out to AI Reserve inside `counting_sent()` (each retry is one
+    more; a call refused locally by a pause sends none)."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+
+
+_SENT: ContextVar[Sent | None] = ContextVar("aireserve_sent", default=None)
+
+
+@contextmanager
+def counting_sent() -> Iterator[Sent]:
+    """Count the requests the calls made in this block (this task) send: what AI Reserve
+    received, which is what a person is told ("after 17 requests"), not how often we asked
+    the client."""
+    sent = Sent()
+    token = _SENT.set(sent)
+    try:
+        yield sent
+    finally:
+        _SENT.reset(token)
 
 
 def json_or_none(raw: bytes) -> Any:
@@ -234,6 +260,8 @@ class Transport:
                 await self.sleep(left)  # a short pause is waited out, like a 429's
             provider_clock = self.clock if isinstance(self.clock, ProviderClock) else None
             sent_at = provider_clock.host_now() if provider_clock is not None else None
+            if (counted := _SENT.get()) is not None:
+                counted.requests += 1
             try:
                 resp = await self._session.request(
                     method, self.base_url + path, params=params, data=payload, headers=sent,

@@ -25,10 +25,11 @@ from bot.domain.termination import (
     WARN_AFTER_ATTEMPTS,
     TerminationIntent,
     TerminationState,
+    requests_sent,
     retry_delay,
 )
 from bot.reserve import errors as api
-from bot.reserve.port import ClusterProvider
+from bot.reserve.port import ClusterProvider, counting_sent
 from bot.services import stakes
 from bot.services.audit import AuditLog, audited
 from bot.services.people import People
@@ -137,17 +138,18 @@ class TerminationService:
         if record is not None and not self._still_to_terminate(record):
             await self._accepted(cluster_id)  # it already ends (or ended) at AI Reserve
             return None
-        try:
-            wire = await self._provider.terminate_cluster(cluster_id)
-        except api.NotFound:
-            await self._accepted(cluster_id)
-            await self._watching.sync(cluster_id)  # gone at AI Reserve: it no longer bills
-            await self._audit_retried(intent, record)
-            return None
-        except api.ApiError as exc:
-            await self._failed(intent, exc)
-            return exc
-        await self._accepted(cluster_id)
+        with counting_sent() as sent:  # what AI Reserve received: the client retries too
+            try:
+                wire = await self._provider.terminate_cluster(cluster_id)
+            except api.NotFound:
+                await self._accepted(cluster_id, sent=sent.requests)
+                await self._watching.sync(cluster_id)  # gone at AI Reserve: no longer bills
+                await self._audit_retried(intent, record)
+                return None
+            except api.ApiError as exc:
+                await self._failed(intent, exc, sent=sent.requests)
+                return exc
+        await self._accepted(cluster_id, sent=sent.requests)
         await self._watching.sync(cluster_id, wire=wire)
         log.info("AI Reserve accepted the terminate of %s (attempt %d)", cluster_id,
                  intent.attempts)
@@ -174,26 +176,30 @@ class TerminationService:
     def _still_to_terminate(record: ClusterRecord) -> bool:
         return record.status.is_live and record.status is not ClusterState.TERMINATING
 
-    async def _accepted(self, cluster_id: str) -> None:
+    async def _accepted(self, cluster_id: str, *, sent: int = 0) -> None:
         async with self._db.transaction() as repos:
+            await repos.terminations.sent(cluster_id, sent)
             await repos.terminations.move(cluster_id, from_=TerminationState.PENDING,
                                           to=TerminationState.ACCEPTED, now=self._clock.now())
 
-    async def _failed(self, intent: TerminationIntent, exc: api.ApiError) -> None:
+    async def _failed(self, intent: TerminationIntent, exc: api.ApiError, *, sent: int) -> None:
         now = self._clock.now()
         retry_at = now + retry_delay(intent.attempts)
         async with self._db.transaction() as repos:
+            await repos.terminations.sent(intent.cluster_id, sent)
             await repos.terminations.failed(intent.cluster_id, now=now, error=exc.code,
                                             retry_at=retry_at)
             warn = (intent.attempts >= WARN_AFTER_ATTEMPTS
                     and await repos.terminations.warn_once(intent.cluster_id, now=now))
             record = await repos.clusters.get(intent.cluster_id)
-        log.warning("terminate of %s failed (attempt %d, %s); next attempt at %s",
-                    intent.cluster_id, intent.attempts, exc.code, f"{retry_at:%H:%M:%S}")
+            counted = await repos.terminations.get(intent.cluster_id) or intent
+        log.warning("terminate of %s failed (attempt %d, %d requests in all, %s); next attempt "
+                    "at %s", intent.cluster_id, intent.attempts, requests_sent(counted),
+                    exc.code, f"{retry_at:%H:%M:%S}")
         if warn and record is not None:
             await self._tell(intent, record, (
-                f"AI Reserve still refuses to terminate `{record.id}` after {intent.attempts} "
-                f"attempts (last: {error_words(exc.code)}). It is still billing at "
+                f"AI Reserve has refused {_requests(counted)} for `{record.id}` "
+                f"(last: {error_words(exc.code)}). It is still billing at "
                 f"{money(record.hourly_cents)}/h. I keep trying and will tell you when it is "
                 "terminated."))
 
@@ -207,7 +213,8 @@ class TerminationService:
                                                  to=TerminationState.DONE,
                                                  now=self._clock.now()):
                 return 0  # another replica announced it
-        tries = f" after {intent.attempts} attempts" if intent.attempts > 1 else ""
+        sent = requests_sent(intent)
+        tries = f" (AI Reserve took it after {_requests(intent)})" if sent > 1 else ""
         await self._tell(intent, record, (
             f"`{record.id}` is terminated{tries}: it no longer bills. In all it cost "
             f"{money(record.accrued_cents)}."))
@@ -223,3 +230,9 @@ class TerminationService:
         except Exception:  # Slack down: the cluster state is right; the note is best effort
             log.warning("could not tell %s about the terminate of %s", user, record.id,
                         exc_info=True)
+
+
+def _requests(intent: TerminationIntent) -> str:
+    """"17 terminate requests": what AI Reserve was sent, each client retry counted."""
+    sent = requests_sent(intent)
+    return f"{sent} terminate request{'s' if sent != 1 else ''}"

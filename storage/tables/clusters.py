@@ -111,6 +111,8 @@ class TerminationRow(Base, table=True):
     requested_at: datetime = Field(sa_type=UtcDateTime)
     state: str = Field(index=True, sa_type=sa.String)
     attempts: int = Field(sa_type=sa.Integer)
+    # 0020: the HTTP requests sent, in all (an attempt's client retries each count)
+    requests: int = Field(sa_type=sa.Integer, sa_column_kwargs=default(sa.text("0")))
     next_attempt_at: datetime = Field(sa_type=UtcDateTime)
     last_error: str | None = Field(default=None, sa_type=sa.Text)
     warned_at: datetime | None = Field(default=None, sa_type=UtcDateTime)

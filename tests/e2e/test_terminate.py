@@ -8,6 +8,7 @@ import pytest
 
 from aireserve_sim.config import SimConfig
 from aireserve_sim.embedded import EmbeddedSimulator
+from aireserve_sim.faults import FaultInjector
 from bot.clock import ManualClock
 from bot.domain.termination import TerminationState, retry_delay
 from bot.slack.ids import Action
@@ -54,9 +55,41 @@ async def test_terminate_failing_three_times_then_taking_ends_the_cluster_and_te
         assert await terminate.finish() == 1
         assert await terminate.finish() == 0
         [done] = _dms(h, "no longer bills")
-        assert "after 4 attempts" in h.text_of(done)
+        assert "after 4 terminate requests" in h.text_of(done)
         assert h.sim.engine.get_cluster(cluster_id).status.value == "terminated"
         assert (await _intent(h, cluster_id)).state is TerminationState.DONE
+
+
+async def test_the_owner_is_told_how_many_terminate_requests_ai_reserve_received(
+        tmp_path, monkeypatch):
+    """Issue 24 item 7: "terminated after 5 attempts" when AI Reserve received 17 terminate
+    requests (each attempt's client retried a 503 three times). What was sent is counted."""
+    received: list[str] = []
+    take = FaultInjector.take
+
+    def counting(injector, method, path):
+        if method == "DELETE" and path.startswith("/v1/clusters/"):
+            received.append(path)
+        return take(injector, method, path)
+
+    monkeypatch.setattr(FaultInjector, "take", counting)
+    async with bot(tmp_path) as h:
+        cluster_id = await h.running_cluster()
+        await h.sim_admin("faults", {"route": DELETE, "status": 503, "count": 16})
+        await h.click(await h.top(cluster_id), Action.TERMINATE, user=ALICE)
+        terminate = h.rt.services.termination
+        for _ in range(12):
+            h.clock.advance(300)
+            await terminate.finish()
+        await h.advance(60)
+        await terminate.finish()
+        [still] = _dms(h, "still billing")
+        [done] = _dms(h, "no longer bills")
+        intent = await _intent(h, cluster_id)
+    assert len(received) == 17 and intent.attempts == 5  # 4 × (1 + 3 retries), then it took
+    assert f"after {len(received)} terminate requests" in h.text_of(done), h.text_of(done)
+    assert "attempts" not in h.text_of(done)
+    assert "refused 12 terminate requests" in h.text_of(still), h.text_of(still)
 
 
 async def test_a_failed_terminate_survives_a_restart(tmp_path, database_url):
@@ -105,7 +138,7 @@ async def test_real_process_retries_a_failing_terminate_across_a_kill(tmp_path, 
         assert [c["status"] for c in await w.sim.clusters()] == ["terminated"]
         assert not await w.sim.faults()  # all three failures were met, then it took
         told = [m for m in w.slack.dms(ALICE) if "no longer bills" in w.text_of(m)]
-        assert len(told) == 1 and "after 4 attempts" in w.text_of(told[0])
+        assert len(told) == 1 and "after 4 terminate requests" in w.text_of(told[0])
         assert len([m for m in w.slack.dms(ALICE) if "still billing" in w.text_of(m)]) == 1
 
 
