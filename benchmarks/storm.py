@@ -8,7 +8,8 @@ requests made mid-storm go too. Measured: how long the storm's notices take to d
 long until every card shows its cluster's state (250 edits at 50/min: about five minutes
 whatever the bot does); the delay of each approval card from its request's Submit (target
 ≤ 5 s, asserted at 30 clusters by tests/test_storm.py); the enforced envelope's terminate
-after its deadline passes mid-storm; /readyz samples; Slack calls made, refused (429) and held by the pacer. Figures, never assertions.
+after its deadline passes mid-storm; /readyz samples; Slack calls made, refused (429) and
+held by the pacer. Figures, never assertions.
 """
 
 from __future__ import annotations
