@@ -110,6 +110,9 @@ class FakeSlack(MethodStore):
         self._pending_acks: dict[str, asyncio.Event] = {}
         self.uploads = FileUploads()  # files_upload_v2: devslack/files.py
         self._released = asyncio.Event()  # set on stop: "hang" faults answer then
+        # Slack's answer to every call with the bot token while set: "invalid_auth",
+        # "account_inactive", "token_revoked" (the token is no good, not its targets).
+        self.token_refused: str | None = None
         self.oauth = OAuthServer(clock=self.clock, team_id=team_id, app_id=app_id,
                                  bot_user_id=bot_user_id)  # installs: devslack/oauth.py
 
@@ -346,6 +349,8 @@ class FakeSlack(MethodStore):
             return 200, {}, {"ok": False, "error": "invalid_auth"}
         if issued and (why := self.oauth.refusal(token)):
             return 200, {}, {"ok": False, "error": why}
+        if token == self.bot_token and self.token_refused:  # revoked, deactivated, broken
+            return 200, {}, {"ok": False, "error": self.token_refused}
         now = self.clock.now()
         until = self._cooldown.get(method)  # a fault's Retry-After, else Slack's own limits
         wait = (math.ceil((until - now).total_seconds()) if until is not None and now < until

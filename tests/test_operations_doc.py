@@ -30,7 +30,8 @@ from tests.releases import pyproject_version
 REPO = Path(__file__).resolve().parent.parent
 GUIDE = REPO / "docs" / "operations.md"
 _BLOCK = re.compile(r"(?:<!-- ops-test: (?P<tag>[\w-]+) -->\n)?```sh\n(?P<body>.*?)```", re.S)
-GUIDE_PG_URL = "postgresql://cluster-bot:secret@db.internal:5432/clusterbot"
+# The guide's URL up to its parameters (which name files under /run/secrets: replaced after).
+GUIDE_PG_URL = "postgresql://cluster-bot@db.internal:5432/clusterbot?"
 GUIDE_BOT_URL = "http://localhost:3001"  # the internal port: health and metrics
 TAGS = {"install", "sqlite", "postgres", "serve"}
 _LISTENING = re.compile(r"this host: (http://\S+)/readyz")
@@ -115,11 +116,21 @@ def test_the_sqlite_commands_run(tmp_path):
 
 @pytest.mark.postgres
 def test_the_postgres_commands_run(tmp_path, pg_url):
-    replace = _scratch(tmp_path) | {GUIDE_PG_URL: pg_url}
+    replace = {GUIDE_PG_URL: f"{pg_url}&"} | _scratch(tmp_path)
     if shutil.which("pg_dump") is None or shutil.which("pg_restore") is None:
         pytest.skip("pg_dump/pg_restore are not installed (the PostgreSQL client tools)")
     out = _run(_script("postgres", replace), cwd=tmp_path, env=_env(tmp_path))
     assert out.strip().endswith("can run: yes"), out
+    assert (tmp_path / "run/secrets/pgpass").stat().st_mode & 0o077 == 0
+
+
+def test_the_guides_database_password_is_on_no_command_line():
+    """The password sits in a pass file the URL names: not in the URL, which `pg_dump`,
+    `pg_restore` and `export` lines put where `ps` and the shell's history show them."""
+    text = "\n".join(blocks("postgres"))
+    assert "passfile=/run/secrets/pgpass" in text
+    urls = re.findall(r"postgres(?:ql)?://[^'\"\s]*", text)
+    assert urls and not [url for url in urls if re.match(r"postgres(?:ql)?://[^/@]*:[^/@]*@", url)]
 
 
 def test_the_running_bot_commands_run(tmp_path):

@@ -9,7 +9,9 @@ raised or was skipped doesn't count). A replica without the lease isn't red for 
 that's its job — and Slack and AI Reserve have answered within their budget
 (bot/observability/reachability.py: from real calls' outcomes, a 429 backlog counting as an
 answer) and, in Socket Mode, the WebSocket is connected (or was, within a short budget);
-otherwise 503 with `{"ready": false, "reasons": [...]}` naming each failed check. Both are
+otherwise 503 with `{"ready": false, "reasons": [...]}` naming each failed check. Either body
+may carry `"notes"`: what the operator should know that doesn't stop the replica serving (a bot
+token Slack refuses). Both are
 served on the internal port (INTERNAL_PORT, with `/metrics`), never on the public one Slack
 reaches.
 """
@@ -53,6 +55,9 @@ class Health:
     replica: str = "bot"  # names this replica's probe row (replicas probe side by side)
     reaches: list[Reachability] = field(default_factory=list)  # Slack, AI Reserve
     connection: Connection | None = None  # the Socket Mode WebSocket (None: HTTP mode)
+    # What the operator should know that doesn't stop this replica taking Slack's requests
+    # (a bot token Slack refuses: bot/slack/tokens.py): said in the body, under "notes".
+    notes: list[Callable[[], str | None]] = field(default_factory=list)
 
     async def reasons(self) -> list[str]:
         """Every readiness check that fails, in words; empty when ready."""
@@ -109,9 +114,11 @@ class Health:
 
     async def ready(self, _: web.Request) -> web.Response:
         reasons = await self.reasons()
+        notes = [n for n in (note() for note in self.notes) if n]
+        extra = {"notes": notes} if notes else {}
         if reasons:
-            return web.json_response({"ready": False, "reasons": reasons}, status=503)
-        return web.json_response({"ready": True})
+            return web.json_response({"ready": False, "reasons": reasons, **extra}, status=503)
+        return web.json_response({"ready": True, **extra})
 
     def add_routes(self, app: web.Application) -> None:
         app.router.add_get("/healthz", self.live)

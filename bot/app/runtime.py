@@ -75,6 +75,7 @@ from bot.slack.duty import DutyNotices
 from bot.slack.inflight import InFlight
 from bot.slack.notifier import SlackNotifier
 from bot.slack.retry import Sleep
+from bot.slack.tokens import Tokens
 from storage import sealing
 from storage.db import Database
 from storage.replica import Lease, replica_id
@@ -148,8 +149,10 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         # Bolt open a session — a connection and a TLS handshake — for every call.
         slack_session = await stack.enter_async_context(aiohttp.ClientSession(
             timeout=aiohttp.ClientTimeout(total=settings.slack_timeout_seconds)))
+        # Tokens Slack refuses: probed on a back-off judged on the host's clock, not AI Reserve's.
+        tokens = Tokens(now=lambda: host.now().timestamp())
         slack = slack_client(token, settings, session=slack_session, sleep=sleep,
-                             metrics=metrics, reach=reach_slack)
+                             metrics=metrics, reach=reach_slack, tokens=tokens)
         approvals_channel = policy.approvals_channel or settings.approvals_channel or ""
         people = People(policy=policy, directory=SlackDirectory(slack), clock=clock)
         home = HomeService(db=db, people=people, clock=clock)
@@ -172,6 +175,7 @@ async def start(settings: Settings, *, clock: Clock | None = None,
                              people=people, audit=audit, db=db, clock=clock)
         launching.judge = stock.judge = quoting.judge = approvals.judge
         quoting.use_policy(policy)
+        quoting.spend_refusal = people.spend_refusal
         termination = TerminationService(watching=watching, provider=provider, people=people,
                                          notifier=notifier, audit=audit, db=db, clock=clock)
         # An idle rule the policy's grace ran out on ends through the same terminate intent.
@@ -233,7 +237,8 @@ async def start(settings: Settings, *, clock: Clock | None = None,
             lambda: float(jobs is not None and sweeps.holder))
         health = Health(db=db, poll_interval_seconds=settings.poll_interval_seconds,
                         sweeps=sweeps, scheduler_running=lambda: bool(jobs and jobs.running),
-                        replica=replica, reaches=[reach_slack, reach_provider])
+                        replica=replica, reaches=[reach_slack, reach_provider],
+                        notes=[tokens.problem])
         rt = Runtime(settings=settings, clock=clock, db=db, provider=provider,
                      simulator=simulator, slack=slack, services=services, bolt=bolt,
                      inflight=inflight, health=health, sweeps=sweeps, metrics=metrics,

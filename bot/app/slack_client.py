@@ -21,11 +21,13 @@ from bot.slack.answers import AnsweredWebClient
 from bot.slack.pacing import PacedWebClient, Pacer, parse_limits
 from bot.slack.retry import Sleep, retry_handlers
 from bot.slack.tenancy import SERVING, Tenancy
+from bot.slack.tokens import TokenGate, Tokens
 
 
-class SlackClient(CountingWebClient, PacedWebClient, AnsweredWebClient):
+class SlackClient(TokenGate, CountingWebClient, PacedWebClient, AnsweredWebClient):
     """The bot's Web API client: each call counted (metrics) after its pacing (bot/slack/pacing),
-    every answer read in one place (bot/slack/answers.py: what isn't Slack's JSON is `NoAnswer`).
+    every answer read in one place (bot/slack/answers.py: what isn't Slack's JSON is `NoAnswer`),
+    none sent with a token Slack refuses but the probe (bot/slack/tokens.py).
     With OAuth (`tenancy`) it has no token of its own: each call carries the token of the
     installation it is made for (bot/slack/tenancy.py)."""
 
@@ -65,7 +67,8 @@ class SlackClient(CountingWebClient, PacedWebClient, AnsweredWebClient):
 
 
 def slack_client(token: str | None, settings: Settings, *, session: aiohttp.ClientSession,
-                 sleep: Sleep, metrics: Metrics, reach: Reachability) -> SlackClient:
+                 sleep: Sleep, metrics: Metrics, reach: Reachability,
+                 tokens: Tokens | None = None) -> SlackClient:
     limits = parse_limits(settings.slack_rate_limits)
     # Paced: slack_sdk's own retry on 429 is left out, the pacer waits those out.
     slack = SlackClient(token=token, base_url=settings.slack_api_url, session=session,
@@ -76,6 +79,10 @@ def slack_client(token: str | None, settings: Settings, *, session: aiohttp.Clie
             metrics.slack_paced.labels(kind=kind).set_function(
                 partial(_stat, slack.pacer.stats, kind))
     slack.metrics, slack.reach = metrics, reach
+    slack.tokens = tokens
+    if tokens is not None:
+        metrics.slack_tokens_refused.set_function(lambda: tokens.refused_count)
+        tokens.changes = lambda state: metrics.slack_token_changes.labels(state=state).inc()
     return slack
 
 

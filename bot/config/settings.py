@@ -30,6 +30,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from storage import pgurl
 from storage.sealing import check_key, derived_key
 
 _USER_ID = re.compile(r"^[UW][A-Z0-9]{2,}$")
@@ -153,6 +154,8 @@ class Settings(BaseSettings):
         if kind == "postgresql" and importlib.util.find_spec("asyncpg") is None:
             raise ValueError("PostgreSQL needs the asyncpg driver, which is not installed: "
                              "pip install 'cluster-bot[postgres]'")
+        if kind == "postgresql":
+            pgurl.check(value)  # libpq's parameters: one it can't honour is named
         return value
 
     @field_validator("approvers", mode="before")

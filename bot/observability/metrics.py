@@ -40,6 +40,7 @@ from bot.observability import reachability
 from bot.observability.build import commit, version
 from bot.observability.reachability import Reachability
 from bot.slack import answers
+from bot.slack.tokens import TOKEN_ERRORS
 from storage import gauges
 from storage.db import Database
 from storage.replica import wall_clock
@@ -66,10 +67,19 @@ class Metrics:
             ["route", "status"], registry=r)
         self.slack_calls = Counter(
             "clusterbot_slack_calls", "Slack Web API calls by method and outcome (ok, the "
-            "Slack error code's class: ratelimited, error; unreadable: an answer that isn't "
-            "Slack's JSON (HTML, cut, plain text, empty); failed: no answer)",
+            "Slack error code's class: ratelimited, token_refused, error; unreadable: an "
+            "answer that isn't Slack's JSON (HTML, cut, plain text, empty); failed: no answer)",
             ["method", "outcome"],
             registry=r)
+        self.slack_tokens_refused = Gauge(
+            "clusterbot_slack_tokens_refused", "Bot tokens Slack refuses now (invalid_auth, "
+            "account_inactive, token_revoked …): Slack calls stopped but a probe, posts kept "
+            "queued", registry=r)
+        self.slack_token_changes = Counter(
+            "clusterbot_slack_token_changes", "A bot token refused by Slack, or accepted again",
+            ["state"], registry=r)
+        for state in ("refused", "accepted"):
+            self.slack_token_changes.labels(state=state)
         self.sweep_seconds = Histogram(
             "clusterbot_sweep_seconds", "How long each scheduled sweep run took", ["sweep"],
             buckets=SWEEP_BUCKETS, registry=r)
@@ -171,6 +181,8 @@ def slack_outcome(error: str | None) -> str:
         return "ok"
     if error in (answers.UNREADABLE, answers.NO_ANSWER):
         return "unreadable" if error == answers.UNREADABLE else "failed"
+    if error in TOKEN_ERRORS:
+        return "token_refused"
     return "ratelimited" if error in ("ratelimited", "rate_limited") else "error"
 
 

@@ -47,6 +47,8 @@ class QuotingService:
         self.enforce_lifetime = False  # the policy's: an envelope ends in termination
         # The policy's `Policy.project_problem`: why a `project=` is refused (set by the runtime).
         self.project_problem: Callable[[str | None], str | None] | None = None
+        # Why a person may not request at all (People.spend_refusal; set by the runtime).
+        self.spend_refusal: Callable[[str], Awaitable[str | None]] | None = None
         # Whether the policy allows (accelerator id, nodes): alternatives keep to it.
         self.shape_allowed: Callable[[str, int], bool] = lambda _a, _n: True
         self._catalog: list[Accelerator] = []
@@ -124,6 +126,10 @@ class QuotingService:
         """The policy's verdict on the person quoting and the shape's stock, for the card:
         a request that would be refused is said now, not after the launch form."""
         verdict = await self.judge(quote, quote.requested_by) if self.judge else None
+        # Someone who may not request is told so on the card, with the rule, and offered no
+        # form to fill in (a press of an older card is refused before the form too).
+        barred = (await self.spend_refusal(quote.requested_by) if self.spend_refusal
+                  else None)
         # No stock here: where else has it is read fresh, not from a ten-minute-old catalog.
         catalog = await self.catalog(refresh=quote.availability == "none")
         entry = next((a for a in catalog if a.id == quote.spec.shape.accelerator), None)
@@ -138,8 +144,8 @@ class QuotingService:
                     if entry is not None and entry.cluster is not None else None)
         single = entry.single_machine if entry is not None else None
         return QuoteOutlook(
-            refused=verdict.refused if verdict else None,
-            override=verdict.override if verdict else False,
+            refused=barred or (verdict.refused if verdict else None),
+            override=False if barred else (verdict.override if verdict else False),
             approvals_needed=verdict.approvals_needed if verdict else 1,
             auto_approve_below_cents=self.auto_approve_below_cents,
             single_machine_per_gpu_cents=single.per_gpu_hourly_cents if single else None,

@@ -67,7 +67,8 @@ POST_ERRORS = (SlackApiError, aiohttp.ClientError, TimeoutError)
 # Posting into a channel the bot can't reach: tell the requester by DM instead.
 _UNREACHABLE = {"channel_not_found", "not_in_channel", "is_archived", "restricted_action"}
 # Slack's answers that mean the target can't receive anything until a person fixes it.
-GONE = frozenset({"user_not_found", "user_disabled", "account_inactive", "cannot_dm_bot",
+# (`account_inactive` is not one: it is Slack refusing the bot's own token, bot/slack/tokens.py.)
+GONE = frozenset({"user_not_found", "user_disabled", "cannot_dm_bot",
                   "channel_not_found", "is_archived", "not_in_channel"})
 # How long a replica waits for another that is posting the same card (then it edits it).
 _WAIT_STEPS, _WAIT_SECONDS = 100, 0.05
