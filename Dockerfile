@@ -1,6 +1,6 @@
 # The bot's image: one process, `cluster-bot serve`, on the lockfile's exact packages.
 #
-#   docker build -t cluster-bot .
+#   make image     # docker build, tagged cluster-bot:<version> and labelled (Makefile's IMAGE_ARGS)
 #   docker run --rm --env-file .env cluster-bot migrate        # the migrations, on their own
 #   docker run --env-file .env -p 3000:3000 cluster-bot         # serve (SIGTERM: finish, exit)
 #
@@ -28,14 +28,25 @@ RUN python3 -m venv /opt/build \
     && rm -r /wheels
 # The product: bot/ and storage/ (.dockerignore leaves out the tests, the simulator and the
 # local Slack stand-in), built offline with the tools above. A layer of its own: a change to
-# the code rebuilds only this one.
-COPY pyproject.toml README.md ./
+# the code rebuilds only this one. The build says which release and commit it is (`make image`
+# passes both): REVISION is written where the product reads its commit (there is no .git here;
+# bot/observability/build.py), and VERSION must be the one the wheel has (pyproject.toml's), so
+# the labels below can't name another.
+ARG VERSION=""
+ARG REVISION=unknown
+COPY pyproject.toml setup.py README.md ./
 COPY storage/ storage/
 COPY bot/ bot/
-RUN /opt/build/bin/pip wheel --no-cache-dir --no-build-isolation --no-deps --no-index \
+RUN printf '%s\n' "${REVISION}" > bot/observability/REVISION \
+    && /opt/build/bin/pip wheel --no-cache-dir --no-build-isolation --no-deps --no-index \
         --wheel-dir /src/dist . \
     && /opt/build/bin/pip --python /opt/cluster-bot/bin/python install --no-cache-dir \
-        --no-index --no-deps /src/dist/*.whl
+        --no-index --no-deps /src/dist/*.whl \
+    && built="$(/opt/cluster-bot/bin/python -c \
+        'import importlib.metadata as m; print(m.version("cluster-bot"))')" \
+    && if [ "${built}" != "${VERSION}" ]; then \
+        echo "VERSION is '${VERSION}' but the wheel is ${built}: build with make image" >&2; \
+        exit 1; fi
 
 FROM ${BASE}
 ENV PATH=/opt/cluster-bot/bin:$PATH PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
@@ -55,3 +66,15 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["cluster-bot"]
 CMD ["serve"]
+# What this image is (OCI annotations; `make image` passes them): the same version and commit
+# that `cluster-bot --version` and `clusterbot_build_info` report, and the tag. Last: the build time
+# changes every build, and no layer after it is rebuilt for it.
+ARG VERSION=""
+ARG REVISION=unknown
+ARG SOURCE=""
+ARG CREATED=""
+LABEL org.opencontainers.image.title="cluster-bot" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.source="${SOURCE}" \
+      org.opencontainers.image.created="${CREATED}"

@@ -3,7 +3,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test lint typecheck unit simulator bench lock clean
+.PHONY: run test lint typecheck unit simulator bench lock image image-args clean
 
 ## The dependencies come from the lockfile (requirements/dev.txt: exact versions, each file's
 ## hash), the project itself after them with --no-deps: what CI tests is what the image ships
@@ -66,6 +66,25 @@ lock:
 	$(UV_COMPILE) --extra postgres --extra test -c requirements/runtime.txt -o requirements/dev.txt
 	$(PY) -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['build-system']['requires'], sep='\n')" \
 		| $(UV_COMPILE:pyproject.toml=-) -o requirements/build.txt
+
+## make image: the container image, tagged cluster-bot:<version> and labelled with the version,
+## the commit (bot/observability/build.py: `-dirty` when bot/, storage/ or pyproject.toml differ
+## from it), the source and
+## the build time: what `cluster-bot --version` and clusterbot_build_info say (CHANGELOG.md).
+## ENGINE=podman (or buildah) builds it the same; `make -s image-args` prints the arguments
+## (tests/image.py builds with them).
+ENGINE  ?= docker
+VERSION  = $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml)
+REVISION = $(shell python3 bot/observability/build.py)
+IMAGE_ARGS = --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) \
+	--build-arg SOURCE=$(shell git remote get-url origin 2>/dev/null) \
+	--build-arg CREATED=$(shell date -u +%Y-%m-%dT%H:%M:%SZ) --tag cluster-bot:$(VERSION) \
+	$(if $(BASE),--build-arg BASE=$(BASE))
+image:
+	$(ENGINE) build $(IMAGE_ARGS) .
+
+image-args:
+	@echo $(IMAGE_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

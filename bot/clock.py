@@ -108,3 +108,10 @@ class ProviderClock:
         estimate = provider + timedelta(milliseconds=500) - middle
         if abs(estimate - self.offset) >= self.RESOLUTION:
             self.offset = estimate
+
+
+def host_time(clock: Clock) -> datetime:
+    """The host's own time: `clock`'s, less a provider's offset (`ProviderClock`). What Slack's
+    timestamps and the bot's own rechecks are judged by — never AI Reserve's clock."""
+    host_now = getattr(clock, "host_now", None)
+    return host_now() if callable(host_now) else clock.now()

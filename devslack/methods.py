@@ -247,6 +247,36 @@ def conversations_list(store: MethodStore, args: Args) -> dict[str, Any]:
     return {"channels": channels, "response_metadata": {"next_cursor": ""}}
 
 
+def _history(store: MethodStore, args: Args, found: list[Message]) -> dict[str, Any]:
+    """Messages newest first, since `oldest`, up to `limit`; metadata when asked for."""
+    oldest = float(args.get("oldest") or 0)
+    limit = int(args.get("limit") or 100)
+    metadata = flag(args.get("include_all_metadata"))
+    picked = [m for m in reversed(found) if float(m.ts) >= oldest][:limit]
+    messages = []
+    for message in picked:
+        body = store.message_body(message)
+        if metadata and isinstance(message.extra.get("metadata"), dict):
+            body["metadata"] = message.extra["metadata"]
+        messages.append(body)
+    return {"messages": messages, "has_more": False,
+            "response_metadata": {"next_cursor": ""}}
+
+
+def conversations_history(store: MethodStore, args: Args) -> dict[str, Any]:
+    channel = store.resolve_channel(required(args, "channel"))
+    if channel in store.removed_from:
+        raise SlackError("not_in_channel")
+    return _history(store, args, store.messages(channel))
+
+
+def conversations_replies(store: MethodStore, args: Args) -> dict[str, Any]:
+    channel = store.resolve_channel(required(args, "channel"))
+    if channel in store.removed_from:
+        raise SlackError("not_in_channel")
+    return _history(store, args, store.thread(channel, required(args, "ts")))
+
+
 def users_info(store: MethodStore, args: Args) -> dict[str, Any]:
     user = store.user(required(args, "user"))
     wire = user.to_wire(team_id=store.team_id, now=store.clock.now())
@@ -325,6 +355,8 @@ METHODS: Mapping[str, Method] = {
     "conversations.open": conversations_open,
     "conversations.info": conversations_info,
     "conversations.list": conversations_list,
+    "conversations.history": conversations_history,
+    "conversations.replies": conversations_replies,
     "users.info": users_info,
     "users.lookupByEmail": users_lookup_by_email,
     "usergroups.users.list": usergroups_users_list,

@@ -25,7 +25,7 @@ from aiohttp import web
 
 from bot.clock import Clock, SystemClock
 from devslack import replies
-from devslack.faults import Fault, Faults
+from devslack.faults import ANSWERS, Fault, Faults, Garbled, garbled
 from devslack.files import FileUploads
 from devslack.limits import RateLimits
 from devslack.methods import METHODS, MethodStore
@@ -40,7 +40,7 @@ from devslack.models import (
 )
 from devslack.oauth import AUTHORIZE_PATH, OAuthServer
 from devslack.socketmode import SocketModeServer
-from devslack.wire import bearer, read_args
+from devslack.wire import bearer, error_body, read_args
 
 # How long a response_url POST waits for its slash command's ack to be applied. A bot that
 # acked first has sent the ack already, but the two replies race over separate connections;
@@ -109,6 +109,10 @@ class FakeSlack(MethodStore):
         self._activity = asyncio.Event()
         self._pending_acks: dict[str, asyncio.Event] = {}
         self.uploads = FileUploads()  # files_upload_v2: devslack/files.py
+        self._released = asyncio.Event()  # set on stop: "hang" faults answer then
+        # Slack's answer to every call with the bot token while set: "invalid_auth",
+        # "account_inactive", "token_revoked" (the token is no good, not its targets).
+        self.token_refused: str | None = None
         self.oauth = OAuthServer(clock=self.clock, team_id=team_id, app_id=app_id,
                                  bot_user_id=bot_user_id)  # installs: devslack/oauth.py
 
@@ -137,6 +141,7 @@ class FakeSlack(MethodStore):
         self._base_url = self.uploads.base_url = f"http://{bound_host}:{bound_port}"
 
     async def stop(self) -> None:
+        self._released.set()
         if self._runner is not None:
             await self.socket.close()
             await self._runner.cleanup()
@@ -206,7 +211,7 @@ class FakeSlack(MethodStore):
         try:
             response = change().to_response()
         except SlackError as exc:
-            response = _error_body(exc)
+            response = error_body(exc)
         args = body if isinstance(body, dict) else {} if body in ("", None) else {"text": body}
         return self._record(ApiCall(method, dict(args), None, self.clock.now(), 200, response))
 
@@ -219,13 +224,23 @@ class FakeSlack(MethodStore):
         status: int | None = None,
         retry_after: int | None = 1,
         count: int = 1,
+        answer: str | None = None,
+        applied: bool = False,
     ) -> None:
         """Make the next `count` calls to `method` fail.
 
         `ratelimited` answers HTTP 429 with `Retry-After: retry_after` and then keeps refusing
         the method until `retry_after` seconds have passed on FakeSlack's clock; any other error
-        answers HTTP `status` (default 200) with `{"ok": false, "error": error}`.
+        answers HTTP `status` (default 200) with `{"ok": false, "error": error}`. `answer`
+        ("cut", "html", "plain", "empty", "hang": devslack/faults.py) answers what isn't Slack's
+        JSON instead, after the call took effect when `applied`.
         """
+        if answer is not None:
+            if answer not in ANSWERS:
+                raise ValueError(f"answer {answer!r}: one of {', '.join(ANSWERS)}")
+            default = 502 if answer == "html" else 200
+            self._faults.add(method, Fault("", status or default, None, count, answer, applied))
+            return
         resolved = status if status is not None else (429 if error == "ratelimited" else 200)
         wait = retry_after if resolved == 429 else None
         self._faults.add(method, Fault(error, resolved, wait, count))
@@ -306,9 +321,14 @@ class FakeSlack(MethodStore):
             else:
                 form_token = args.pop("token", None)  # older clients send it as an argument
                 token = token or (str(form_token) if form_token else None)
-                status, headers, body = (
-                    self._oauth_access(args, request.headers.get("Authorization"))
-                    if method == "oauth.v2.access" else self._answer(method, args, token))
+                try:
+                    status, headers, body = (
+                        self._oauth_access(args, request.headers.get("Authorization"))
+                        if method == "oauth.v2.access" else self._answer(method, args, token))
+                except Garbled as lost:  # recorded as applied; answered as the fault says
+                    self._record(ApiCall(method, args, token, self.clock.now(),
+                                         lost.fault.status, lost.body))
+                    return await garbled(lost.fault, lost.body, self._released)
             self._record(ApiCall(method, args, token, self.clock.now(), status, body))
             return web.json_response(body, status=status, headers=headers)
 
@@ -329,6 +349,8 @@ class FakeSlack(MethodStore):
             return 200, {}, {"ok": False, "error": "invalid_auth"}
         if issued and (why := self.oauth.refusal(token)):
             return 200, {}, {"ok": False, "error": why}
+        if token == self.bot_token and self.token_refused:  # revoked, deactivated, broken
+            return 200, {}, {"ok": False, "error": self.token_refused}
         now = self.clock.now()
         until = self._cooldown.get(method)  # a fault's Retry-After, else Slack's own limits
         wait = (math.ceil((until - now).total_seconds()) if until is not None and now < until
@@ -336,12 +358,19 @@ class FakeSlack(MethodStore):
         if wait is not None:
             return 429, {"Retry-After": str(wait)}, {"ok": False, "error": "ratelimited"}
         fault = self._faults.take(method)
+        if fault is not None and fault.answer is not None:  # an answer that isn't Slack's JSON
+            applied = self._apply_method(method, args, token)[2] if fault.applied else {}
+            raise Garbled(fault, applied)
         if fault is not None:
             fault_headers: dict[str, str] = {}
             if fault.retry_after is not None:
                 fault_headers["Retry-After"] = str(fault.retry_after)
                 self._cooldown[method] = now + timedelta(seconds=fault.retry_after)
             return fault.status, fault_headers, {"ok": False, "error": fault.error}
+        return self._apply_method(method, args, token)
+
+    def _apply_method(self, method: str, args: dict[str, Any], token: str
+                      ) -> tuple[int, dict[str, str], dict[str, Any]]:
         refused = self.unreachable(method, args)
         if refused is not None:
             return 200, {}, {"ok": False, "error": refused}
@@ -350,19 +379,25 @@ class FakeSlack(MethodStore):
         if handler is None:
             return 200, {}, {"ok": False, "error": "unknown_method"}
         try:
-            answer = handler(self, args)
+            issued = token in self.oauth.tokens
+            home = self.team_id  # the workspace answering is the token's (views, users)
+            self.team_id = (issued and self.oauth.tokens[token].team_id) or home
+            try:
+                answer = handler(self, args)
+            finally:
+                self.team_id = home
             if issued and method == "auth.test":
                 answer = self.oauth.auth_test(token, answer)
             return 200, {}, {"ok": True, **answer}
         except SlackError as exc:
-            return 200, {}, _error_body(exc)
+            return 200, {}, error_body(exc)
 
     def _oauth_access(self, args: dict[str, Any], authorization: str | None
                       ) -> tuple[int, dict[str, str], dict[str, Any]]:
         try:
             return 200, {}, {"ok": True, **self.oauth.access(args, authorization)}
         except SlackError as exc:
-            return 200, {}, _error_body(exc)
+            return 200, {}, error_body(exc)
 
     async def _serve_response_url(self, request: web.Request) -> web.Response:
         response_id = request.match_info["response_id"]
@@ -379,16 +414,8 @@ class FakeSlack(MethodStore):
                 status, response = 200, replies.respond(self, response_id, body).to_response()
             except SlackError as exc:
                 status = 404 if exc.code in ("invalid_url", "expired_url", "used_url") else 400
-                response = _error_body(exc)
+                response = error_body(exc)
             args = body if isinstance(body, dict) else {"raw": body}
             call = ApiCall("response_url", dict(args), None, self.clock.now(), status, response)
             self._record(call)
             return web.json_response(response, status=status)
-
-
-def _error_body(exc: SlackError) -> dict[str, Any]:
-    body: dict[str, Any] = {"ok": False, "error": exc.code}
-    if exc.detail:
-        body["detail"] = exc.detail
-        body["response_metadata"] = {"messages": [f"[ERROR] {exc.detail}"]}
-    return body

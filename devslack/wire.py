@@ -9,6 +9,8 @@ from typing import Any
 
 from aiohttp import web
 
+from devslack.models import SlackError
+
 # Web API arguments that arrive JSON-encoded inside form or query strings.
 _JSON_ARGS = ("blocks", "attachments", "view", "metadata", "files")
 
@@ -39,3 +41,11 @@ async def read_args(request: web.Request) -> dict[str, Any]:
             with contextlib.suppress(ValueError):
                 args[key] = json.loads(value)
     return args
+
+
+def error_body(exc: SlackError) -> dict[str, Any]:
+    body: dict[str, Any] = {"ok": False, "error": exc.code}
+    if exc.detail:
+        body["detail"] = exc.detail
+        body["response_metadata"] = {"messages": [f"[ERROR] {exc.detail}"]}
+    return body

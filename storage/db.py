@@ -43,6 +43,7 @@ from sqlalchemy.orm import ORMExecuteState, Session
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from bot.domain.errors import StorageTrouble, StorageUnavailable
+from storage import pgurl
 from storage.migrations import upgrade_head
 from storage.outages import OutageLog, trouble_of
 from storage.repositories import Repos
@@ -85,6 +86,18 @@ def normalize_url(url: str) -> str:
     return f"{target}://{rest}"
 
 
+def create_engine(url: str, **options: Any) -> AsyncEngine:
+    """The async engine for a DATABASE_URL: SQLite through aiosqlite, PostgreSQL through asyncpg
+    with the whole libpq URL (storage/pgurl.py: `sslmode`, `sslrootcert`, … — ValueError naming
+    a parameter it can't honour)."""
+    target = normalize_url(url)
+    if pgurl.is_postgres(target):
+        pgurl.check(url)
+        target, extra = pgurl.engine_args(url)
+        options |= extra
+    return create_async_engine(target, **options)
+
+
 def sqlite_path(url: str) -> str | None:
     """The file a SQLite DATABASE_URL names (None: not SQLite, or an in-memory database)."""
     scheme, _, rest = url.strip().partition("://")
@@ -103,8 +116,7 @@ class Database:
         options: dict[str, Any] = {} if self._is_sqlite else {"pool_pre_ping": True}
         # hide_parameters: SQLAlchemy's own log lines and error messages never carry the values
         # bound to a statement (a workload's environment, before it is sealed, among them).
-        self._engine = create_async_engine(self._url, echo=echo, hide_parameters=True,
-                                           **options)
+        self._engine = create_engine(self._url, echo=echo, hide_parameters=True, **options)
         if self._is_sqlite:
             event.listen(self._engine.sync_engine, "connect", _sqlite_on_connect)
             event.listen(self._engine.sync_engine, "begin", _sqlite_on_begin)

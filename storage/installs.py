@@ -9,6 +9,7 @@ replaces the row and starts it again; a stopped one keeps its row.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 
 import sqlalchemy as sa
@@ -17,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from bot.domain.installation import Installation, installation_key
 from storage.rows import row_values, to_domain
 from storage.statements import insert, rowcount
-from storage.tables.installs import INSTALLATIONS, OAUTH_STATES
+from storage.tables.installs import INSTALLATIONS, OAUTH_STATES, ROUTES
 
 
 class InstallationRepo:
@@ -74,6 +75,24 @@ class InstallationRepo:
             else INSTALLATIONS.c.bot_token_expires_at.is_(None),
         ).values(bot_token=token, bot_refresh_token=refresh_token,
                  bot_token_expires_at=expires_at)) == 1
+
+
+class RouteRepo:
+    """The `slack_routes` table: which installation a channel or a person belongs to."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def learn(self, key: str, targets: Collection[str], *, now: datetime) -> None:
+        for target in sorted(targets):
+            stmt = insert(self._session, ROUTES).values(target=target, installation=key,
+                                                        learned_at=now)
+            await self._session.execute(stmt.on_conflict_do_update(
+                index_elements=["target"], set_={"installation": key, "learned_at": now}))
+
+    async def route(self, target: str) -> str | None:
+        return (await self._session.execute(sa.select(ROUTES.c.installation).where(
+            ROUTES.c.target == target))).scalar_one_or_none()
 
 
 class OAuthStateRepo:

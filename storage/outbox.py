@@ -32,6 +32,11 @@ UNDELIVERABLE = "undeliverable"
 # "id": id, "lane": …}. Queued where its state is stored, or when Slack refused the edit; one
 # per message, so edits coalesce: whatever is stored when it goes out is what is shown.
 REFRESH = "refresh"
+# A post whose outcome is unknown (Slack's answer was cut, HTML, empty, or never came) and that
+# couldn't be looked for yet: key `maybe/<key>`, payload {"channel", "thread_ts", "oldest"},
+# "delivered" when recorded (never retried itself). The next attempt at `<key>` looks for the
+# message first (bot/slack/maybe.py) and posts only if Slack has none.
+MAYBE = "maybe"
 # What a sweep found at AI Reserve, not launched here: `refresh/found/<channel>` tells the
 # channel (bot/slack/found.py), and `found/<cluster>` delivered says it was told in the digest.
 FOUND = "found"
@@ -160,6 +165,20 @@ class OutboxRepo:
     async def reachable_again(self, target: str) -> None:
         await self._session.execute(
             sa.delete(OUTBOX).where(OUTBOX.c.key == f"{UNDELIVERABLE}/{target}"))
+
+    async def remember_maybe(self, key: str, *, payload: dict[str, Any], now: datetime) -> None:
+        stmt = insert(self._session, OUTBOX).values(
+            key=f"{MAYBE}/{key}", kind=MAYBE, target=str(payload.get("channel")),
+            payload=payload, created_at=now, delivered_at=now, attempts=1)
+        await self._session.execute(stmt.on_conflict_do_nothing(index_elements=["key"]))
+
+    async def maybe(self, key: str) -> dict[str, Any] | None:
+        """Where `key` was maybe posted (see `MAYBE`), or None."""
+        item = await self.get(f"{MAYBE}/{key}")
+        return None if item is None else dict(item.payload or {})
+
+    async def forget_maybe(self, key: str) -> None:
+        await self._session.execute(sa.delete(OUTBOX).where(OUTBOX.c.key == f"{MAYBE}/{key}"))
 
     async def get(self, key: str) -> OutboxItem | None:
         row = (await self._session.execute(

@@ -35,7 +35,7 @@ from storage.clusters import ClusterRepo
 from storage.digests import DigestRepo
 from storage.duties import DutyRepo
 from storage.extensions import ExtensionRepo
-from storage.installs import InstallationRepo, OAuthStateRepo
+from storage.installs import InstallationRepo, OAuthStateRepo, RouteRepo
 from storage.launches import LaunchIntentRepo, RequestQuoteRepo
 from storage.leases import LeaseRepo
 from storage.outbox import DmChannelRepo, OutboxRepo
@@ -275,3 +275,4 @@ class Repos:
         self.projects = ProjectLookup(session)
         self.installations = InstallationRepo(session)
         self.oauth_states = OAuthStateRepo(session)
+        self.routes = RouteRepo(session)

@@ -106,7 +106,14 @@ def _ca_bundle() -> Path | None:
     return None
 
 
-def build(workdir: Path) -> str:
+def release_args() -> list[str]:
+    """`make image`'s arguments (the Makefile's IMAGE_ARGS: the version, the commit, the source,
+    the build time as build arguments, then `--tag cluster-bot:<version>`)."""
+    out = _run(["make", "-s", "--no-print-directory", "-C", str(REPO), "image-args"], timeout=60)
+    return out.stdout.split()
+
+
+def build(workdir: Path, made: Sequence[str]) -> str:
     """`buildah bud` of the repository's Dockerfile on the local base; the image's tag.
 
     Layers are kept for the next run (the dependencies' downloads above all); the images an
@@ -116,6 +123,7 @@ def build(workdir: Path) -> str:
     # no working container behind.
     argv = ["buildah", "bud", "--isolation", "chroot", "--layers", "--force-rm",
             "--format", "docker", "--build-arg", f"BASE={base_image()}"]
+    argv += made[:made.index("--tag")]  # release_args(): as `make image`, under our own tag
     ca = _ca_bundle()
     if ca is not None:
         # Mounted for the RUN steps only: volumes are not layers, nothing of this host's

@@ -13,6 +13,8 @@ build's replicas run; rolling back is this build starting on the next release's 
 from __future__ import annotations
 
 import shutil
+import subprocess
+import tomllib
 from pathlib import Path
 
 from storage.migrations import head_revision
@@ -56,6 +58,19 @@ def next_release(directory: Path, *, compatible: bool = True) -> Path:
         "branch_labels = None\ndepends_on = None\n"
         f"compatible_with_previous = {compatible}\n{body}")
     return root
+
+
+def pyproject_version() -> str:
+    """This tree's version, as kept by hand in pyproject.toml (CHANGELOG.md's newest release)."""
+    with (REPO / "pyproject.toml").open("rb") as f:
+        found: str = tomllib.load(f)["project"]["version"]
+    return found
+
+
+def head_commit() -> str:
+    """The commit this tree is checked out at."""
+    return subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True,
+                          text=True, check=True, timeout=30).stdout.strip()
 
 
 def migrations_dir(release: Path) -> Path:

@@ -101,3 +101,19 @@ async def test_owners_are_shown_by_their_slack_names_else_their_id():
 
     names = await display_names(Client(), ["U0ALICE", "U0BOB", "U0ALEX", "U0GONE"])  # type: ignore[arg-type]
     assert names == {"U0ALICE": "alice", "U0BOB": "Bob Baker", "U0ALEX": "alice (U0ALEX)"}
+
+
+def test_the_hours_chart_is_titled_with_the_cluster_and_ticks_whole_hours():
+    """Issue 27.12: titled with the raw id alone, and half-hour ticks on an axis of hours."""
+    from bot.slack.uploads import hours_picture
+
+    at = datetime(2026, 11, 3, tzinfo=UTC)
+    c = make_cluster(accrued_hours=3)
+    picture = hours_picture(c, [(at, HourState.BILLED)] * 3)
+    assert not picture.title.startswith(c.id)
+    assert picture.title == f"2 × 8 NVIDIA H100 80GB SXM ({c.id}): 3 billed hours"
+    named = hours_picture(c.model_copy(update={"name": "llama-ft"}), [])
+    assert named.title.startswith(f"llama-ft ({c.id})")
+    fig = charts.hours_figure(title=picture.title, hours=[(at, HourState.BILLED)] * 3)
+    ticks = fig.axes[0].get_xticks()
+    assert len(ticks) > 1 and all(float(t).is_integer() for t in ticks), ticks

@@ -27,6 +27,7 @@ import pytest
 import yaml
 
 from bot.config.settings import SECRET_SETTINGS
+from tests.releases import pyproject_version
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"
@@ -34,7 +35,7 @@ K8S = DEPLOY / "kubernetes"
 # The Compose Specification's schema as check-jsonschema 0.39.0 (PyPI) vendors it, with its
 # licence (Apache-2.0) beside it: tests/data/compose-spec.LICENSE.
 COMPOSE_SCHEMA = Path(__file__).parent / "data" / "compose-spec.json"
-IMAGE = "cluster-bot:latest"
+IMAGE = f"cluster-bot:{pyproject_version()}"  # `make image`'s tag: this release's
 RULE_HEADER = """\
 # ops/alerts.yaml as a PrometheusRule (the Prometheus Operator). Generated: keep it equal to
 # ops/alerts.yaml (tests/test_deploy.py checks) — edit that file, then regenerate this one

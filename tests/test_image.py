@@ -33,6 +33,7 @@ from tests.procs import (
     wait_for,
     world,
 )
+from tests.releases import head_commit, pyproject_version
 
 REPO = image.REPO
 # The setting whose port serves /healthz and /readyz in this build. The image's HEALTHCHECK
@@ -167,7 +168,8 @@ async def test_the_image_builds_and_serves(tmp_path):
         if in_ci():
             pytest.fail(f"the image test must run in CI (CI=true): {reason}", pytrace=False)
         pytest.skip(f"can't build the image here: {reason}")
-    tag = image.build(tmp_path)
+    made = image.release_args()  # the release and commit, as `make image` passes them
+    tag = image.build(tmp_path, made)
     config = image.config(tag)
     assert [*config["Entrypoint"], *config["Cmd"]] == ["cluster-bot", "serve"]
     assert config["StopSignal"] == "SIGTERM"
@@ -175,6 +177,16 @@ async def test_the_image_builds_and_serves(tmp_path):
     assert healthcheck[0] == "CMD"
     uid = int(config["User"].split(":")[0])
     assert uid != 0
+    # Which release and commit: the labels, the tag `make image` gives it, `cluster-bot
+    # --version` and the build-info metric inside all say the same two things.
+    release = dict(arg.split("=", 1) for arg in made if "=" in arg)
+    labels = config["Labels"]
+    assert labels["org.opencontainers.image.version"] == pyproject_version()
+    assert labels["org.opencontainers.image.revision"] == release["REVISION"]
+    assert release["REVISION"].startswith(head_commit())
+    assert labels["org.opencontainers.image.created"][:4].isdigit()  # RFC 3339, UTC
+    assert made[made.index("--tag") + 1] == f"cluster-bot:{pyproject_version()}"
+    says = f"cluster-bot {pyproject_version()} (commit {release['REVISION']})\n"
 
     containers = image.Containers()
     try:
@@ -182,8 +194,10 @@ async def test_the_image_builds_and_serves(tmp_path):
         code, out = await in_container(probe, ["python3", "-c", PROBE])
         assert code == 0, out
         assert json.loads(out) == {
-            "uid": uid, "prefix": "/opt/cluster-bot", "python": [3, 11], "version": "0.1.0",
-            "importable": ["asyncpg", "bot", "storage"], "tools": []}
+            "uid": uid, "prefix": "/opt/cluster-bot", "python": [3, 11],
+            "version": pyproject_version(), "importable": ["asyncpg", "bot", "storage"],
+            "tools": []}
+        assert await in_container(probe, ["cluster-bot", "--version"]) == (0, says)
 
         box = containers.new(tag)  # the migrations first, on their own: then `serve`
         db = {"DATABASE_URL": "sqlite:///bot.db"}  # in the image's WORKDIR, its user's
@@ -208,6 +222,10 @@ async def test_the_image_builds_and_serves(tmp_path):
             port = {"PORT": urlsplit(bot.url).port, "INTERNAL_PORT": internal}[HEALTH_PORT]
             health = f"http://127.0.0.1:{port}"
             assert (await get(f"{health}/healthz"))[0] == 200
+            status, metrics = await get(f"{health}/metrics")
+            assert status == 200 and (
+                f'clusterbot_build_info{{commit="{release["REVISION"]}",'
+                f'version="{pyproject_version()}"}} 1.0') in metrics
             await wait_for(lambda: ready(health), within=60, what="/readyz 200")
             # The HEALTHCHECK as an engine runs it: inside the container, with its python.
             assert await in_container(probe, healthcheck[1:], {"INTERNAL_PORT": str(port)}) \

@@ -25,11 +25,13 @@ from pathlib import Path
 import pytest
 
 from bot.config.settings import Settings
+from tests.releases import pyproject_version
 
 REPO = Path(__file__).resolve().parent.parent
 GUIDE = REPO / "docs" / "operations.md"
 _BLOCK = re.compile(r"(?:<!-- ops-test: (?P<tag>[\w-]+) -->\n)?```sh\n(?P<body>.*?)```", re.S)
-GUIDE_PG_URL = "postgresql://cluster-bot:secret@db.internal:5432/clusterbot"
+# The guide's URL up to its parameters (which name files under /run/secrets: replaced after).
+GUIDE_PG_URL = "postgresql://cluster-bot@db.internal:5432/clusterbot?"
 GUIDE_BOT_URL = "http://localhost:3001"  # the internal port: health and metrics
 TAGS = {"install", "sqlite", "postgres", "serve"}
 _LISTENING = re.compile(r"this host: (http://\S+)/readyz")
@@ -114,11 +116,21 @@ def test_the_sqlite_commands_run(tmp_path):
 
 @pytest.mark.postgres
 def test_the_postgres_commands_run(tmp_path, pg_url):
-    replace = _scratch(tmp_path) | {GUIDE_PG_URL: pg_url}
+    replace = {GUIDE_PG_URL: f"{pg_url}&"} | _scratch(tmp_path)
     if shutil.which("pg_dump") is None or shutil.which("pg_restore") is None:
         pytest.skip("pg_dump/pg_restore are not installed (the PostgreSQL client tools)")
     out = _run(_script("postgres", replace), cwd=tmp_path, env=_env(tmp_path))
     assert out.strip().endswith("can run: yes"), out
+    assert (tmp_path / "run/secrets/pgpass").stat().st_mode & 0o077 == 0
+
+
+def test_the_guides_database_password_is_on_no_command_line():
+    """The password sits in a pass file the URL names: not in the URL, which `pg_dump`,
+    `pg_restore` and `export` lines put where `ps` and the shell's history show them."""
+    text = "\n".join(blocks("postgres"))
+    assert "passfile=/run/secrets/pgpass" in text
+    urls = re.findall(r"postgres(?:ql)?://[^'\"\s]*", text)
+    assert urls and not [url for url in urls if re.match(r"postgres(?:ql)?://[^/@]*:[^/@]*@", url)]
 
 
 def test_the_running_bot_commands_run(tmp_path):
@@ -149,14 +161,16 @@ def test_the_install_commands_run(tmp_path):
     replace = _scratch(tmp_path)
     checkout = tmp_path / "checkout"
     checkout.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy(REPO / name, checkout / name)
     for package in ("bot", "storage"):
         shutil.copytree(REPO / package, checkout / package,
                         ignore=shutil.ignore_patterns("__pycache__"))
     out = _run(_script("install", replace), cwd=checkout, env=_env(tmp_path, tree=False),
                timeout=600)
-    assert re.fullmatch(r"cluster-bot \S+\n", out.splitlines(keepends=True)[-1]), out
+    # A copy outside git: the release, and a commit it can't know.
+    assert out.splitlines(keepends=True)[-1] == f"cluster-bot {pyproject_version()} (commit " \
+        "unknown)\n", out
 
 
 def _until(check, *, what: str, within: float = 60.0):  # type: ignore[no-untyped-def]

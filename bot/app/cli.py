@@ -21,7 +21,7 @@ from bot.app import devtools
 from bot.clock import SystemClock
 from bot.config.settings import CannotListen, ConfigError, Settings, load_settings
 from bot.logs import configure_logging
-from bot.observability.build import version
+from bot.observability.build import describe
 
 __all__ = ["configure_logging", "main"]
 
@@ -203,7 +203,7 @@ def cmd_migrate(_: argparse.Namespace) -> int:
 def cmd_db_status(_: argparse.Namespace) -> int:
     from bot.observability import dbstatus
 
-    return dbstatus.run(_settings().database_url, version=version())
+    return dbstatus.run(_settings().database_url, version=describe())
 
 
 async def _export_month(database_url: str, *, month: str | None) -> str:
@@ -266,7 +266,7 @@ def cmd_audit_export(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cluster-bot", description=__doc__)
-    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {describe()}")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("serve", help="connect to Slack (HTTP or Socket Mode)").set_defaults(
         func=cmd_serve)

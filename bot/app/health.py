@@ -15,7 +15,8 @@ from real calls' outcomes), the scheduler stopped, or — on the replica holding
 every replica out of the load balancer for those would refuse the commands that can still be
 answered (list, help, Home, withdrawals, approvals that queue). They are listed under
 `"degraded"` in the body (200 or 503 alike), exported as metrics and alerted on
-(ops/alerts.yaml). Both endpoints are served on the internal port (INTERNAL_PORT, with
+(ops/alerts.yaml). Either body may also carry `"notes"`: what the operator should know that
+doesn't stop the replica serving (a bot token Slack refuses). Both endpoints are served on the internal port (INTERNAL_PORT, with
 `/metrics`), never on the public one Slack reaches.
 """
 
@@ -58,6 +59,9 @@ class Health:
     replica: str = "bot"  # names this replica's probe row (replicas probe side by side)
     reaches: list[Reachability] = field(default_factory=list)  # Slack, AI Reserve
     connection: Connection | None = None  # the Socket Mode WebSocket (None: HTTP mode)
+    # What the operator should know that doesn't stop this replica taking Slack's requests
+    # (a bot token Slack refuses: bot/slack/tokens.py): said in the body, under "notes".
+    notes: list[Callable[[], str | None]] = field(default_factory=list)
 
     async def reasons(self) -> list[str]:
         """Every readiness check that fails, in words; empty when ready."""
@@ -123,10 +127,11 @@ class Health:
     async def ready(self, _: web.Request) -> web.Response:
         reasons = await self.reasons()
         degraded = {"degraded": found} if (found := self.degraded()) else {}
+        notes = [n for n in (note() for note in self.notes) if n]
+        extra = {**degraded, **({"notes": notes} if notes else {})}
         if reasons:
-            return web.json_response({"ready": False, "reasons": reasons, **degraded},
-                                     status=503)
-        return web.json_response({"ready": True, **degraded})
+            return web.json_response({"ready": False, "reasons": reasons, **extra}, status=503)
+        return web.json_response({"ready": True, **extra})
 
     def add_routes(self, app: web.Application) -> None:
         app.router.add_get("/healthz", self.live)

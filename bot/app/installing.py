@@ -1,19 +1,20 @@
 """The OAuth mode's parts (SLACK_CLIENT_ID and SLACK_CLIENT_SECRET set): the installations, the
 install flow served beside /slack/events, and the `authorize` that finds each request's
-installation. None of it exists in the single-token mode."""
+installation and whose token each Slack call carries. None of it exists in the single-token
+mode."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from slack_bolt.oauth.async_oauth_flow import AsyncOAuthFlow
-from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.app.slack_client import SlackClient
 from bot.clock import Clock
 from bot.config.settings import Settings
 from bot.services.installations import Installations
 from bot.slack.oauth import oauth_flow
-from bot.slack.tenancy import Authorize, authorize
+from bot.slack.tenancy import Tenancy
 from storage.db import Database
 
 
@@ -21,11 +22,12 @@ from storage.db import Database
 class OAuthParts:
     installations: Installations
     flow: AsyncOAuthFlow
-    authorize: Authorize
+    tenancy: Tenancy
 
 
 def oauth_parts(settings: Settings, *, db: Database, clock: Clock,
-                client: AsyncWebClient) -> OAuthParts | None:
+                client: SlackClient) -> OAuthParts | None:
+    """The parts, and `client` told to carry each call's installation's token."""
     if settings.slack_client_id is None or settings.slack_client_secret is None:
         return None
     installations = Installations(db=db, clock=clock)
@@ -34,5 +36,5 @@ def oauth_parts(settings: Settings, *, db: Database, clock: Clock,
                       redirect_uri=settings.slack_redirect_uri,
                       authorize_url=settings.slack_authorize_url,
                       refresh_minutes=settings.slack_token_refresh_minutes)
-    return OAuthParts(installations=installations, flow=flow,
-                      authorize=authorize(installations))
+    client.tenancy = Tenancy(installations)
+    return OAuthParts(installations=installations, flow=flow, tenancy=client.tenancy)

@@ -37,10 +37,7 @@ async def reload_policy(rt: Runtime) -> list[str]:
         await _tell_admins(rt, old, exc.problems)
         return exc.problems
     people.policy = new
-    rt.services.quoting.auto_approve_below_cents = new.auto_approve_below_cents
-    rt.services.quoting.max_lifetime_hours = new.max_lifetime_hours
-    rt.services.quoting.enforce_lifetime = new.enforce_lifetime
-    rt.services.quoting.project_problem = new.project_problem
+    rt.services.quoting.use_policy(new)
     if new.approvals_channel and new.approvals_channel != old.approvals_channel:
         log.warning("policy reloaded, but the approvals channel (%s) changes only at the next "
                     "start", new.approvals_channel)

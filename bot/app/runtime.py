@@ -75,6 +75,7 @@ from bot.slack.duty import DutyNotices
 from bot.slack.inflight import InFlight
 from bot.slack.notifier import SlackNotifier
 from bot.slack.retry import Sleep
+from bot.slack.tokens import Tokens
 from storage import sealing
 from storage.db import Database
 from storage.replica import Lease, replica_id
@@ -152,9 +153,12 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
         # One HTTP session for Slack (Web API and response_url replies): without it slack_sdk and
         # Bolt open a session — a connection and a TLS handshake — for every call.
-        slack_session = await stack.enter_async_context(aiohttp.ClientSession())
+        slack_session = await stack.enter_async_context(aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=settings.slack_timeout_seconds)))
+        # Tokens Slack refuses: probed on a back-off judged on the host's clock, not AI Reserve's.
+        tokens = Tokens(now=lambda: host.now().timestamp())
         slack = slack_client(token, settings, session=slack_session, sleep=sleep,
-                             metrics=metrics, reach=reach_slack)
+                             metrics=metrics, reach=reach_slack, tokens=tokens)
         approvals_channel = policy.approvals_channel or settings.approvals_channel or ""
         people = People(policy=policy, directory=SlackDirectory(slack), clock=clock)
         home = HomeService(db=db, people=people, clock=clock)
@@ -176,10 +180,8 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         stock = StockService(quoting=quoting, notifier=notifier, launcher=launching,
                              people=people, audit=audit, db=db, clock=clock)
         launching.judge = stock.judge = quoting.judge = approvals.judge
-        quoting.auto_approve_below_cents = policy.auto_approve_below_cents
-        quoting.max_lifetime_hours = policy.max_lifetime_hours
-        quoting.enforce_lifetime = policy.enforce_lifetime
-        quoting.project_problem = policy.project_problem
+        quoting.use_policy(policy)
+        quoting.spend_refusal = people.spend_refusal
         termination = TerminationService(watching=watching, provider=provider, people=people,
                                          notifier=notifier, audit=audit, db=db, clock=clock)
         # An idle rule the policy's grace ran out on ends through the same terminate intent.
@@ -226,7 +228,7 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         oauth = oauth_parts(settings, db=db, clock=clock, client=slack)
         bolt = build_app(services=services, client=slack, signing_secret=secret,
                          inflight=inflight, dm_channel=notifier.outbox.dm_channel,
-                         on_ack=metrics.ack, authorize=oauth.authorize if oauth else None)
+                         on_ack=metrics.ack, tenancy=oauth.tenancy if oauth else None)
         sweeps = Sweeps(observe=metrics.sweep, failed=metrics.sweep_failed)
         jobs = None
         if scheduler:
@@ -241,7 +243,8 @@ async def start(settings: Settings, *, clock: Clock | None = None,
             lambda: float(jobs is not None and sweeps.holder))
         health = Health(db=db, poll_interval_seconds=settings.poll_interval_seconds,
                         sweeps=sweeps, scheduler_running=lambda: bool(jobs and jobs.running),
-                        replica=replica, reaches=[reach_slack, reach_provider])
+                        replica=replica, reaches=[reach_slack, reach_provider],
+                        notes=[tokens.problem])
         rt = Runtime(settings=settings, clock=clock, db=db, provider=provider,
                      simulator=simulator, slack=slack, services=services, bolt=bolt,
                      inflight=inflight, health=health, sweeps=sweeps, metrics=metrics,

@@ -30,6 +30,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from storage import pgurl
 from storage.sealing import check_key, derived_key
 
 _USER_ID = re.compile(r"^[UW][A-Z0-9]{2,}$")
@@ -106,6 +107,9 @@ class Settings(BaseSettings):
     # 429 is waited out alone, as slack_sdk does).
     slack_rate_limits: str = "chat.postMessage=1/s/channel,chat.postMessage=300/min," \
         "chat.update=50/min"
+    # How long one Slack Web API call may take, answer included: past it the call has no
+    # answer (a post is then "maybe posted": bot/slack/maybe.py), not a wait of minutes.
+    slack_timeout_seconds: float = Field(default=30.0, gt=0, le=300)
     policy_file: Path | None = None
     # Tests and demos only: a file holding seconds to add to the wall clock, re-read whenever
     # it changes (tests/procs.py moves every bot process's time together with the simulator's).
@@ -150,6 +154,8 @@ class Settings(BaseSettings):
         if kind == "postgresql" and importlib.util.find_spec("asyncpg") is None:
             raise ValueError("PostgreSQL needs the asyncpg driver, which is not installed: "
                              "pip install 'cluster-bot[postgres]'")
+        if kind == "postgresql":
+            pgurl.check(value)  # libpq's parameters: one it can't honour is named
         return value
 
     @field_validator("approvers", mode="before")

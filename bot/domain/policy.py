@@ -170,6 +170,12 @@ def _shape_rules(policy: Policy, *, accelerator_id: str, nodes: int) -> list[str
     return broken
 
 
+def shape_allowed(policy: Policy, *, accelerator_id: str, nodes: int) -> bool:
+    """Whether the policy lets anyone request this accelerator at this node count (the
+    alternatives a quote offers keep to it: bot/services/alternatives.py)."""
+    return not _shape_rules(policy, accelerator_id=accelerator_id, nodes=nodes)
+
+
 def _budget_rules(policy: Policy, *, requester: str, adds: int,
                   month_spend: MonthSpend, project: str | None = None) -> list[str]:
     broken = []

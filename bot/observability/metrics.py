@@ -6,7 +6,7 @@ ack (Bolt middleware in bot/slack/app.py), every sweep run (bot/jobs/scheduler.p
 a completed run is timed and stamped, a run that raised is counted as failed, a run skipped by a
 replica without the sweeps lease is not counted at all). `clusterbot_sweeps_lease_holder` is 1 on
 the replica that sweeps, so the stall alert reads the holder's figures, not the freshest idle
-replica's; `clusterbot_build_info{version}` is always 1.
+replica's; `clusterbot_build_info{version,commit}` is always 1.
 The gauges about money and the outbox are read from the database at scrape time with bounded
 aggregate queries (storage/gauges.py), so every replica reports the same shared truth.
 
@@ -29,7 +29,6 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
-from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
@@ -38,8 +37,10 @@ from bot.domain import spend
 from bot.domain.errors import StorageUnavailable
 from bot.domain.models import ClusterState
 from bot.observability import reachability
-from bot.observability.build import version
+from bot.observability.build import commit, version
 from bot.observability.reachability import Reachability
+from bot.slack import answers
+from bot.slack.tokens import TOKEN_ERRORS
 from storage import gauges
 from storage.db import Database
 from storage.replica import wall_clock
@@ -66,8 +67,19 @@ class Metrics:
             ["route", "status"], registry=r)
         self.slack_calls = Counter(
             "clusterbot_slack_calls", "Slack Web API calls by method and outcome (ok, the "
-            "Slack error code's class: ratelimited, error, failed)", ["method", "outcome"],
+            "Slack error code's class: ratelimited, token_refused, error; unreadable: an "
+            "answer that isn't Slack's JSON (HTML, cut, plain text, empty); failed: no answer)",
+            ["method", "outcome"],
             registry=r)
+        self.slack_tokens_refused = Gauge(
+            "clusterbot_slack_tokens_refused", "Bot tokens Slack refuses now (invalid_auth, "
+            "account_inactive, token_revoked …): Slack calls stopped but a probe, posts kept "
+            "queued", registry=r)
+        self.slack_token_changes = Counter(
+            "clusterbot_slack_token_changes", "A bot token refused by Slack, or accepted again",
+            ["state"], registry=r)
+        for state in ("refused", "accepted"):
+            self.slack_token_changes.labels(state=state)
         self.sweep_seconds = Histogram(
             "clusterbot_sweep_seconds", "How long each scheduled sweep run took", ["sweep"],
             buckets=SWEEP_BUCKETS, registry=r)
@@ -81,9 +93,10 @@ class Metrics:
         self.lease_holder = Gauge(
             "clusterbot_sweeps_lease_holder", "1 on the replica holding the sweeps lease (the "
             "one that sweeps), 0 elsewhere", registry=r)
-        self.build_info = Gauge("clusterbot_build_info", "This build's version (always 1)",
-                                ["version"], registry=r)
-        self.build_info.labels(version=version()).set(1)
+        self.build_info = Gauge("clusterbot_build_info", "This build's version and the git "
+                                "commit it was made from (always 1)", ["version", "commit"],
+                                registry=r)
+        self.build_info.labels(version=version(), commit=commit()).set(1)
         self.ack_seconds = Histogram(
             "clusterbot_ack_seconds", "From a Slack request's arrival to its ack", ["kind"],
             buckets=ACK_BUCKETS, registry=r)
@@ -179,11 +192,16 @@ class Metrics:
 def slack_outcome(error: str | None) -> str:
     if error is None:
         return "ok"
+    if error in (answers.UNREADABLE, answers.NO_ANSWER):
+        return "unreadable" if error == answers.UNREADABLE else "failed"
+    if error in TOKEN_ERRORS:
+        return "token_refused"
     return "ratelimited" if error in ("ratelimited", "rate_limited") else "error"
 
 
 class CountingWebClient(AsyncWebClient):
-    """The Slack Web API client, counting each call by method and outcome (after retries)."""
+    """The Slack Web API client, counting each call by method and outcome (after retries).
+    What it reads of a failure never raises: bot/slack/answers.py made it Slack-shaped."""
 
     metrics: Metrics | None = None
     reach: Reachability | None = None  # Slack's reachability (/readyz), from these outcomes
@@ -191,17 +209,22 @@ class CountingWebClient(AsyncWebClient):
     async def api_call(self, api_method: str, **kwargs: Any) -> AsyncSlackResponse:
         try:
             response = await super().api_call(api_method, **kwargs)
-        except SlackApiError as exc:
-            self._count(api_method, slack_outcome(str(exc.response.get("error") or "error")))
-            self._reached(exc.response.status_code, None)
-            raise
         except Exception as exc:
-            self._count(api_method, "failed")  # no answer: a connection error, a timeout
-            self._reached(None, type(exc).__name__)
+            self._failed(api_method, exc)
             raise
         self._count(api_method, "ok")
         self._reached(response.status_code, None)
         return response
+
+    def _failed(self, method: str, exc: Exception) -> None:
+        try:
+            code = answers.error_code(exc)
+            self._count(method, slack_outcome(code or answers.NO_ANSWER))
+            status = getattr(getattr(exc, "response", None), "status_code", None)
+            status = status if isinstance(status, int) else None
+            self._reached(status, type(exc).__name__ if status is None else None)
+        except Exception:  # counting must never replace the call's own error
+            log.exception("could not count a Slack call's failure")
 
     def _reached(self, status: int | None, error: str | None) -> None:
         if self.reach is not None:

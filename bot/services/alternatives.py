@@ -10,7 +10,7 @@ only shapes with stock there are offered.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from bot.domain.models import Alternative, ShapeSpec
 from bot.domain.policies import MAX_GPUS_PER_NODE, MAX_NODES, MIN_NODES
@@ -29,9 +29,13 @@ def stocked_locations(entry: Accelerator, *, besides: str | None) -> tuple[tuple
 
 
 def nearest(shape: ShapeSpec, catalog: Sequence[Accelerator], *, at: str | None = None,
-            shown: int = SHOWN) -> tuple[Alternative, ...]:
+            shown: int = SHOWN,
+            allowed: Callable[[str, int], bool] = lambda _a, _n: True,
+            ) -> tuple[Alternative, ...]:
     """Up to `shown` other accelerators' shapes that fit `shape`'s GPU memory; with `at`, only
-    those with stock in that location (where a mounted volume pins the cluster)."""
+    those with stock in that location (where a mounted volume pins the cluster); only shapes
+    `allowed(accelerator id, nodes)` — the spend policy's accelerators and node limit: a quote
+    never offers what a request from it would be refused."""
     entry = next((a for a in catalog if a.id == shape.accelerator), None)
     if entry is None:
         return ()
@@ -48,7 +52,7 @@ def nearest(shape: ShapeSpec, catalog: Sequence[Accelerator], *, at: str | None 
         fits = [(g * n * other.memory_gb, g * n, n, g)
                 for g in range(1, min(other.max_gpus_per_node, MAX_GPUS_PER_NODE) + 1)
                 for n in range(MIN_NODES, MAX_NODES + 1)
-                if g * n * other.memory_gb >= needed]
+                if g * n * other.memory_gb >= needed and allowed(other.id, n)]
         if not fits:
             continue
         memory, gpus, nodes, per_node = min(fits)

@@ -87,6 +87,13 @@ class ApprovalService:
                               nodes=quote.spec.shape.nodes, hourly_cents=quote.hourly_cents,
                               month_spend=month, now=now, project=quote.spec.project)
 
+    @audited("request", subject="quote_id", refusals_only=True, stake=stakes.quote_rate)
+    async def form_for(self, *, quote_id: str, actor: Actor) -> QuoteInfo:
+        """*Request launch* pressed: the quote to fill the launch form from — refused before
+        the form (the rule named, audited) for someone who may not request."""
+        await self._people.ensure_may_spend(actor)  # requesters, guests
+        return await self.quote_for_request(quote_id=quote_id, actor=actor)
+
     async def quote_for_request(self, *, quote_id: str, actor: Actor,
                                 any_state: bool = False) -> QuoteInfo:
         """The quote behind a *Request launch* click, if a launch can still be asked from it."""

@@ -3,7 +3,9 @@ set), and the install page's states: both in the database, so any replica serves
 page, another the redirect, and every one of them finds every installation.
 
 Each request is served by the installation it comes from (`find`, as Bolt asks: organization,
-workspace, user); a stopped installation (its tokens revoked, the app uninstalled) is found but
+workspace, user), and the channels and people it names are remembered as that installation's
+(`learn`), so a call made later, outside any request (a sweep, the outbox), finds whose token
+to carry (`route`); a stopped installation (its tokens revoked, the app uninstalled) is found but
 called no more, and keeps its data. The single-token mode (SLACK_BOT_TOKEN) never comes here.
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+from collections.abc import Collection
 from datetime import timedelta
 
 from bot.clock import Clock
@@ -62,6 +65,16 @@ class Installations:
             log.warning("installation %s stopped (%s): no more calls to Slack for it; its data "
                         "is kept, installing the app again starts it again", key, why)
         return stopped
+
+    async def learn(self, key: str, targets: Collection[str]) -> None:
+        """`targets` (channels, people, DM channels) belong to the installation `key`."""
+        async with self._db.transaction() as repos:
+            await repos.routes.learn(key, targets, now=self._clock.now())
+
+    async def route(self, target: str) -> str | None:
+        """The key of the installation `target` was learned from (None: never seen)."""
+        async with self._db.transaction() as repos:
+            return await repos.routes.route(target)
 
     async def issue_state(self) -> str:
         state = secrets.token_urlsafe(24)

@@ -78,6 +78,15 @@ class People:
                  found.enterprise_id or "none", " (org-wide)" if found.org_wide else "")
         return found
 
+    async def spend_refusal(self, user_id: str) -> str | None:
+        """Why `user_id` may not ask for money (the rule named), or None: what a quote card
+        says before offering *Request launch* (bot/services/quoting.py)."""
+        try:
+            await self.ensure_may_spend(Actor(user_id=user_id))
+        except NotAllowed as exc:
+            return exc.user_message
+        return None
+
     async def ensure_may_spend(self, actor: Actor) -> None:
         """Raise NotAllowed (a private answer naming the rule; the caller's @audited records
         the refusal) unless `actor` may ask for money: a launch, an extension, a relaunch, a

@@ -10,7 +10,7 @@ from bot.domain import policies
 from bot.domain.commands import SHORT_ACCELERATORS, USAGE, QuoteCommand
 from bot.domain.errors import InvalidCommand
 from bot.domain.models import Actor, PriceLine, QuoteInfo, QuoteOutlook, QuoteSpec, ShapeSpec
-from bot.domain.policy import Verdict
+from bot.domain.policy import Policy, Verdict, shape_allowed
 from bot.reserve import errors as api
 from bot.reserve.port import ClusterProvider
 from bot.reserve.schemas import Accelerator, Orchestrator, Quote
@@ -47,8 +47,21 @@ class QuotingService:
         self.enforce_lifetime = False  # the policy's: an envelope ends in termination
         # The policy's `Policy.project_problem`: why a `project=` is refused (set by the runtime).
         self.project_problem: Callable[[str | None], str | None] | None = None
+        # Why a person may not request at all (People.spend_refusal; set by the runtime).
+        self.spend_refusal: Callable[[str], Awaitable[str | None]] | None = None
+        # Whether the policy allows (accelerator id, nodes): alternatives keep to it.
+        self.shape_allowed: Callable[[str, int], bool] = lambda _a, _n: True
         self._catalog: list[Accelerator] = []
         self._catalog_at: datetime | None = None
+
+    def use_policy(self, policy: Policy) -> None:
+        """What quoting takes from the spend policy (at start and on every reload)."""
+        self.auto_approve_below_cents = policy.auto_approve_below_cents
+        self.max_lifetime_hours = policy.max_lifetime_hours
+        self.enforce_lifetime = policy.enforce_lifetime
+        self.project_problem = policy.project_problem
+        self.shape_allowed = lambda accelerator, nodes: shape_allowed(
+            policy, accelerator_id=accelerator, nodes=nodes)
 
     async def catalog(self, *, refresh: bool = False) -> list[Accelerator]:
         now = self._clock.now()
@@ -113,6 +126,10 @@ class QuotingService:
         """The policy's verdict on the person quoting and the shape's stock, for the card:
         a request that would be refused is said now, not after the launch form."""
         verdict = await self.judge(quote, quote.requested_by) if self.judge else None
+        # Someone who may not request is told so on the card, with the rule, and offered no
+        # form to fill in (a press of an older card is refused before the form too).
+        barred = (await self.spend_refusal(quote.requested_by) if self.spend_refusal
+                  else None)
         # No stock here: where else has it is read fresh, not from a ten-minute-old catalog.
         catalog = await self.catalog(refresh=quote.availability == "none")
         entry = next((a for a in catalog if a.id == quote.spec.shape.accelerator), None)
@@ -121,13 +138,14 @@ class QuotingService:
         elsewhere = (stocked_locations(entry, besides=quote.location)
                      if entry and pinned is None else ())
         shape = quote.spec.shape
-        alternatives = nearest(shape, catalog, at=pinned) if entry else ()
+        alternatives = (nearest(shape, catalog, at=pinned, allowed=self.shape_allowed)
+                        if entry else ())
         gpu_rate = (entry.cluster.per_gpu_hourly_cents * shape.total_gpus
                     if entry is not None and entry.cluster is not None else None)
         single = entry.single_machine if entry is not None else None
         return QuoteOutlook(
-            refused=verdict.refused if verdict else None,
-            override=verdict.override if verdict else False,
+            refused=barred or (verdict.refused if verdict else None),
+            override=False if barred else (verdict.override if verdict else False),
             approvals_needed=verdict.approvals_needed if verdict else 1,
             auto_approve_below_cents=self.auto_approve_below_cents,
             single_machine_per_gpu_cents=single.per_gpu_hourly_cents if single else None,

@@ -337,9 +337,9 @@ def register(app: AsyncApp, services: Services) -> None:
                              client: AsyncWebClient) -> None:
         await ack()
         ref = _ref(QuoteRef, action)
-        # A local read only: the trigger_id is valid for 3 s and single-use.
-        quote = await services.approvals.quote_for_request(quote_id=ref.quote_id,
-                                                           actor=actor_of(body))
+        # Local reads (cached guest and group checks): the trigger_id is valid for 3 s and
+        # single-use. Someone who may not request is refused here, before the form.
+        quote = await services.approvals.form_for(quote_id=ref.quote_id, actor=actor_of(body))
         waits = action.get("action_id") == Action.QUOTE_WAIT_FOR_STOCK
         defaults = (await services.templates.launch_defaults(quote)
                     or default_workload(idle=services.people.policy.idle_default()))

@@ -38,7 +38,7 @@ from bot.slack.inflight import ACK_SENT, InFlight
 from bot.slack.oauth import oauth_routes
 from bot.slack.once import once
 from bot.slack.origin import kind_of
-from bot.slack.tenancy import Authorize
+from bot.slack.tenancy import Tenancy
 
 log = logging.getLogger(__name__)
 
@@ -107,13 +107,14 @@ class SessionRespond(AsyncRespond):
 def build_app(*, services: Services, client: AsyncWebClient, signing_secret: str | None,
               inflight: InFlight, dm_channel: Callable[[str], Awaitable[str]],
               on_ack: Callable[[str, float], None] | None = None,
-              authorize: Authorize | None = None) -> AsyncApp:
+              tenancy: Tenancy | None = None) -> AsyncApp:
     """`on_ack(kind, seconds)` is told how long each request took to ack (the metrics);
-    `authorize` finds each request's installation (OAuth: bot/slack/tenancy.py), else the
+    `tenancy` finds each request's installation (OAuth: bot/slack/tenancy.py), else the
     client's one token serves every request."""
     app = AckingApp(
         client=client,
-        authorize=authorize,  # type: ignore[arg-type]  # Bolt's returns None when not found
+        # Bolt's own may return None (not installed) too.
+        authorize=tenancy.authorize if tenancy else None,  # type: ignore[arg-type]
         signing_secret=signing_secret,
         # HTTP requests are verified before Bolt sees them (http_app), against the current AND
         # the previous secret during a rotation; Bolt knows one secret only. Socket Mode has no
@@ -141,6 +142,8 @@ def build_app(*, services: Services, client: AsyncWebClient, signing_secret: str
     # Another workspace's request (or one naming none) is refused here, once for every
     # listener: nothing it asks for is done (bot/slack/gate.py).
     app.middleware(only_installation(services.people, services.audit, inflight, client))
+    if tenancy is not None:  # what it names is its installation's, from now on
+        app.middleware(tenancy.middleware())
     # A repeated delivery (Slack's retry of an event, a proxy's of a command) is acked and
     # dropped here, once for every listener; after request_context, so its line has the id.
     app.middleware(once(services.deliveries))

@@ -98,7 +98,13 @@ def spend_figure(*, month: str, days: Sequence[tuple[date, int]],
 def hours_png(*, title: str, hours: Sequence[tuple[datetime, HourState]]) -> bytes:
     """One cell per hour mark from ready to the end, coloured by its state (`HOUR_COLOURS`):
     what was billed, what was billed while degraded or not serving, what was not billed."""
+    return _png(hours_figure(title=title, hours=hours))
+
+
+def hours_figure(*, title: str, hours: Sequence[tuple[datetime, HourState]]) -> Figure:
+    """`hours_png`'s figure, before it is drawn: whole hours on the axis, never half ones."""
     from matplotlib.patches import Patch
+    from matplotlib.ticker import MaxNLocator
 
     fig = _figure(height=3.0, constrained=True)
     axes = fig.subplots()
@@ -108,10 +114,11 @@ def hours_png(*, title: str, hours: Sequence[tuple[datetime, HourState]]) -> byt
               color=[HOUR_COLOURS[state] for _, state in hours],
               edgecolor="white", linewidth=0.5 if n < 200 else 0)
     axes.set_xlim(0, max(len(hours), 1))
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes.set_yticks([])
     axes.set_xlabel("hour since ready (each cell is one hourly charge mark)")
     seen = [s for s in HOUR_COLOURS if any(state == s for _, state in hours)]
     axes.legend(handles=[Patch(color=HOUR_COLOURS[s], label=s) for s in seen],
                 loc="upper center", bbox_to_anchor=(0.5, -0.35), ncols=max(len(seen), 1),
                 frameon=False)
-    return _png(fig)
+    return fig

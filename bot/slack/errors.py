@@ -24,6 +24,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.domain.errors import DomainError, InvalidCommand, StorageUnavailable
 from bot.logs import log_context
+from bot.slack.answers import NoAnswer
 from bot.slack.blocks.common import error_message, notice
 from bot.slack.blocks.message import Message
 from bot.slack.inflight import ACK_SENT, AckFirst
@@ -45,6 +46,10 @@ def message_for(error: Exception) -> Message:
     ref = uuid.uuid4().hex[:8]
     with log_context(error_ref=ref):
         log.error("unhandled error in a Slack listener (ref %s)", ref, exc_info=error)
+    if isinstance(error, NoAnswer):  # Slack may have done it: never "nothing changed"
+        return notice(f"Slack didn't answer us clearly, so part of this may have gone through: "
+                      f"look before you try again. If it persists, give an admin this "
+                      f"reference: `{ref}`.")
     return notice(f"Something went wrong on our side; nothing more was changed. "
                   f"If it persists, give an admin this reference: `{ref}`.")
 

@@ -33,6 +33,7 @@ from bot.slack.blocks import unreadable as unreadable_blocks
 from bot.slack.blocks.message import Message
 from bot.slack.digests import StormDigests
 from bot.slack.outbox import POST_ERRORS, Outcome, SlackOutbox, reason
+from bot.slack.tokens import usable
 from bot.slack.unreachable import Fallbacks
 from storage.db import Database
 
@@ -83,6 +84,8 @@ class NoticeDelivery:
         """Post every notice nobody else is posting, each claimed first (see `SlackOutbox`);
         what is stored in the outbox first (queued refreshes, refused posts)."""
         async with self._delivering:  # one delivery pass per process; the claims across them
+            if not await usable(self._client):  # a refused token: everything stays queued
+                return
             await self._fallbacks.recheck(self._refresh_request)
             if self.outbox.concurrency == 1:  # one at a time: stored first, then notices
                 await self.outbox.retry()

@@ -161,7 +161,7 @@ class SlackNotifier:
                          else approval_blocks.approval_outcome(request, quote, approvals,
                                                                now=now, policy=policy))
                 try:
-                    await self.outbox.upsert(APPROVAL, f"{request_id}/{quote.id}",
+                    await self.outbox.upsert(APPROVAL, await self._card_key(request),
                                              self._approvals_channel, shown)
                 except Unreachable as exc:
                     await self.fallbacks.card_by_dm(request, quote.id, shown, exc)
@@ -179,6 +179,21 @@ class SlackNotifier:
                                                RequestStatus.REJECTED, RequestStatus.WITHDRAWN)
         await self._refresh_homes([request.requester_id,
                                    *(await self._people.approvers() if deciding else ())])
+
+    async def _card_key(self, request: LaunchRequest) -> str:
+        """The approval card to show `request` on: its current quote's — but a decided request
+        that moved to a new quote keeping its decision (stock came back) edits the card it was
+        decided on, the newest one posted, rather than posting a second."""
+        current = f"{request.id}/{request.quote_id}"
+        if request.status is RequestStatus.PENDING:
+            return current
+        async with self._db.transaction() as repos:
+            if await repos.messages.get(APPROVAL, current) is not None:
+                return current
+            for quote_id in await repos.request_quotes.quotes_of(request.id):  # newest first
+                if await repos.messages.get(APPROVAL, f"{request.id}/{quote_id}") is not None:
+                    return f"{request.id}/{quote_id}"
+        return current
 
     async def _tell_story(self, request: LaunchRequest, approvals: Sequence[Approval],
                           record: ClusterRecord | None) -> None:

@@ -35,7 +35,9 @@ INSTALL_PATH = "/slack/install"
 REDIRECT_PATH = "/slack/oauth_redirect"
 # The bot scopes every installation is asked for: manifest.yaml's (tests/test_manifest.py).
 BOT_SCOPES = ("commands", "chat:write", "chat:write.public", "files:write", "im:write",
-              "usergroups:read", "channels:read", "users:read")
+              "usergroups:read", "channels:read", "users:read",
+              # a post whose answer was lost is looked for, not resent (bot/slack/maybe.py)
+              "channels:history", "groups:history", "im:history")
 
 _PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8">
 <title>Cluster Bot: {title}</title></head><body style="font-family: sans-serif; max-width: 40em;

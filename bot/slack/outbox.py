@@ -26,6 +26,10 @@ Some refusals are for good: a person deactivated, a channel archived or the bot 
 (storage/outbox.py, with when and why), `on_undeliverable` is told (the notifier tells the
 admins and falls back), and every later post to it is skipped without calling Slack until
 the notifier's sweep finds it works again and clears the record.
+
+A post whose answer never came readable (cut, HTML, empty, a timeout: `NoAnswer`) may have been
+made: each post carries its key in its metadata, and it is looked for before it is made again
+(bot/slack/maybe.py) — found, it is the one; the outbox never posts it twice.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import enum
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 import aiohttp
@@ -44,7 +49,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.clock import Clock
 from bot.domain import lanes
 from bot.domain.models import MessageRef
+from bot.slack.answers import posting
 from bot.slack.blocks.message import Message
+from bot.slack.maybe import MaybePosted
 from storage.db import Database
 from storage.outbox import OutboxItem
 from storage.replica import wall_clock
@@ -60,7 +67,8 @@ POST_ERRORS = (SlackApiError, aiohttp.ClientError, TimeoutError)
 # Posting into a channel the bot can't reach: tell the requester by DM instead.
 _UNREACHABLE = {"channel_not_found", "not_in_channel", "is_archived", "restricted_action"}
 # Slack's answers that mean the target can't receive anything until a person fixes it.
-GONE = frozenset({"user_not_found", "user_disabled", "account_inactive", "cannot_dm_bot",
+# (`account_inactive` is not one: it is Slack refusing the bot's own token, bot/slack/tokens.py.)
+GONE = frozenset({"user_not_found", "user_disabled", "cannot_dm_bot",
                   "channel_not_found", "is_archived", "not_in_channel"})
 # How long a replica waits for another that is posting the same card (then it edits it).
 _WAIT_STEPS, _WAIT_SECONDS = 100, 0.05
@@ -109,6 +117,7 @@ class SlackOutbox:
         self.claim_clock = claim_clock  # how long claims last: real time, shared by processes
         self.holder = holder
         self.claim_ttl = claim_ttl
+        self.maybe = MaybePosted(client=client, db=db, clock=clock)  # unknown answers: found
         # Called once per target when it is first found undeliverable (target, Slack's code).
         self.on_undeliverable: Callable[[str, str], Awaitable[None]] | None = None
         # Renders a queued refresh again and posts or edits it (the notifier; raises on a
@@ -154,7 +163,7 @@ class SlackOutbox:
                 item = await repos.outbox.get(key)
                 return Outcome.DONE if item and item.delivered_at else Outcome.BUSY
         try:
-            await send()
+            await self._send(key, send)
         except Exception as exc:
             async with self._db.transaction() as repos:
                 await repos.outbox.release(key, holder=self.holder)
@@ -166,6 +175,22 @@ class SlackOutbox:
         async with self._db.transaction() as repos:
             await repos.outbox.delivered(key, now=self._clock.now())
         return Outcome.POSTED
+
+    async def _send(self, key: str, send: Callable[[], Awaitable[object]]) -> object:
+        """`send` with `key` in its post's metadata — unless an earlier attempt maybe posted it
+        and Slack has it (bot/slack/maybe.py): then that message, not a second one."""
+        oldest = self.maybe.started()
+        found = await self.maybe.before_post(key)
+        if found is not None:
+            return found
+        try:
+            with posting(key):
+                return await send()
+        except Exception as exc:
+            found = await self.maybe.settled(key, exc, oldest)
+            if found is None:
+                raise
+            return found
 
     async def dm_once(self, key: str, user_id: str, message: Message) -> Outcome:
         """A durable DM: a refusal is logged and retried by a later `retry()`."""
@@ -330,7 +355,8 @@ class SlackOutbox:
             log.warning("%s message for %s is still being posted elsewhere", kind, subject)
             return
         try:
-            posted = await self._post(channel, message, fallback_user=fallback_user)
+            posted: Any = await self._send(key, partial(self._post, channel, message,
+                                                   fallback_user=fallback_user))
         except Exception as exc:
             async with self._db.transaction() as repos:
                 await repos.outbox.release(key, holder=self.holder)
@@ -339,10 +365,10 @@ class SlackOutbox:
                 raise
             await self.give_up_on(channel, code)
             raise Unreachable(channel, code) from exc
+        if not isinstance(posted, MessageRef):  # Slack's answer (else: found, maybe posted)
+            posted = MessageRef(channel_id=posted["channel"], ts=posted["ts"])
         async with self._db.transaction() as repos:  # coordinates and delivery: one commit
-            await repos.messages.put(kind, subject,
-                                     MessageRef(channel_id=posted["channel"], ts=posted["ts"]),
-                                     now=self._clock.now())
+            await repos.messages.put(kind, subject, posted, now=self._clock.now())
             await repos.outbox.delivered(key, now=self._clock.now())
 
     async def _edit(self, ref: MessageRef, message: Message, *, kind: str,

@@ -1,38 +1,50 @@
-"""Which installation a request is served by, and so whose token its Slack calls carry (OAuth
+"""Which installation a request is served by, and so whose token each Slack call carries (OAuth
 mode: SLACK_CLIENT_ID set; the single-token mode never comes here).
 
 Bolt asks `authorize` for every request: the installation is found in the database by the
 request's organization and workspace (bot/services/installations.py) — no call to Slack on the
 way to the ack — and kept in the request's context (`INSTALLATION`, what the gate judges the
 request against) and in `SERVING`, a context variable the listener's task (and everything it
-starts) inherits: the bot's Slack client (bot/app/slack_client.py) reads it for each call that
-names no token of its own. A stopped installation (tokens revoked, app uninstalled) serves
-nothing.
+starts) inherits. Once the gate has let the request through, the channel and the people it
+names are remembered as that installation's (`Tenancy.learn`).
+
+The bot's Slack client (bot/app/slack_client.py) asks `Tenancy.token_for` for each call that
+names no token of its own: the serving installation's; outside any request (a sweep, the
+outbox, a retry on another replica) the installation the call's channel or person was learned
+from, DM channels included (learned from conversations.open's answer). A call with no
+installation to make it for, or for a stopped one (tokens revoked, app uninstalled), is not
+sent: `NotInstalled`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextvars import ContextVar
 from typing import Any
 
 from slack_bolt.authorization import AuthorizeResult
 from slack_bolt.context.async_context import AsyncBoltContext
+from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_bolt.response import BoltResponse
 
 from bot.domain.installation import Installation
 from bot.services.installations import Installations
 
 INSTALLATION = "installation"  # the Bolt context's key: the Installation serving the request
 SERVING: ContextVar[Installation | None] = ContextVar("serving", default=None)
+FRESH_SECONDS = 30.0  # an installation read is used this long (a stop is seen within it)
+# The argument naming whom a call is for, by preference (a channel over a person).
+_TARGETS = ("channel", "channel_id", "user_id", "user", "users")
 
 Authorize = Callable[..., Awaitable[AuthorizeResult | None]]
 
 
 class NotInstalled(Exception):
-    """A Slack call with no installation to make it for (OAuth mode): nothing was sent."""
+    """A Slack call with no usable installation to make it for: nothing was sent."""
 
 
-def authorize(installations: Installations) -> Authorize:
+def _authorize(installations: Installations) -> Authorize:
     # Not keyword-only: Bolt passes what the function's argument names ask for.
     async def authorize(context: AsyncBoltContext, enterprise_id: str | None,
                         team_id: str | None, user_id: str | None) -> AuthorizeResult | None:
@@ -50,14 +62,83 @@ def authorize(installations: Installations) -> Authorize:
     return authorize
 
 
-def token_for(api_method: str, kwargs: dict[str, Any]) -> str | None:
-    """The token a call made with no token of its own carries: the serving installation's.
-    None: the call names its own (oauth.v2.access's client credentials, an explicit token)."""
-    if api_method.startswith("oauth.") or any(
-            isinstance(part, dict) and "token" in part
-            for part in (kwargs.get("params"), kwargs.get("json"), kwargs.get("data"))):
-        return None
-    serving = SERVING.get()
-    if serving is None:
-        raise NotInstalled(f"{api_method}: no installation is serving this call")
-    return serving.bot_token
+def target_of(kwargs: Mapping[str, Any]) -> str | None:
+    """The channel or person a Web API call is for, from its arguments."""
+    for part in (kwargs.get("json"), kwargs.get("params"), kwargs.get("data"), kwargs):
+        if isinstance(part, Mapping):
+            for name in _TARGETS:
+                value = part.get(name)
+                if isinstance(value, str) and value:
+                    return value.split(",")[0]
+    return None
+
+
+def _explicit(api_method: str, kwargs: Mapping[str, Any]) -> bool:
+    """The call names its own credentials (oauth.v2.access's, an explicit token)."""
+    return api_method.startswith("oauth.") or any(
+        isinstance(part, Mapping) and "token" in part
+        for part in (kwargs.get("params"), kwargs.get("json"), kwargs.get("data")))
+
+
+class Tenancy:
+    def __init__(self, installations: Installations) -> None:
+        self._installations = installations
+        self.authorize = _authorize(installations)  # what Bolt asks for every request
+        self._routes: dict[str, str] = {}  # target → installation key (learned; never stale)
+        self._read: dict[str, tuple[Installation | None, float]] = {}
+
+    async def learn(self, key: str, targets: Iterable[str | None]) -> None:
+        new = {t for t in targets if t and self._routes.get(t) != key}
+        if new:
+            await self._installations.learn(key, new)
+            self._routes.update(dict.fromkeys(new, key))
+
+    async def installation_for(self, target: str | None) -> Installation | None:
+        """The installation `target` was learned from, else the serving one. The target
+        first: work a request's task does for other channels (a delivery pass sending what
+        is queued) carries each channel's own installation's token, not the request's."""
+        serving = SERVING.get()
+        key = None if target is None else (self._routes.get(target)
+                                           or await self._installations.route(target))
+        if key is None or (serving is not None and serving.key == key):
+            return serving
+        self._routes[target or ""] = key
+        found, at = self._read.get(key, (None, 0.0))
+        if found is None or time.monotonic() - at > FRESH_SECONDS:
+            found = await self._installations.get(key)
+            self._read[key] = (found, time.monotonic())
+        return found
+
+    async def token_for(self, api_method: str, kwargs: Mapping[str, Any]) -> str | None:
+        """The token a call carries (None: it names its own)."""
+        if _explicit(api_method, kwargs):
+            return None
+        target = target_of(kwargs)
+        found = await self.installation_for(target)
+        if found is None:
+            raise NotInstalled(f"{api_method}: no installation is known for {target or 'it'}")
+        if found.stopped_at is not None:
+            raise NotInstalled(f"{api_method}: installation {found.key} is stopped "
+                               f"({found.stopped_why})")
+        return found.bot_token
+
+    async def answered(self, api_method: str, kwargs: Mapping[str, Any],
+                       answer: Mapping[str, Any]) -> None:
+        """A DM channel opened for a person is that person's installation's."""
+        if api_method == "conversations.open":
+            channel = (answer.get("channel") or {}).get("id")
+            found = await self.installation_for(target_of(kwargs))
+            if found is not None and channel:
+                await self.learn(found.key, [channel])
+
+    def middleware(self) -> Callable[..., Awaitable[BoltResponse | None]]:
+        """After the gate: the request's channel and people are its installation's."""
+
+        async def learner(req: AsyncBoltRequest, resp: BoltResponse,
+                          next: Callable[[], Awaitable[None]]) -> None:
+            found = req.context.get(INSTALLATION)
+            if isinstance(found, Installation):
+                await self.learn(found.key, (req.context.channel_id, req.context.user_id))
+            await next()
+
+        return learner

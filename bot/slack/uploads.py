@@ -16,6 +16,7 @@ from bot.domain.hours import HourState
 from bot.domain.models import ClusterRecord
 from bot.domain.spend import SpendReport
 from bot.domain.spend_days import daily_cents
+from bot.slack.blocks.format import shape_label, truncate
 
 
 async def upload_png(client: AsyncWebClient, *, draw: Callable[[], bytes], filename: str,
@@ -98,7 +99,10 @@ async def send_picture(client: AsyncWebClient, picture: Picture, *, body: dict[s
 
 def hours_picture(c: ClusterRecord, marks: Sequence[tuple[datetime, HourState]]) -> Picture:
     """The receipt's chart: the cluster's hour marks, degraded and not-serving ones marked."""
-    title = f"{c.id}: {c.accrued_hours} billed hours"
+    # A picture is read without the message around it: the cluster's name, or its shape.
+    plural = "s" if c.accrued_hours != 1 else ""
+    title = (f"{truncate(c.name or shape_label(c.shape, c.accelerator_name), 60)} ({c.id}): "
+             f"{c.accrued_hours} billed hour{plural}")
 
     def draw() -> bytes:
         from bot.slack import charts

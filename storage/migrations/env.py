@@ -12,10 +12,9 @@ import os
 
 from alembic import context
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
-from storage.db import normalize_url
+from storage.db import create_engine, normalize_url
 from storage.schema import record_compat
 from storage.tables import metadata
 
@@ -40,7 +39,7 @@ def _cli_url() -> str:
 
 
 async def _run_cli_online(url: str) -> None:
-    engine = create_async_engine(url, poolclass=NullPool)
+    engine = create_engine(url, poolclass=NullPool)
     try:
         async with engine.begin() as connection:
             await connection.run_sync(_run)

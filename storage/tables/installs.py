@@ -50,3 +50,18 @@ class OAuthStateRow(Base, table=True):
 
 
 OAUTH_STATES = metadata.tables["slack_oauth_states"]
+
+
+class RouteRow(Base, table=True):
+    """Which installation a Slack id (a channel, a person, a DM channel) belongs to, learned
+    from the requests each installation serves: how a call made outside any request (a sweep,
+    the outbox) finds whose token to carry. Slack's ids are unique across Slack."""
+
+    __tablename__ = "slack_routes"
+
+    target: str = Field(primary_key=True, sa_type=sa.String)
+    installation: str = Field(sa_type=sa.String)  # the installation's key
+    learned_at: datetime = Field(sa_type=UtcDateTime)
+
+
+ROUTES = metadata.tables["slack_routes"]

@@ -37,3 +37,17 @@ async def test_a_stock_wait_approved_by_a_person_is_receipted_as_theirs(tmp_path
         assert AUTO not in card.lower() and f"Approved by <@{BOB}>" in card
         thread = "".join(h.text_of(m) for m in await h.notices(cluster_id))
         assert "Approved by the spend policy" not in thread
+
+
+async def test_when_stock_returns_the_first_card_is_edited_not_a_second_posted(tmp_path):
+    """Issue 27.12: the approval card of a stock wait says it launched, on the one card."""
+    async with bot(tmp_path, policy=policy()) as h:
+        no_stock(h)
+        await wait_request(h)
+        assert len(h.cards()) == 1
+        stock_back(h)
+        await sweep(h, 300)
+        [request] = await h.requests_in_db()
+        assert request.status is RequestStatus.LAUNCHED
+        [card] = h.cards()
+        assert f"launched as `{request.cluster_id}`" in h.text_of(card), h.text_of(card)

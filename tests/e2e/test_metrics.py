@@ -158,7 +158,7 @@ async def test_socket_mode_serves_metrics_beside_the_health_checks(tmp_path):
 async def test_a_sweep_that_raised_is_a_failure_and_the_build_and_holder_are_shown(
         tmp_path, monkeypatch):
     from bot.jobs import scheduler as module
-    from bot.observability.build import version
+    from bot.observability.build import commit, version
 
     class ProviderDown(Exception):
         pass
@@ -178,7 +178,7 @@ async def test_a_sweep_that_raised_is_a_failure_and_the_build_and_holder_are_sho
         assert "clusterbot_sweep_seconds" not in m or not [
             s for s in m["clusterbot_sweep_seconds"].samples
             if s.labels.get("sweep") == "watch_clusters"]
-        assert value(m, "clusterbot_build_info", version=version()) == 1
+        assert value(m, "clusterbot_build_info", version=version(), commit=commit()) == 1
         assert value(m, "clusterbot_sweeps_lease_holder") == 0  # started without a scheduler
         await tracked(sweeps.watch_clusters, h.rt.sweeps)(h.rt.services)
         m = await scrape(h)

@@ -8,13 +8,15 @@ from __future__ import annotations
 from bot.slack.ids import Action
 from tests.e2e.harness import ALICE, DAVE, GENERAL, bot
 from tests.e2e.test_extensions import ask, audit_of, planned
-from tests.e2e.test_spenders import guest, policy, try_request
+from tests.e2e.test_spenders import guest, policy, press_request
 
 
 async def test_a_guests_refused_request_names_the_rate_it_asked_for(tmp_path):
     async with bot(tmp_path, policy=policy()) as h:
+        card = await h.quote("quote h100x8 nodes=2", user=DAVE)  # a full member then
         h.slack.users[DAVE] = guest(DAVE, ultra=True)
-        await try_request(h, DAVE)
+        await h.advance(6 * 60)  # what Slack said of him expires: a guest now
+        assert await press_request(h, card, DAVE) == "press"
         [refused] = await audit_of(h, "request", "refused")
         async with h.rt.db.transaction() as repos:
             quote = await repos.quotes.get(refused.subject_id)

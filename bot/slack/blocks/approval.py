@@ -20,6 +20,7 @@ from bot.domain.approvers import approvals_that_count, approved_by
 from bot.domain.claims import launch_attempt
 from bot.domain.envelope import envelope_terms
 from bot.domain.models import Approval, Decision, LaunchRequest, QuoteInfo, RequestStatus
+from bot.domain.readiness import topology
 from bot.slack.blocks.format import (
     ERROR_MAX,
     ID_MAX,
@@ -196,6 +197,8 @@ def request_facts(req: LaunchRequest, q: QuoteInfo, *, now: datetime,
              f"*{money(req.hourly_cents * 24)}* per day · "
              f"{hourly(q.per_gpu_hourly_cents)} per GPU ({q.spec.shape.total_gpus} GPUs)\n"
              f"Storage: {storage_summary(q)}")
+    if q.spec.orchestrator != "none":  # the topology asked for is part of what is approved
+        rates += f"\nOrchestrator: {topology(q.spec.orchestrator)}"
     if req.lifetime_hours:
         rates += (f"\n:hourglass: "
                   f"{envelope_terms(req.lifetime_hours, req.hourly_cents, terminates=ends)}")

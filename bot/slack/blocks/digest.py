@@ -16,6 +16,7 @@ from bot.domain import recovery
 from bot.domain.digest import burn_cents, still_degraded
 from bot.domain.models import ClusterRecord, ClusterState, MessageRef
 from bot.services.storms import RecoverAll
+from bot.slack.blocks.cluster import cluster_ref
 from bot.slack.blocks.duty import permalink
 from bot.slack.blocks.format import (
     ID_MAX,
@@ -25,6 +26,7 @@ from bot.slack.blocks.format import (
     hourly,
     money,
     payload_len,
+    shape_label,
     user,
 )
 from bot.slack.blocks.message import Message, actions, button, compose, context, header, section
@@ -67,8 +69,14 @@ def _row(c: ClusterRecord, top: MessageRef | None) -> str:
         state = ":red_circle: recovery exhausted"
     link = f" · <{permalink(top.channel_id, top.ts)}|thread>" if top else ""
     owner = user(c.owner_id) if c.owner_id else "unclaimed"
-    return (f"{code(escaped(c.id, ID_MAX))} {state} · {hourly(c.hourly_cents)} · {owner}"
-            f"{link}")
+    return f"{named(c)} {state} · {hourly(c.hourly_cents)} · {owner}{link}"
+
+
+def named(c: ClusterRecord) -> str:
+    """The cluster as people know it: its name (or its shape, unnamed) beside its id."""
+    if c.name:
+        return cluster_ref(c)
+    return f"{code(escaped(c.id, ID_MAX))} {escaped(shape_label(c.shape, c.accelerator_name), 60)}"
 
 
 def digest(digest_id: str, members: Sequence[ClusterRecord],
@@ -112,7 +120,7 @@ def owner_dm(theirs: Sequence[ClusterRecord], ref: MessageRef | None) -> Message
     """The owner's one DM about a storm: which of their clusters are degraded and what they
     burn; the digest (with Recover all mine) and each thread have the rest."""
     burn = money(sum(c.hourly_cents for c in theirs))
-    ids = ", ".join(code(escaped(c.id, ID_MAX)) for c in theirs[:20])
+    ids = ", ".join(named(c) for c in theirs[:20])
     more = f" and {len(theirs) - 20} more" if len(theirs) > 20 else ""
     where = f" <{permalink(ref.channel_id, ref.ts)}|The storm's digest>" if ref else \
         " The storm's digest in the channel"

@@ -26,6 +26,7 @@ from bot.domain.readiness import PRESETS, TORCHRUN_TEMPLATE, VLLM_TEMPLATE
 from bot.slack import ids
 from bot.slack.blocks.format import code, escaped, hourly, money, shape_label, when
 from bot.slack.blocks.message import plain, section
+from bot.slack.blocks.planning import SHM
 
 FIELD_NAME = "launch_name"
 FIELD_IMAGE = "launch_image"
@@ -66,10 +67,8 @@ READINESS_LIMIT_HINT = (
 ENV_HINT = (
     "One KEY=VALUE per line. MALLOC_ARENA_MAX=1 is recommended for tensor-parallel workloads "
     "(AI Reserve's docs): it stops glibc from creating one malloc arena per thread, which "
-    "otherwise inflates host memory on many-GPU nodes. /dev/shm can't be sized through the "
-    "cluster API: a workload that needs a larger shared-memory mount needs a provider-native "
-    "deployment. Values go to the provider only (kept encrypted until the launch); Slack "
-    "messages show the keys."
+    "otherwise inflates host memory on many-GPU nodes. " + SHM + " Values go to the provider "
+    "only (kept encrypted until the launch); Slack messages show the keys."
 )
 SSH_HINT = "One OpenSSH public key per line. Without a key you can't log in to the nodes."
 RECOVERY_HINT = (

@@ -42,8 +42,9 @@ def plan_blocks(q: QuoteInfo) -> list[Block]:
 
 
 def advice_blocks(q: QuoteInfo) -> list[Block]:
-    """The docs' advice, once, briefly: the fabric always; the weights without a volume."""
-    lines = [FABRIC]
+    """The docs' advice, once, briefly: the fabric and /dev/shm always (the card is where every
+    reader sees it — a form's hint is not shown everywhere); the weights without a volume."""
+    lines = [FABRIC, SHM]
     if q.spec.shape.nodes >= 2 and q.spec.storage_gb is None and not q.spec.volume_id:
         lines.append(WEIGHTS)
     return [context(*lines)]

@@ -3,7 +3,7 @@ from typing import Any
 
 import pytest
 
-from bot.domain.models import Approval, Decision, RequestStatus
+from bot.domain.models import Approval, Decision, QuoteSpec, RequestStatus, ShapeSpec
 from bot.slack.blocks.approval import approval_card, approval_outcome
 from bot.slack.blocks.message import Message
 from bot.slack.ids import Action, ApprovalRef, RequestRef
@@ -35,6 +35,18 @@ def test_card_states_who_what_where_and_the_rates():
     assert "$3.90/h per GPU" in text
     assert "Quote expires <!date^" in text and "(in 14 min)" in text
     assert msg.text.startswith("<@U0ALICE> asks to launch")
+
+
+def test_card_shows_the_orchestrator_topology_asked_for():
+    """Issue 27.12: the approver approves a Slurm or Ray cluster knowingly."""
+    shape = ShapeSpec(accelerator="h100-sxm-80gb", gpus_per_node=8, nodes=2)
+    slurm = make_quote(spec=QuoteSpec(shape=shape, storage_gb=1000, root_disk_gb=100,
+                                      orchestrator="slurm"))
+    msg = approval_card(make_request(), slurm, now=NOW)
+    check_message(msg)
+    assert "Orchestrator: Slurm: rank 0 is the controller, the others compute nodes" in \
+        all_text(msg)
+    assert "Orchestrator" not in all_text(approval_card(make_request(), make_quote(), now=NOW))
 
 
 def test_card_summarises_the_workload_without_env_values_or_keys():

@@ -118,3 +118,17 @@ def test_the_owner_dm_lists_their_clusters_and_their_burn():
     hostile = [make_cluster(**EXTREME_CLUSTER, status=ClusterState.DEGRADED)] * 30
     check_message(digest_blocks.owner_dm(hostile, None))
     assert_escaped(digest_blocks.owner_dm(hostile, None))
+
+
+def test_digest_rows_and_the_owner_dm_name_each_cluster_not_only_its_id():
+    """Issue 27.12: the rows listed bare ids; people know their clusters by name (or shape)."""
+    members = [make_cluster(id="clu_0001", name="llama-ft", status=ClusterState.DEGRADED,
+                            observed=DEGRADED),
+               make_cluster(id="clu_0002", name=None, status=ClusterState.DEGRADED,
+                            observed=DEGRADED)]
+    for msg in (digest_blocks.digest("C0GPU-1", members, tops(members)),
+                digest_blocks.owner_dm(members, None)):
+        check_message(msg)
+        text = all_text(msg)
+        assert "`clu_0001` *llama-ft*" in text, text
+        assert "`clu_0002` 2 × 8 NVIDIA H100 80GB SXM" in text, text

@@ -119,3 +119,16 @@ def test_the_quote_says_how_its_envelope_ends_and_what_it_covers():
             "charged, so it bills at most $4,502.16.") in on
     assert "Envelope" not in all_text(quote_card(make_quote(), now=NOW,
                                                  outlook=QuoteOutlook()))
+
+
+def test_the_dev_shm_advice_is_on_the_quote_card_every_reader_sees():
+    """Issue 27.12: it was only a form field's hint, which the terminal never shows."""
+    from bot.slack.blocks.planning import SHM
+    from devslack.render import blocks_to_lines
+
+    msg = quote_card(make_quote(), now=NOW)
+    lines = blocks_to_lines(block_dicts(msg), label=lambda b, e: "[button]",
+                            names=lambda ident: ident)
+    assert any("/dev/shm can't be sized through AI Reserve's cluster API" in line
+               for line in lines), lines
+    assert SHM in all_text(msg)

@@ -1,0 +1,56 @@
+"""Issue 29, item 3: every Web API call carries the token of the installation it is made for —
+in a request, and outside any: the sweeps, the outbox's deliveries, DMs, App Home publishes.
+
+Two workspaces installed through the OAuth flow. Each has its own people and channels (Slack's
+ids are unique across Slack): Dave in #random is T0ONE's, Alice, Bob and Carol in #general and
+#approvals are T0TWO's. A cluster is asked for, approved and watched in T0TWO; the watcher's
+sweep (called from the test, outside any request, as the scheduler would) edits its message and
+DMs its owner: each call with T0TWO's token, never T0ONE's, none refused.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from devslack.requests import SlackRequests
+from tests.e2e.harness import ALICE, DAVE, SECRET
+from tests.e2e.test_oauth_install import ONE, TWO, install, oauth_bot
+
+PSEUDO = ("ack", "response_url", "scheduled_message")  # not Web API calls: no token
+
+
+async def test_sweeps_outbox_dms_and_homes_carry_their_installations_token(tmp_path, caplog):
+    caplog.set_level(logging.WARNING)
+    async with oauth_bot(tmp_path) as h:
+        await install(h, team=ONE)
+        await install(h, team=TWO)
+        tokens = {g.team_id: t for t, g in h.slack.oauth.tokens.items()}
+        whose = {t: team for team, t in tokens.items()}
+        first = len(h.slack.calls)
+
+        async with SlackRequests(events_url=h.requests.events_url, signing_secret=SECRET,
+                                 slack=h.slack, team_id=ONE) as dave:
+            await dave.app_home_opened(DAVE)
+            await dave.slash(text="quote h100x8 nodes=2", user_id=DAVE, channel_id="C0RANDOM")
+        await h.rt.settle()
+        ones = len(h.slack.calls)
+
+        home, h.requests = h.requests, SlackRequests(
+            events_url=h.requests.events_url, signing_secret=SECRET, slack=h.slack, team_id=TWO)
+        async with h.requests:
+            cluster_id = await h.running_cluster()  # its boot seen by a sweep, not a request
+            swept = len(h.slack.calls)
+            await h.first_reminder(cluster_id)  # a sweep's DM to the owner
+        h.requests = home
+
+        calls = [c for c in h.slack.calls[first:] if c.method not in PSEUDO
+                 and c.method != "oauth.v2.access"]
+        assert {whose.get(c.token) for c in h.slack.calls[first:ones]
+                if c.method not in PSEUDO} == {ONE}
+        assert {whose.get(c.token) for c in calls[ones - first:]} == {TWO}
+        assert all(c.response.get("ok") for c in calls), [
+            (c.method, c.response) for c in calls if not c.response.get("ok")]
+        after_sweeps = {c.method for c in h.slack.calls[swept:] if c.method not in PSEUDO}
+        assert {"chat.postMessage", "views.publish"} <= after_sweeps, after_sweeps
+        assert h.slack.dms(ALICE) and h.slack.home(DAVE) is not None
+        assert not [r for r in caplog.records if "no installation" in r.getMessage()]
