@@ -16,8 +16,8 @@ every replica out of the load balancer for those would refuse the commands that 
 answered (list, help, Home, withdrawals, approvals that queue). They are listed under
 `"degraded"` in the body (200 or 503 alike), exported as metrics and alerted on
 (ops/alerts.yaml). Either body may also carry `"notes"`: what the operator should know that
-doesn't stop the replica serving (a bot token Slack refuses). Both endpoints are served on the internal port (INTERNAL_PORT, with
-`/metrics`), never on the public one Slack reaches.
+doesn't stop the replica serving (a bot token Slack refuses). Both endpoints are served on the
+internal port (INTERNAL_PORT, with `/metrics`), never on the public one Slack reaches.
 """
 
 from __future__ import annotations
