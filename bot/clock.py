@@ -84,6 +84,10 @@ class ProviderClock:
     def __init__(self, host: Clock | None = None) -> None:
         self._host = host or SystemClock()
         self.offset = timedelta()
+        # Host time of the last answer whose `Date` was read (None: none yet). Between answers
+        # the estimate runs at the host's rate, and AI Reserve's clock need not (a corrected
+        # clock, a paused VM, a simulator): a money deadline asks `read_since` first.
+        self.read_at: datetime | None = None
 
     def now(self) -> datetime:
         return self._host.now() + self.offset
@@ -91,6 +95,10 @@ class ProviderClock:
     def host_now(self) -> datetime:
         """The host's own clock (to time an exchange with)."""
         return self._host.now()
+
+    def read_since(self, host_instant: datetime) -> bool:
+        """Whether an answer's `Date` was read after `host_instant` (host time)."""
+        return self.read_at is not None and self.read_at > host_instant
 
     def observe(self, date_header: str | None, *, sent_at: datetime) -> None:
         """An answer carrying `Date: <date_header>` arrived; the request left at `sent_at`
@@ -108,6 +116,7 @@ class ProviderClock:
         estimate = provider + timedelta(milliseconds=500) - middle
         if abs(estimate - self.offset) >= self.RESOLUTION:
             self.offset = estimate
+        self.read_at = received
 
 
 def host_time(clock: Clock) -> datetime:

@@ -177,10 +177,13 @@ class Containers:
             subprocess.run(["buildah", "rm", name], capture_output=True, check=False)
 
 
-def run_argv(container: str, argv: Sequence[str], env: Mapping[str, str] = {}) -> list[str]:
-    """`buildah run` of `argv` in `container` with the image's env plus `env`."""
+def run_argv(container: str, argv: Sequence[str], env: Mapping[str, str] = {},
+             volumes: Sequence[str] = ()) -> list[str]:
+    """`buildah run` of `argv` in `container` with the image's env plus `env` (and bind
+    mounts, `host:container[:options]`)."""
     return ["buildah", "run", "--isolation", "chroot",
-            *[f"--env={key}={value}" for key, value in env.items()], container, "--", *argv]
+            *[f"--env={key}={value}" for key, value in env.items()],
+            *[f"--volume={volume}" for volume in volumes], container, "--", *argv]
 
 
 def _children() -> dict[int, list[int]]:

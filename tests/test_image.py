@@ -34,6 +34,7 @@ from tests.procs import (
     world,
 )
 from tests.releases import head_commit, pyproject_version
+from tests.test_deploy_secrets import make_secrets_as_documented
 
 REPO = image.REPO
 # The setting whose port serves /healthz and /readyz in this build. The image's HEALTHCHECK
@@ -79,6 +80,8 @@ COMMANDS = """\
 import contextlib, io, json, os, sys
 # This checkout's editable install would still find the development packages: hide it.
 sys.meta_path[:] = [f for f in sys.meta_path if "__editable__" not in getattr(f, "__module__", "")]
+# … and so would the dev venv's cluster-bot-devtools.pth (this checkout on the path).
+sys.path[:] = [p for p in sys.path if p not in (%r, "")]
 from bot.app.cli import main
 results, base = [], dict(os.environ)
 for argv, env in json.loads(sys.argv[1]):
@@ -99,7 +102,7 @@ async def commands(root: Path, cwd: Path,
                    *runs: tuple[list[str], dict[str, str]]) -> list[tuple[int, str]]:
     """(exit code, output) of each `cluster-bot` command line, with bot/ from `root`."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", COMMANDS, json.dumps(runs), cwd=cwd,
+        sys.executable, "-c", COMMANDS % str(REPO), json.dumps(runs), cwd=cwd,
         env=_base_env() | {"PYTHONPATH": str(root)}, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT)
     out, _ = await asyncio.wait_for(proc.communicate(), 120)
@@ -147,9 +150,9 @@ def unused_port() -> int:
 
 
 async def in_container(container: str, argv: list[str], env: dict[str, str] | None = None,
-                       *, within: float = 120) -> tuple[int, str]:
+                       *, within: float = 120, volumes: tuple[str, ...] = ()) -> tuple[int, str]:
     proc = await asyncio.create_subprocess_exec(
-        *image.run_argv(container, argv, env or {}), stdout=asyncio.subprocess.PIPE,
+        *image.run_argv(container, argv, env or {}, volumes), stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT)
     out, _ = await asyncio.wait_for(proc.communicate(), within)
     assert proc.returncode is not None
@@ -202,6 +205,7 @@ async def test_the_image_builds_and_serves(tmp_path):
         box = containers.new(tag)  # the migrations first, on their own: then `serve`
         db = {"DATABASE_URL": "sqlite:///bot.db"}  # in the image's WORKDIR, its user's
         assert await in_container(box, ["cluster-bot", "migrate"], db) == (0, "")
+        await secrets_as_compose_gives_them(containers.new(tag), tmp_path)
 
         async with world(tmp_path) as w:
             internal = unused_port()
@@ -249,6 +253,24 @@ async def test_the_image_builds_and_serves(tmp_path):
             assert "Traceback" not in bot.logs()
     finally:
         containers.remove_all()
+
+
+async def secrets_as_compose_gives_them(box: str, tmp_path: Path) -> None:
+    """DATABASE_URL_FILE made as deploy/compose.yaml's header says and mounted as Compose mounts
+    it: the bot, as uid 10001, reads it (a root-only file, as the header said before: one line,
+    exit 2)."""
+    secrets = make_secrets_as_documented(tmp_path / "compose",
+                                         {"database_url": "sqlite:///from-file.db"})
+    env = {"DATABASE_URL_FILE": "/run/secrets/database_url"}
+    mount = f"{secrets / 'database_url'}:/run/secrets/database_url:ro"
+    assert await in_container(box, ["cluster-bot", "migrate"], env, volumes=(mount,)) == (0, "")
+    root_only = tmp_path / "root-only"
+    root_only.write_text("sqlite:///from-file.db")
+    os.chown(root_only, 0, 0)
+    root_only.chmod(0o600)
+    code, out = await in_container(box, ["cluster-bot", "migrate"], env,
+                                   volumes=(f"{root_only}:/run/secrets/database_url:ro",))
+    assert code == 2 and "DATABASE_URL_FILE" in out and "Traceback" not in out, out
 
 
 async def ready(health: str) -> bool:

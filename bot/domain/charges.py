@@ -120,11 +120,12 @@ class VolumeSpan(Frozen):
     charged: tuple[tuple[datetime, int], ...] = ()
     own_from: datetime | None = None
     until: datetime | None = None
+    project: str | None = None  # the project of the cluster that created it: its hours' too
 
 
 def volume_span(*, id: str, owner_id: str | None, created_at: datetime, with_cluster: bool,
                 prices: Sequence[PriceStep], hourly_cents: int, mounts: Sequence[Mount],
-                until: datetime | None, now: datetime) -> VolumeSpan:
+                until: datetime | None, now: datetime, project: str | None = None) -> VolumeSpan:
     """Replay the volume's own hours up to `now` (a charge at `now` itself has been made).
 
     `with_cluster`: it was made by its first mount's launch, and is free while that cluster
@@ -178,7 +179,7 @@ def volume_span(*, id: str, owner_id: str | None, created_at: datetime, with_clu
     if until is not None and chain is not None and chain >= until:
         chain = None
     return VolumeSpan(id=id, owner_id=owner_id, hourly_cents=hourly_cents,
-                      charged=tuple(charged), own_from=chain, until=until)
+                      charged=tuple(charged), own_from=chain, until=until, project=project)
 
 
 def volume_charges(v: VolumeSpan, start: datetime, end: datetime) -> int:

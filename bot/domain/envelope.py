@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from bot.domain.charges import charge_instants
 from bot.domain.models import ClusterRecord, ClusterState
 from bot.domain.policy import money
 
@@ -71,6 +72,15 @@ def deadline(record: ClusterRecord, *, margin: timedelta) -> datetime | None:
     """When the envelope is acted on: terminated (enforced) or prompted (not enforced)."""
     end = ends_at(record)
     return None if end is None else end - margin
+
+
+def proven_now(record: ClusterRecord, estimate: datetime) -> datetime:
+    """AI Reserve's time for `record`'s envelope: the estimate, or — when the cluster's own
+    figures say more — the instant of the last charge AI Reserve shows (`accruedHours`, less
+    the marks it passed uncharged). Its bill is the last word: a cluster showing hour H + 1
+    charged is past its envelope's end whatever the estimate says."""
+    charged = charge_instants(record)
+    return max(estimate, charged[-1]) if charged else estimate
 
 
 def milestones(record: ClusterRecord, *, enforce: bool,

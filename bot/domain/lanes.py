@@ -6,7 +6,8 @@ A storm (a region outage degrading hundreds of clusters) queues more posts than 
 - ANSWER: the answer to a person's own action, and approval cards — a person is waiting;
 - MONEY: what a money action says (terminations, the spend envelope, payment);
 - HEALTH: degraded / recovered notices and the cluster messages that show them;
-- REMINDER: hourly reminders and the like — late is harmless.
+- REMINDER: hourly reminders and the like — late is harmless;
+- THREAD: a storm's per-cluster thread lines — its digest already told the channel.
 
 The lane rides the task (a context variable): code that tells something sets it once around
 the telling (`with lane(Lane.MONEY): ...`) and every Slack call made inside — and in tasks
@@ -27,6 +28,7 @@ class Lane(enum.IntEnum):
     MONEY = 1
     HEALTH = 2
     REMINDER = 3
+    THREAD = 4
 
 
 _CURRENT: ContextVar[Lane] = ContextVar("slack_lane", default=Lane.ANSWER)

@@ -184,7 +184,8 @@ def committed_spend(clusters: Iterable[ClusterRecord], requests: Iterable[Launch
                     user: str, teams: Sequence[Team], now: datetime,
                     excluding: str | None = None,
                     volumes: Iterable[VolumeSpan] = (), project: str | None = None,
-                    project_clusters: Iterable[ClusterRecord] = ()) -> MonthSpend:
+                    project_clusters: Iterable[ClusterRecord] = (),
+                    project_volumes: Iterable[VolumeSpan] = ()) -> MonthSpend:
     """`month_spend` plus every request approved, launching or kept for a retry (but
     `excluding`, the one being decided) of `user` or of a member of one of `teams`: everything
     the budgets already hold.
@@ -192,7 +193,8 @@ def committed_spend(clusters: Iterable[ClusterRecord], requests: Iterable[Launch
     `clusters` may repeat a record (e.g. this month's and the live ones): each id counts once.
     `volumes`: the shared volumes of the same people (what they bill on their own).
     `project`: also what it holds — `project_clusters` (this month's and the live ones of
-    that project, whoever owns them) and every committed request of it.
+    that project, whoever owns them), the own hours of `project_volumes` (the volumes its
+    clusters created) and every committed request of it.
     """
     unique = {c.id: c for c in clusters}
     base = month_spend(unique.values(), user=user, teams=teams, now=now, volumes=volumes)
@@ -202,6 +204,8 @@ def committed_spend(clusters: Iterable[ClusterRecord], requests: Iterable[Launch
     project_total = sum(_month_cents(c, start=start, end=end, now=now)
                         for c in {c.id: c for c in project_clusters}.values()
                         if project is not None and c.project == project)
+    project_total += sum(volume_charges(v, start, end) for v in project_volumes
+                         if project is not None and v.project == project)
     for r in requests:
         if r.status not in COMMITTED_STATES or r.id == excluding:
             continue
@@ -235,8 +239,9 @@ class SpendReport(Frozen):
     volumes_cents: int = 0
     month_end: datetime | None = None
     capped_by_envelopes: bool = False
-    # By project (`/cluster spend by=project`): None is spend on no project, volumes' own hours
-    # included, so the lines add up to `total_cents` like `by_owner`.
+    # By project (`/cluster spend by=project`): None is spend on no project; a volume's own
+    # hours go to the project of the cluster that created it, so the lines add up to
+    # `total_cents` like `by_owner`.
     by_project: list[tuple[str | None, int]] = Field(default_factory=list)
 
 
@@ -275,7 +280,7 @@ def spend_report(clusters: Iterable[ClusterRecord], month: str | None,
         if cents:
             by_volume.append((v, cents))
             owners[v.owner_id] = owners.get(v.owner_id, 0) + cents
-            projects[None] = projects.get(None, 0) + cents
+            projects[v.project] = projects.get(v.project, 0) + cents
     by_cluster.sort(key=lambda item: (-item[1], item[0].id))
     by_volume.sort(key=lambda item: (-item[1], item[0].id))
     # Unclaimed spend last among equals: it is the line someone has to act on, but not a person.

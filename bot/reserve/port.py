@@ -17,6 +17,7 @@ from bot.reserve.schemas import (
     Account,
     Cluster,
     ClusterStatus,
+    Health,
     Logs,
     Orchestrator,
     Quote,
@@ -143,4 +144,9 @@ class ClusterProvider(Protocol):
 
     async def get_account(self) -> Account:
         """Balance, payment status and grace period, self-serve limits."""
+        ...
+
+    async def health(self) -> Health:
+        """The cheapest call there is (no auth, no quota): its answer's `Date` is a reading of
+        AI Reserve's clock (bot/services/provider_time.py)."""
         ...

@@ -12,7 +12,7 @@ from datetime import datetime
 
 from bot.domain import policy as rules
 from bot.domain import spend
-from bot.services.volume_charges import volume_spans
+from bot.services.volume_charges import project_volume_spans, volume_spans
 from storage.budgets import project_budget, team_budget, user_budget
 from storage.repositories import Repos
 
@@ -40,7 +40,9 @@ async def committed(repos: Repos, policy: rules.Policy, *, requester: str, now: 
         *await repos.clusters.list_live(project=budgeted)]
     return spend.committed_spend(clusters, held, user=requester, teams=teams, now=now,
                                  excluding=excluding, volumes=volumes, project=budgeted,
-                                 project_clusters=in_project)
+                                 project_clusters=in_project,
+                                 project_volumes=await project_volume_spans(
+                                     repos, now=now, project=budgeted))
 
 
 def _budgeted(policy: rules.Policy, project: str | None) -> str | None:

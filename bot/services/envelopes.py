@@ -10,7 +10,12 @@ the timing) — each at most once, recorded on the cluster before anyone is told
   ends, then termination before AI Reserve would charge the hour beyond it — a cluster approved
   for H hours is never billed for more than H hours.
 The sweep runs every poll interval; the margin before the charge covers that interval and a slow
-provider, and "now" is AI Reserve's clock (the clock this service is given).
+provider, and "now" is AI Reserve's clock (the clock this service is given) on a reading taken
+since the previous sweep began — read with a cheap call when no answer came since
+(bot/services/provider_time.py) — and never earlier than AI Reserve's own figures prove: a
+cluster whose `accruedHours` shows its last charge at a mark is at least there
+(bot/domain/envelope.py `proven_now`). Issue 31: the estimate was only refreshed by the watch
+sweep's answers, so while those stalled AI Reserve's clock ran away from it.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import logging
 from datetime import datetime, timedelta
 
 from bot.clock import Clock
-from bot.domain.envelope import deadline, ends_at, margin_for, next_stage
+from bot.domain.envelope import deadline, ends_at, margin_for, next_stage, proven_now
 from bot.domain.errors import DomainError
 from bot.domain.lanes import Lane, lane
 from bot.domain.models import ClusterRecord, ClusterState
@@ -28,6 +33,7 @@ from bot.domain.ports import Notifier
 from bot.reserve.port import ClusterProvider
 from bot.services.audit import AuditLog
 from bot.services.people import People
+from bot.services.provider_time import ProviderTime
 from bot.services.termination import TerminationService
 from storage.db import Database
 
@@ -51,6 +57,8 @@ class EnvelopeService:
         self._people = people
         self._audit = audit
         self._clock = clock
+        self.time = ProviderTime(clock=clock, provider=provider)
+        self._last_sweep: datetime | None = None  # host time the previous sweep began
 
     async def sweep(self) -> int:
         """Move every live cluster's envelope on; returns how many moved. Terminates first:
@@ -65,10 +73,14 @@ class EnvelopeService:
         told: list[tuple[ClusterRecord, str, datetime, bool]] = []
         async with self._db.transaction() as repos:
             live = await repos.clusters.list_live(with_lifetime=True)
+        if live:  # no answer since the last sweep began: read AI Reserve's clock first
+            started = self.time.host_now()
+            await self.time.now(since=self._last_sweep)
+            self._last_sweep = started
         for i, record in enumerate(live):
             if i and i % YIELD_EVERY == 0:
                 await asyncio.sleep(0)  # thousands of envelopes: let the event loop breathe
-            now = self._clock.now()
+            now = proven_now(record, self._clock.now())
             # A planned run (`hours=`) ends at its envelope whatever the policy says.
             enforce = enforced_by_policy or record.auto_terminate
             if record.envelope_stage == "enforced" and record.status in _BILLING:

@@ -41,6 +41,7 @@ from bot.reserve.schemas import LogLine
 from bot.services.audit import AuditLog
 from bot.services.idle import IdleService, idle_ranks_last
 from bot.services.people import People
+from bot.services.provider_time import ProviderTime
 from storage.db import Database
 
 log = logging.getLogger(__name__)
@@ -71,6 +72,11 @@ async def _first_match(pattern: str, lines: Sequence[LogLine], *,
         return None
 
 
+def _grace_running(watch: ReadinessWatch) -> bool:
+    """An idle rule that fired with the policy's grace: it ends at `idle_terminate_at`."""
+    return watch.idle_state is IdleState.IDLE and watch.idle_terminate_at is not None
+
+
 class ReadinessService:
     """The one log follower: readiness checks and idle rules (bot/services/idle.py) share each
     cluster's row, one cursor per node and one provider read per node per poll."""
@@ -85,12 +91,20 @@ class ReadinessService:
         self._audit = audit
         self.idle = IdleService(db=db, notifier=notifier, clock=clock, people=people,
                                 audit=audit)
+        self.time = ProviderTime(clock=clock, provider=provider)
+        self._last_pass: datetime | None = None  # host time the previous pass began
 
     async def follow(self) -> int:
         """One pass over the followed rows (a check still watching, an idle rule in play);
         returns how many were read."""
         async with self._db.transaction() as repos:
             watching = await repos.readiness.followed()
+        if any(_grace_running(w) for w in watching):
+            # An idle grace ends on AI Reserve's clock: on a reading since the last pass began
+            # (the listing's, or a cheap call's when the listing had no answer).
+            started = self.time.host_now()
+            await self.time.now(since=self._last_pass)
+            self._last_pass = started
         gate = asyncio.Semaphore(MAX_CONCURRENT)
 
         async def one(watch: ReadinessWatch) -> None:
@@ -121,8 +135,13 @@ class ReadinessService:
         matched = set(watch.matched_ranks)
         wanted = {r for r in watch.rule.ranks(nodes) if r not in matched} if checking else set()
         idling = watch.idle is not None and watch.idle_state in _IDLE_FOLLOWED
-        if idling and not checking and now - watch.updated_at < IDLE_READ_EVERY:
-            return  # idle rules count minutes: a read a minute is plenty (AI Reserve's budget)
+        grace_over = _grace_running(watch) and watch.idle_terminate_at is not None \
+            and now >= watch.idle_terminate_at
+        if idling and not checking and not grace_over \
+                and now - watch.updated_at < IDLE_READ_EVERY:
+            # Idle rules count minutes: a read a minute is plenty (AI Reserve's budget) — but
+            # at the end of a grace the read comes at once, at the time the DM stated.
+            return
         if idling and watch.idle is not None:
             wanted |= set(watch.idle.ranks(nodes))
         cursors = dict(watch.cursors)
@@ -133,6 +152,9 @@ class ReadinessService:
             if logs.next_since is not None:
                 cursors[str(rank)] = logs.next_since
             read[rank] = logs.lines
+        if wanted:  # the reads' answers are newer readings of AI Reserve's clock, and its lines
+            # were written by then: what is decided now (an idle DM's end) starts from there
+            now = max([self._clock.now(), *(line.ts for lines in read.values() for line in lines)])
         tails = [line.line for line in read.get(0, [])[-PROMPT_LINES:]]
         last = idle_ranks_last(watch, record, read) if idling else watch.last_line_at
         async with self._db.transaction() as repos:

@@ -14,6 +14,14 @@ from storage.repositories import Repos
 GONE = ("deleting", "deleted")
 
 
+async def project_volume_spans(repos: Repos, *, now: datetime,
+                               project: str | None) -> list[VolumeSpan]:
+    """The volumes whose own hours `project` pays (none without a project to count)."""
+    if project is None:
+        return []
+    return [v for v in await volume_spans(repos, now=now) if v.project == project]
+
+
 async def volume_spans(repos: Repos, *, now: datetime,
                        owners: Collection[str] | None = None) -> list[VolumeSpan]:
     """Every stored volume (only those `owners` own, if given) with what it was charged on its
@@ -30,7 +38,10 @@ def span_of(v: VolumeRecord, clusters: list[ClusterRecord], *, now: datetime) ->
         c.volume_created_with_cluster for c in clusters)
     created = v.created_at or min([c.created_at for c in clusters], default=v.updated_at)
     until = v.deleted_at or (v.updated_at if v.status in GONE else None)
-    return volume_span(
+    # A volume a `project=` cluster created bills its own hours to that project too.
+    creator = next((c for c in clusters if c.id == v.created_with_cluster_id), None) or next(
+        (c for c in clusters if c.volume_created_with_cluster), None)
+    return volume_span(project=creator.project if creator is not None else None,
         id=v.id, owner_id=v.owner_id, created_at=created, with_cluster=with_cluster,
         prices=v.prices or (PriceStep(at=created, hourly_cents=v.hourly_cents),),
         hourly_cents=v.hourly_cents, mounts=[mount_of(c) for c in clusters], until=until,

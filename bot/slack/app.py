@@ -139,6 +139,8 @@ def build_app(*, services: Services, client: AsyncWebClient, signing_secret: str
                                                     session=client.session)
         await next()
 
+    if tenancy is not None:  # an installation's tokens revoked, the app uninstalled
+        app.middleware(tenancy.lifecycle())
     # Another workspace's request (or one naming none) is refused here, once for every
     # listener: nothing it asks for is done (bot/slack/gate.py).
     app.middleware(only_installation(services.people, services.audit, inflight, client))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
@@ -21,6 +21,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.clock import Clock
 from bot.domain import lanes
 from bot.domain.approvers import approved_by
+from bot.domain.digest import storms
 from bot.domain.envelope import deadline, margin_for
 from bot.domain.models import ClusterRecord, ClusterState, MessageRef
 from bot.domain.watch import Notice, NoticeKind
@@ -41,6 +42,10 @@ log = logging.getLogger(__name__)
 
 # One post of a notice: its outbox key, where it goes, and the call that posts it.
 Post = tuple[str, str, Callable[[], Awaitable[object]]]
+Ident = tuple[str, str]  # a notice: (cluster, key)
+# While one channel drains (paced: a storm takes minutes), how often a delivery pass looks for
+# newly stored notices of the other channels.
+RESCAN_SECONDS = 1.0
 
 PROGRESS = "progress"
 _MONEY = frozenset({NoticeKind.GRACE_TERMINATED, NoticeKind.TERMINATED_OUTSIDE,
@@ -53,6 +58,17 @@ def lane_of(kind: NoticeKind) -> lanes.Lane:
     if kind in _MONEY:
         return lanes.Lane.MONEY
     return lanes.Lane.REMINDER if kind in _LATER else lanes.Lane.HEALTH
+
+
+def _lane(notice: Notice, stormy: Collection[str]) -> lanes.Lane:
+    """A notice's lane; a storm's per-cluster lines (its digest speaks for the channel) last."""
+    which = lane_of(notice.kind)
+    return lanes.Lane.THREAD if which is lanes.Lane.HEALTH and notice.cluster_id in stormy \
+        else which
+
+
+def _ident(notice: Notice) -> Ident:
+    return notice.cluster_id, notice.key
 
 
 def top_subject(record: ClusterRecord | None) -> str:
@@ -79,6 +95,7 @@ class NoticeDelivery:
         self._approvals_channel = approvals_channel
         self._refresh_request = refresh_request
         self._delivering = asyncio.Lock()
+        self._stormy: frozenset[str] | set[str] = frozenset()  # clusters in an open digest
 
     async def deliver(self) -> None:
         """Post every notice nobody else is posting, each claimed first (see `SlackOutbox`);
@@ -96,32 +113,90 @@ class NoticeDelivery:
                 await self._digests.refresh()
 
     async def _notices(self) -> None:
-        skipped: set[tuple[str, str]] = set()  # refused by Slack or busy: a later pass
-        while True:
-            # A storm: one digest per channel (bot/slack/digests.py) — gathered before each batch,
-            # so notices stored while the last batch went out (the sweep goes on) join it too;
-            # and shown before the batch: the digest speaks for the channel from the start, not
-            # once its storm's notices and edits have drained.
-            with lanes.lane(lanes.Lane.HEALTH):
-                if await self._digests.gather():
-                    await self._digests.refresh()
-            async with self._db.transaction() as repos:
-                pending = [n for n in await repos.notices.pending(
-                               limit=100 + len(skipped), now=self.outbox.claim_clock())
-                           if (n.cluster_id, n.key) not in skipped]
-            if not pending:
-                return
-            skipped |= await self._deliver_batch(pending)
+        """Deliver the pending notices channel by channel: Slack's post limit is per channel,
+        so each channel's notices are a queue of their own (`_deliver_batch`), and a storm's
+        never holds up another channel's. While some channel still drains, the pass looks for
+        newly stored notices every `RESCAN_SECONDS` and starts the channels that are idle."""
+        skipped: set[Ident] = set()  # refused by Slack or busy: a later pass
+        where: dict[Ident, str] = {}  # each notice looked at: its channel
+        drains: dict[str, tuple[asyncio.Task[set[Ident]], set[Ident]]] = {}
+        try:
+            while True:
+                async with self._db.transaction() as repos:
+                    pending = [n for n in await repos.notices.pending(
+                                   limit=100 + len(skipped) + len(where),
+                                   now=self.outbox.claim_clock())
+                               if _ident(n) not in skipped]
+                if any(_ident(n) not in where for n in pending):
+                    stormy = await self._route(pending, where)
+                    # A calm channel goes at once; a storm's first has its digest (one per
+                    # channel, bot/slack/digests.py) gathered — so notices stored while others
+                    # went out (the sweep goes on) join it too — and shown before its notices:
+                    # the digest speaks for the channel from the start.
+                    self._start(pending, where, drains, but=stormy)
+                    with lanes.lane(lanes.Lane.HEALTH):
+                        if await self._digests.gather():
+                            await self._digests.refresh()
+                    await self._route((), where)  # who is in a digest now
+                self._start(pending, where, drains)
+                if not drains:
+                    return
+                await asyncio.wait([t for t, _ in drains.values()], timeout=RESCAN_SECONDS,
+                                   return_when=asyncio.FIRST_COMPLETED)
+                for channel, (task, idents) in list(drains.items()):
+                    if task.done():
+                        del drains[channel]
+                        skipped |= task.result()
+                        for ident in idents:  # delivered, or skipped from now on
+                            where.pop(ident, None)
+        finally:
+            for task, _ in drains.values():
+                task.cancel()
+            await asyncio.gather(*(t for t, _ in drains.values()), return_exceptions=True)
 
-    async def _deliver_batch(self, pending: Sequence[Notice]) -> set[tuple[str, str]]:
-        """Claim, post and mark each notice delivered, by lane then oldest first (side by side
-        up to the outbox's concurrency); returns those not delivered now."""
-        skipped: set[tuple[str, str]] = set()
+    async def _route(self, pending: Sequence[Notice], where: dict[Ident, str]) -> set[str]:
+        """Each new notice's channel: its cluster's top message's, else the cluster's; which
+        clusters a storm's digest speaks for now (their lines go last). Returns the channels
+        with an open digest or a storm starting (their notices wait for the digest)."""
+        async with self._db.transaction() as repos:
+            digests = await repos.digests.list_open()
+            self._stormy = {c for d in digests for c in await repos.digests.members(d.id)}
+            stormy = {d.channel_id for d in digests} | storms(
+                c.channel_id for c in await repos.clusters.list_degraded())
+            for notice in pending:
+                if _ident(notice) in where:
+                    continue
+                record = await repos.clusters.get(notice.cluster_id)
+                top = await repos.messages.get(PROGRESS, top_subject(record)) if record else None
+                where[_ident(notice)] = (top.channel_id if top
+                                         else record.channel_id if record else "")
+        return stormy
+
+    def _start(self, pending: Sequence[Notice], where: Mapping[Ident, str],
+               drains: dict[str, tuple[asyncio.Task[set[Ident]], set[Ident]]], *,
+               but: Collection[str] = ()) -> None:
+        """A drain for each channel with notices waiting and none running (a channel still
+        draining has its next ones started when it is done), `but` those channels."""
+        running = {i for _, idents in drains.values() for i in idents}
+        waiting: dict[str, list[Notice]] = {}
+        for notice in pending:
+            if _ident(notice) not in running and _ident(notice) in where:
+                waiting.setdefault(where[_ident(notice)], []).append(notice)
+        for channel, notices in waiting.items():
+            if channel not in drains and channel not in but:
+                drains[channel] = (asyncio.create_task(self._deliver_batch(notices)),
+                                   {_ident(n) for n in notices})
+
+    async def _deliver_batch(self, pending: Sequence[Notice]) -> set[Ident]:
+        """Claim, post and mark each notice delivered, by lane then oldest first — a storm's
+        own thread lines (clusters in an open digest) after the channel's other news
+        (side by side up to the outbox's concurrency); returns those not delivered now."""
+        skipped: set[Ident] = set()
         holder, ttl = self.outbox.holder, self.outbox.claim_ttl
-        gate = asyncio.Semaphore(self.outbox.concurrency)
+        gate, stormy = asyncio.Semaphore(self.outbox.concurrency), self._stormy
 
         async def one(notice: Notice) -> None:
-            ident = (notice.cluster_id, notice.key)
+            ident = _ident(notice)
             async with self._db.transaction() as repos:
                 if not await repos.notices.claim(*ident, holder=holder,
                                                  now=self.outbox.claim_clock(), ttl=ttl):
@@ -132,7 +207,7 @@ class NoticeDelivery:
             done = True
             if record is not None:
                 try:
-                    with lanes.lane(lane_of(notice.kind)):
+                    with lanes.lane(_lane(notice, stormy)):
                         done = await self._deliver(notice, record, top)
                 except POST_ERRORS as exc:
                     # Left pending: the next pass tries again; later notices still go.
@@ -150,7 +225,7 @@ class NoticeDelivery:
             async with gate:
                 await one(notice)
 
-        ordered = sorted(pending, key=lambda n: (lane_of(n.kind), n.created_at))
+        ordered = sorted(pending, key=lambda n: (_lane(n, stormy), n.created_at))
         await asyncio.gather(*(gated(n) for n in ordered))
         return skipped
 

@@ -37,6 +37,7 @@ FRESH_SECONDS = 30.0  # an installation read is used this long (a stop is seen w
 # The argument naming whom a call is for, by preference (a channel over a person).
 _TARGETS = ("channel", "channel_id", "user_id", "user", "users")
 
+STOPPING = frozenset({"tokens_revoked", "app_uninstalled"})  # events that stop an installation
 Authorize = Callable[..., Awaitable[AuthorizeResult | None]]
 
 
@@ -130,6 +131,32 @@ class Tenancy:
             found = await self.installation_for(target_of(kwargs))
             if found is not None and channel:
                 await self.learn(found.key, [channel])
+
+    def lifecycle(self) -> Callable[..., Awaitable[BoltResponse | None]]:
+        """Before the gate: Slack says an installation's bot token was revoked
+        (`tokens_revoked`) or the app uninstalled (`app_uninstalled`). The installation is
+        stopped — no call is made for it any more, by any replica — and its data is kept."""
+
+        async def lifecycle(req: AsyncBoltRequest, resp: BoltResponse,
+                            next: Callable[[], Awaitable[None]]) -> BoltResponse | None:
+            body = req.body if isinstance(req.body, dict) else {}
+            found_event = body.get("event")
+            event: dict[str, Any] = found_event if isinstance(found_event, dict) else {}
+            kind = event.get("type")
+            if kind not in STOPPING:
+                await next()
+                return None
+            revoked = (event.get("tokens") or {}).get("bot") if kind == "tokens_revoked" \
+                else True  # only people's tokens revoked: the bot holds none of those
+            found = await self._installations.find(
+                enterprise_id=req.context.enterprise_id, team_id=req.context.team_id,
+                org_wide=bool(req.context.is_enterprise_install))
+            if found is not None and revoked:
+                await self._installations.stop(found.key, why=str(kind))
+                self._read.pop(found.key, None)
+            return BoltResponse(status=200, body="")
+
+        return lifecycle
 
     def middleware(self) -> Callable[..., Awaitable[BoltResponse | None]]:
         """After the gate: the request's channel and people are its installation's."""

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import logging
 
+import pytest
+
+from bot.slack.tenancy import NotInstalled
 from devslack.requests import SlackRequests
 from tests.e2e.harness import ALICE, DAVE, SECRET
 from tests.e2e.test_oauth_install import ONE, TWO, install, oauth_bot
@@ -54,3 +57,40 @@ async def test_sweeps_outbox_dms_and_homes_carry_their_installations_token(tmp_p
         assert {"chat.postMessage", "views.publish"} <= after_sweeps, after_sweeps
         assert h.slack.dms(ALICE) and h.slack.home(DAVE) is not None
         assert not [r for r in caplog.records if "no installation" in r.getMessage()]
+
+
+async def test_an_uninstalled_workspace_is_called_no_more_and_keeps_its_data(tmp_path, caplog):
+    caplog.set_level(logging.WARNING)
+    async with oauth_bot(tmp_path) as h:
+        await install(h, team=ONE)
+        await install(h, team=TWO)
+        async with SlackRequests(events_url=h.requests.events_url, signing_secret=SECRET,
+                                 slack=h.slack, team_id=ONE) as dave, SlackRequests(
+                events_url=h.requests.events_url, signing_secret=SECRET, slack=h.slack,
+                team_id=TWO) as alice:
+            await dave.app_home_opened(DAVE)
+            await alice.app_home_opened(ALICE)
+            await h.rt.settle()
+            assert (await dave.event({"type": "app_uninstalled"})).status == 200
+            assert (await dave.event({"type": "app_uninstalled"})).status == 200  # said once
+            await alice.event({"type": "tokens_revoked", "tokens": {"oauth": ["U0INSTALLER"]}})
+            await h.rt.settle()
+            before = len(h.slack.calls)
+            with pytest.raises(NotInstalled, match="stopped"):  # a sweep's post, say
+                await h.rt.slack.chat_postMessage(channel=DAVE, text="still there?")
+            await dave.app_home_opened(DAVE)  # Dave's workspace: told to install again
+            await h.rt.settle()
+            assert [c.method for c in h.slack.calls[before:] if c.method not in PSEUDO] == []
+            await alice.app_home_opened(ALICE)  # a person's token revoked: the bot goes on
+            await h.rt.settle()
+            assert [c.method for c in h.slack.calls[before:]] == ["views.publish"]
+
+            await alice.event({"type": "tokens_revoked", "tokens": {"bot": ["UBOT"]}})
+            with pytest.raises(NotInstalled, match="stopped"):
+                await h.rt.slack.chat_postMessage(channel=ALICE, text="still there?")
+        kept = {i.key: i for i in await h.rt.oauth.installations.all()}
+        assert (kept[ONE].stopped_why, kept[TWO].stopped_why) == ("app_uninstalled",
+                                                                  "tokens_revoked")
+        assert kept[ONE].bot_token in h.slack.oauth.tokens  # kept, unused
+        stopped = [r.getMessage() for r in caplog.records if "stopped (" in r.getMessage()]
+        assert len(stopped) == 2, stopped

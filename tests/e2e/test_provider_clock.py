@@ -66,3 +66,36 @@ async def test_a_skewed_bot_launches_a_valid_quote_and_ends_its_envelope_in_time
             assert running == (at < timedelta(hours=3) - margin), at
         provider_time.set(ready + timedelta(hours=5))
         assert sim.engine.get_cluster(cluster_id).billing.accrued_hours == 3
+
+
+
+async def test_the_envelope_sweep_reads_ai_reserves_clock_when_no_answer_came_since(tmp_path):
+    """Issue 31: AI Reserve's clock jumps 70 minutes, past an hour mark and past the envelope's
+    deadline, while the host's moves a second and no answer has told the bot (no listing
+    since): the envelope sweep reads the clock itself (GET /health) and terminates before the
+    hour beyond the envelope is charged. Before, it judged on the estimate: 70 minutes behind."""
+    limits = {"accelerators": ["h100"], "max_nodes": 4, "max_lifetime_hours": 3,
+              "enforce_lifetime": True}
+    provider_time, host = ManualClock(START), ManualClock(START)  # moved apart below
+    async with EmbeddedSimulator(SimConfig.fast(), provider_time) as sim, \
+            fake_slack(host) as slack, \
+            bot(tmp_path, slack=slack, sim=sim, clock=host, policy=policy(limits=limits)) as h:
+        card = await h.request(quote_text="quote h100x8 nodes=2")
+        await h.click(card, Action.APPROVE, user=BOB)
+        [request] = await h.requests_in_db()
+        cluster_id = request.cluster_id
+        assert cluster_id is not None
+        for clock in (provider_time, host):
+            clock.advance(60)
+        ready = sim.engine.get_cluster(cluster_id).ready_at
+        assert ready is not None
+        envelopes, watching = h.rt.services.envelopes, h.rt.services.watching
+        provider_time.set(ready + timedelta(hours=1, minutes=49, seconds=30))
+        await watching.sync_live()  # the last answer before the jump: hour 2 charged
+        assert await envelopes.sweep() == 0
+        host.advance(1)
+        provider_time.advance(70 * 60)  # past the mark at 2 h, 30 s before the one at 3 h
+        assert await envelopes.sweep() == 1
+        assert sim.engine.get_cluster(cluster_id).status.value == "terminating"
+        provider_time.set(ready + timedelta(hours=5))
+        assert sim.engine.get_cluster(cluster_id).billing.accrued_hours == 3
