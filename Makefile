@@ -13,6 +13,10 @@ $(STAMP): pyproject.toml requirements/dev.txt
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet --require-hashes -r requirements/dev.txt
 	$(PY) -m pip install --quiet --no-deps -e .
+	@# The development tools (aireserve_sim, devslack) are no part of the product's wheel: this
+	@# checkout on the dev venv's path brings them to `make run` and the tests.
+	$(PY) -c "import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()['purelib'], \
+		'cluster-bot-devtools.pth').write_text('$(CURDIR)\n')"
 	touch $(STAMP)
 
 ## make run: with Slack credentials, the bot; without, the bot plus a local Slack stand-in.

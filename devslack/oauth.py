@@ -134,16 +134,26 @@ class OAuthServer:
     # -- what the Web API asks ---------------------------------------------------------------
 
     def refusal(self, token: str) -> str | None:
-        """Why an issued `token` is not taken (None: it is)."""
-        grant = self.tokens[token]
+        """Why `token` (not the fake's own bot token) is not taken (None: it is)."""
+        grant = self.tokens.get(token)
+        if grant is None:
+            return "invalid_auth"
         if token in self.revoked:
             return "token_revoked"
         if grant.expires_at is not None and self.clock.now() >= grant.expires_at:
             return "token_expired"
         return None
 
-    def auth_test(self, token: str, answer: dict[str, Any]) -> dict[str, Any]:
-        grant = self.tokens[token]
+    def team_of(self, token: str) -> str | None:
+        """The workspace an issued token answers as (None: the fake's own)."""
+        grant = self.tokens.get(token)
+        return None if grant is None else grant.team_id
+
+    def auth_test(self, method: str, token: str, answer: dict[str, Any]) -> dict[str, Any]:
+        """auth.test's answer says whose an issued token is; any other answer is as it is."""
+        grant = self.tokens.get(token)
+        if grant is None or method != "auth.test":
+            return answer
         return {**answer, "team_id": grant.team_id or "", "enterprise_id": grant.enterprise_id,
                 "is_enterprise_install": grant.org_wide}
 

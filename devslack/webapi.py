@@ -344,10 +344,7 @@ class FakeSlack(MethodStore):
                              "error": "not_allowed_token_type" if known else "invalid_auth"}
         if method == "apps.connections.open":
             return 200, {}, {"ok": True, "url": self.socket.issue_url(self.base_url)}
-        issued = token in self.oauth.tokens  # installed through OAuth: devslack/oauth.py
-        if token != self.bot_token and not issued:
-            return 200, {}, {"ok": False, "error": "invalid_auth"}
-        if issued and (why := self.oauth.refusal(token)):
+        if token != self.bot_token and (why := self.oauth.refusal(token)):  # devslack/oauth.py
             return 200, {}, {"ok": False, "error": why}
         if token == self.bot_token and self.token_refused:  # revoked, deactivated, broken
             return 200, {}, {"ok": False, "error": self.token_refused}
@@ -379,16 +376,13 @@ class FakeSlack(MethodStore):
         if handler is None:
             return 200, {}, {"ok": False, "error": "unknown_method"}
         try:
-            issued = token in self.oauth.tokens
             home = self.team_id  # the workspace answering is the token's (views, users)
-            self.team_id = (issued and self.oauth.tokens[token].team_id) or home
+            self.team_id = self.oauth.team_of(token) or home
             try:
                 answer = handler(self, args)
             finally:
                 self.team_id = home
-            if issued and method == "auth.test":
-                answer = self.oauth.auth_test(token, answer)
-            return 200, {}, {"ok": True, **answer}
+            return 200, {}, {"ok": True, **self.oauth.auth_test(method, token, answer)}
         except SlackError as exc:
             return 200, {}, error_body(exc)
 

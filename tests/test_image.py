@@ -80,6 +80,8 @@ COMMANDS = """\
 import contextlib, io, json, os, sys
 # This checkout's editable install would still find the development packages: hide it.
 sys.meta_path[:] = [f for f in sys.meta_path if "__editable__" not in getattr(f, "__module__", "")]
+# … and so would the dev venv's cluster-bot-devtools.pth (this checkout on the path).
+sys.path[:] = [p for p in sys.path if p not in (%r, "")]
 from bot.app.cli import main
 results, base = [], dict(os.environ)
 for argv, env in json.loads(sys.argv[1]):
@@ -100,7 +102,7 @@ async def commands(root: Path, cwd: Path,
                    *runs: tuple[list[str], dict[str, str]]) -> list[tuple[int, str]]:
     """(exit code, output) of each `cluster-bot` command line, with bot/ from `root`."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", COMMANDS, json.dumps(runs), cwd=cwd,
+        sys.executable, "-c", COMMANDS % str(REPO), json.dumps(runs), cwd=cwd,
         env=_base_env() | {"PYTHONPATH": str(root)}, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT)
     out, _ = await asyncio.wait_for(proc.communicate(), 120)

@@ -5,6 +5,7 @@ tags too, and from the file the image build writes where there is no git."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -121,4 +122,18 @@ def test_a_wheel_built_from_a_checkout_remembers_its_commit(tmp_path):
     assert wheel.name.startswith(f"cluster_bot-{pyproject_version()}-")
     with zipfile.ZipFile(wheel) as archive:
         written = archive.read("bot/observability/REVISION").decode()
+        tops = {name.split("/", 1)[0] for name in archive.namelist()}
     assert written == _git("rev-parse", "HEAD", cwd=clone) + "\n"
+    # The product alone: no simulator, no local Slack (they install for `make run` and the
+    # tests another way: the Makefile's cluster-bot-devtools.pth).
+    assert tops == {"bot", "storage", f"cluster_bot-{pyproject_version()}.dist-info"}, tops
+
+
+def test_the_dev_venv_finds_the_development_tools_outside_the_product():
+    done = subprocess.run([sys.executable, "-c", "import aireserve_sim, devslack, importlib."
+                           "metadata as m; print(aireserve_sim.__file__, devslack.__file__, "
+                           "m.distribution('cluster-bot').read_text('top_level.txt'))"],
+                          cwd="/", capture_output=True, text=True, timeout=60, check=False,
+                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"{REPO}/aireserve_sim/") and f" {REPO}/devslack/" in done.stdout
