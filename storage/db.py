@@ -7,9 +7,10 @@ SQLite (the default) needs care to be safe with concurrent writers:
   at the first write, and a transaction that read first and then tries to write after another
   writer committed fails at once with "database is locked", whatever the busy timeout. Taking
   the write lock up front turns that into an orderly wait (also between processes);
-* within one process, transactions queue on an asyncio lock, so waiting happens on the event
-  loop instead of in SQLite's sleep-and-retry busy handler, and a ":memory:" database (one shared
-  connection) works too.
+* within one process, transactions take turns (storage/turns.py: by lane, then first come), so
+  waiting happens on the event loop instead of in SQLite's sleep-and-retry busy handler, a
+  person's answer never queues behind a storm's deliveries, and a ":memory:" database (one
+  shared connection) works too.
 
 PostgreSQL needs none of this: a compare-and-set UPDATE takes a row lock and the loser's WHERE
 is re-evaluated after the winner commits.
@@ -42,6 +43,7 @@ from sqlalchemy.ext.asyncio import (
 from sqlalchemy.orm import ORMExecuteState, Session
 from sqlalchemy.pool import ConnectionPoolEntry
 
+from bot.domain import lanes
 from bot.domain.errors import StorageTrouble, StorageUnavailable
 from storage import pgurl
 from storage.migrations import upgrade_head
@@ -49,6 +51,7 @@ from storage.outages import OutageLog, trouble_of
 from storage.repositories import Repos
 from storage.schema import SchemaIncompatible, SchemaStatus, read_status
 from storage.tables.coordination import LEASES
+from storage.turns import Turns
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +127,7 @@ class Database:
         self._sessions = async_sessionmaker(self._engine, expire_on_commit=False,
                                             sync_session_class=_NotingSession)
         self.outages = OutageLog()
-        self._lock = asyncio.Lock()
+        self._turns = Turns()
         self._holder: asyncio.Task[Any] | None = None
 
     @property
@@ -225,7 +228,7 @@ class Database:
         task = asyncio.current_task()
         if task is not None and task is self._holder:
             raise RuntimeError("nested Database.transaction() in one task would deadlock SQLite")
-        async with self._lock:
+        async with self._turns.turn(int(lanes.current())):  # by lane (storage/turns.py)
             self._holder = task
             try:
                 yield

@@ -178,15 +178,24 @@ class SimProcess:
         self.api_key = API_KEY
         self._session: aiohttp.ClientSession | None = None
 
-    async def start(self) -> None:
+    async def start(self, *, port: int = 0) -> None:
+        """Start it (`port`: again where it was, after a `stop()`: the bots' URL still holds;
+        its state starts afresh)."""
+        self._proc.argv[self._proc.argv.index("--port") + 1] = str(port)
+        offset = len(self._proc.logs())
         await self._proc.spawn()
-        match = await self._proc.wait_for_log(_SIM_BANNER)
+        match = await self._proc.wait_for_log(_SIM_BANNER, offset=offset)
         self.base_url, self.admin_url = match[1], match[2]
         self._session = aiohttp.ClientSession()
+
+    @property
+    def port(self) -> int:
+        return int(self.base_url.split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)[1])
 
     async def stop(self) -> None:
         if self._session is not None:
             await self._session.close()
+            self._session = None
         self._proc.signal(signals.SIGTERM)
         if self._proc.proc is not None:
             await self._proc.wait()

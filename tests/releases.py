@@ -20,6 +20,16 @@ from pathlib import Path
 from storage.migrations import head_revision
 
 REPO = Path(__file__).resolve().parent.parent
+# Every migration head that reached main since 0014 (the schema says which code may run on it),
+# with the main commit that landed it: the earlier releases a rollback goes back to
+# (tests/test_rollback_releases.py). Add each new head's commit once it is on main.
+RELEASES = [
+    ("0014", "1f98bca"),
+    ("0015", "c9df972"),
+    ("0016", "7acdd92"),
+    ("0017", "523152a"),
+    ("0018", "c4309ae"),
+]
 NEXT_REVISION = "9001_next"
 
 _EXPAND = '''

@@ -120,9 +120,10 @@ def said(call: ApiCall) -> str:
     return f"{call.args.get('text', '')} {call.args.get('blocks', '')}"
 
 
-async def ask_for_a_launch(w: World, bot: BotProcess, *, user: str = ALICE) -> None:
+async def ask_for_a_launch(w: World, bot: BotProcess, *, user: str = ALICE) -> datetime:
     """Quote, Request launch, submit (tests/procs.py's request_launch without its wait for the
-    card: the storm's broadcast replies are in the approvals channel too)."""
+    card: the storm's broadcast replies are in the approvals channel too). Returns when Submit
+    was pressed, on FakeSlack's clock (its calls' `at`): what the card's delay counts from."""
     def quotes() -> list[Any]:
         return [m for m in w.slack.ephemerals(user) if Action.QUOTE_REQUEST_LAUNCH in w.text_of(m)]
 
@@ -135,5 +136,7 @@ async def ask_for_a_launch(w: World, bot: BotProcess, *, user: str = ALICE) -> N
                    what="the request modal")
     modal = w.slack.last_view(user)
     assert modal is not None
+    pressed = w.slack.clock.now()
     reply = await bot.requests.submit_view(modal, user_id=user, values=launch_without_ssh())
     assert reply.status == 200 and not reply.body, reply.body
+    return pressed

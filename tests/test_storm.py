@@ -20,6 +20,14 @@ pytestmark = pytest.mark.procs  # real processes: one at a time (tests/conftest.
 # approvals channel), a workspace cap on posts, and chat.update's Tier-3-like budget.
 LIMITS = "chat.postMessage=2/s/channel,chat.postMessage=20/s,chat.update=4/s"
 CLUSTERS = 30
+# The promise, in time: the approval card within 5 s of the request's Submit, whatever the
+# storm (`make bench`'s target too). Counted from Submit, not from the slash command: the
+# person's own clicks through quote and modal take seconds on a busy machine, and the storm
+# rightly goes on meanwhile. A card queued behind the storm would wait for its 30 notices at
+# 2/s, ~15 s; it goes first in Slack's turns (bot/slack/pacing.py) and in the database's
+# (storage/turns.py), waiting for the post and the transaction in progress. Measured on 2
+# cores at load 13-27: 0.4-4.5 s (issue 32); 3 s did not hold there.
+CARD_WITHIN = 5.0
 
 
 async def test_a_storm_delays_neither_approval_cards_nor_money_and_drops_nothing(tmp_path):
@@ -32,10 +40,16 @@ async def test_a_storm_delays_neither_approval_cards_nor_money_and_drops_nothing
 
         try:
             await storms.strike(w, storm)
-            await wait_for(lambda: storms.notices(w, storm), what="the storm's first notice")
+            # Setup, not a promise: 30 nodes failed one by one, then a poll sees them (on 2
+            # busy cores this took over 20 s in 3 of 10 runs, issue 32).
+            await wait_for(lambda: storms.notices(w, storm), within=60,
+                           what="the storm's first notice")
             asked = len(w.slack.calls)
-            await storms.ask_for_a_launch(w, bot)
-            [(card_at, _)] = await wait_for(lambda: storms.cards(w, asked), what="the card")
+            pressed = await storms.ask_for_a_launch(w, bot)
+            [(card_at, card)] = await wait_for(lambda: storms.cards(w, asked), what="the card")
+            # What the person feels: the card in the approvals channel soon after Submit, while
+            # the storm's notices in that channel still wait their turns (after it, below).
+            assert (card.at - pressed).total_seconds() <= CARD_WITHIN, (pressed, card.at)
 
             await storms.to_the_envelope(w, storm)  # its terminate falls due, mid-storm
             await wait_for(lambda: _ended(w, storm.envelope), what="the envelope's terminate")
@@ -44,9 +58,8 @@ async def test_a_storm_delays_neither_approval_cards_nor_money_and_drops_nothing
             told = await wait_for(lambda: [i for i, _ in storms.notices(w, storm)]
                                   if len(storms.notices(w, storm)) >= CLUSTERS else None,
                                   within=120, what="the storm's notices, drained")
-            # An ordering, not a timer: the card went out with the storm's notices still queued,
-            # at most the ones already on their way before it; the terminate didn't wait for them.
-            assert len([i for i in told if asked <= i < card_at]) <= 3, (asked, card_at, told)
+            # The card went out with the storm's notices still queued; the terminate didn't wait
+            # for them.
             assert [i for i in told if i > card_at]
             assert ended_at < told[-1]
 

@@ -1,19 +1,23 @@
 """Health that tells the truth: `GET /healthz` (liveness) and `GET /readyz` (readiness).
 
-`/healthz` answers 200 while the process serves HTTP at all. `/readyz` answers 200 only when
-the database answers, its schema is at the newest migration, it takes a write (a probe row
-inserted and deleted, committed: a full disk or a read-only file still answers reads), the
-scheduler runs, the process isn't stopping and — on the replica holding the sweeps lease — the
-last watch sweep completed within 3 poll intervals (of this replica's holding it: a run that
-raised or was skipped doesn't count). A replica without the lease isn't red for not sweeping:
-that's its job — and Slack and AI Reserve have answered within their budget
-(bot/observability/reachability.py: from real calls' outcomes, a 429 backlog counting as an
-answer) and, in Socket Mode, the WebSocket is connected (or was, within a short budget);
-otherwise 503 with `{"ready": false, "reasons": [...]}` naming each failed check. Either body
-may carry `"notes"`: what the operator should know that doesn't stop the replica serving (a bot
-token Slack refuses). Both are
-served on the internal port (INTERNAL_PORT, with `/metrics`), never on the public one Slack
-reaches.
+`/healthz` answers 200 while the process serves HTTP at all. `/readyz` answers "can this replica
+take Slack's requests now": 200 when the database answers, its schema is at the newest migration
+(or ahead by revisions this build runs on), it takes a write (a probe row inserted and deleted,
+committed: a full disk or a read-only file still answers reads), the process isn't draining
+(SIGTERM: 503 at once, while the listener keeps answering for DRAIN_SECONDS) and, in Socket
+Mode, the WebSocket is connected (or was, within a short budget); otherwise 503 with
+`{"ready": false, "reasons": [...]}` naming each failed check.
+
+What other parties do is not this replica's fitness to serve, so it never turns readiness red:
+Slack or AI Reserve failing for longer than their budget (bot/observability/reachability.py,
+from real calls' outcomes), the scheduler stopped, or — on the replica holding the sweeps lease
+— no watch sweep completed within 3 poll intervals (AI Reserve down fails every sweep). Pulling
+every replica out of the load balancer for those would refuse the commands that can still be
+answered (list, help, Home, withdrawals, approvals that queue). They are listed under
+`"degraded"` in the body (200 or 503 alike), exported as metrics and alerted on
+(ops/alerts.yaml). Either body may also carry `"notes"`: what the operator should know that
+doesn't stop the replica serving (a bot token Slack refuses). Both endpoints are served on the
+internal port (INTERNAL_PORT, with `/metrics`), never on the public one Slack reaches.
 """
 
 from __future__ import annotations
@@ -63,22 +67,30 @@ class Health:
         """Every readiness check that fails, in words; empty when ready."""
         reasons = []
         if self.stopping.is_set():
-            reasons.append("stopping: finishing in-flight work before exit")
+            reasons.append("draining: finishing in-flight work before exit")
         reasons += await self._database()
+        problem = self.connection.problem() if self.connection is not None else None
+        if problem is not None:  # Socket Mode: the connection is how Slack's requests arrive
+            reasons.append(problem)
+        return reasons
+
+    def degraded(self) -> list[str]:
+        """What is wrong around this replica that doesn't stop it taking Slack's requests."""
+        degraded = []
         if not self.scheduler_running():
-            reasons.append("scheduler: not running")
+            degraded.append("scheduler: not running")
         age = self.sweeps.age(WATCH_SWEEP)
         if self.sweeps.holder and age > STALE_AFTER_POLLS * self.poll_interval_seconds:
-            reasons.append(f"sweep: the last watch sweep "
-                           f"completed {age:.0f} s ago (more than "
-                           f"{STALE_AFTER_POLLS} poll intervals of "
-                           f"{self.poll_interval_seconds} s)")
+            degraded.append(f"sweep: the last watch sweep "
+                            f"completed {age:.0f} s ago (more than "
+                            f"{STALE_AFTER_POLLS} poll intervals of "
+                            f"{self.poll_interval_seconds} s)")
         # Read, never probed here: a /readyz hit costs no call to Slack or AI Reserve.
-        for watched in (*self.reaches, self.connection):
-            problem = watched.problem() if watched is not None else None
+        for watched in self.reaches:
+            problem = watched.problem()
             if problem is not None:
-                reasons.append(problem)
-        return reasons
+                degraded.append(problem)
+        return degraded
 
     async def _database(self) -> list[str]:
         try:
@@ -114,8 +126,9 @@ class Health:
 
     async def ready(self, _: web.Request) -> web.Response:
         reasons = await self.reasons()
+        degraded = {"degraded": found} if (found := self.degraded()) else {}
         notes = [n for n in (note() for note in self.notes) if n]
-        extra = {"notes": notes} if notes else {}
+        extra = {**degraded, **({"notes": notes} if notes else {})}
         if reasons:
             return web.json_response({"ready": False, "reasons": reasons, **extra}, status=503)
         return web.json_response({"ready": True, **extra})

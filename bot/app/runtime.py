@@ -132,9 +132,15 @@ async def start(settings: Settings, *, clock: Clock | None = None,
             base_url = settings.aireserve_api_url
             key = settings.aireserve_api_key.get_secret_value()
         # Fresh at start: the first idle probe comes a third of the budget later, not now.
+        # Measured on the host's clock (not AI Reserve's, which is unknown while it is down).
+        def host_seconds() -> float:
+            return host.now().timestamp()
+
         reach_slack, reach_provider = (
-            Reachability(name, settings.unreachable_budget_seconds,
-                         last_outcome_at=time.monotonic()) for name in ("slack", "AI Reserve"))
+            Reachability(name, settings.unreachable_budget_seconds, now=host_seconds,
+                         last_outcome_at=host_seconds()) for name in ("slack", "AI Reserve"))
+        for reach in (reach_slack, reach_provider):
+            metrics.watch(reach)
 
         def observe(route: str, status: str) -> None:
             metrics.provider_request(route, status)

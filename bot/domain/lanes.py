@@ -11,8 +11,9 @@ A storm (a region outage degrading hundreds of clusters) queues more posts than 
 
 The lane rides the task (a context variable): code that tells something sets it once around
 the telling (`with lane(Lane.MONEY): ...`) and every Slack call made inside — and in tasks
-started inside — is paced in it (bot/slack/pacing.py). Unset, a call is an ANSWER: a handler
-answering a person never has to say so.
+started inside — is paced in it (bot/slack/pacing.py), and each SQLite transaction takes its
+turn in it (storage/turns.py); the sweeps run in MONEY (bot/services/container.py). Unset, a
+call is an ANSWER: a handler answering a person never has to say so.
 """
 
 from __future__ import annotations

@@ -33,9 +33,9 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bot.jobs import sweeps
 from bot.jobs.tracker import Sweeps
-from bot.services.container import Services
+from bot.services.container import Services, sweeping
 from bot.services.outages import is_storage_outage
-from bot.services.provider_errors import is_provider_trouble
+from bot.services.provider_errors import is_provider_outage, is_provider_trouble
 
 log = logging.getLogger(__name__)
 
@@ -90,13 +90,17 @@ def tracked(job: Sweep, tracker: Sweeps) -> Sweep:
     """The job, counted while it runs (graceful stop) and stamped when it completes
     (readiness); a run that raised is a failure, a skipped one (no lease) is nothing."""
 
+    failing = False  # this sweep's last run failed on AI Reserve (said once, until it works)
+
     async def run(services: Services) -> None:
+        nonlocal failing
         if tracker.closed:
             return  # the bot is stopping: nothing new starts
         tracker.begin()
         started = time.monotonic()
         try:
-            outcome = await job(services)
+            with sweeping():  # after a person's answers (storage/turns.py)
+                outcome = await job(services)
         except Exception as exc:
             # Not finished: readiness and the stall alert ask whether the sweeps do their work,
             # and a sweep that raised didn't (AI Reserve down: nothing is watched).
@@ -107,8 +111,12 @@ def tracked(job: Sweep, tracker: Sweeps) -> Sweep:
                 return
             if not is_provider_trouble(exc):
                 raise
-            # AI Reserve down, failing or pausing us: the next run tries again.
-            log.warning("%s: AI Reserve: %s", job.__name__, exc)
+            # AI Reserve down, failing or pausing us: the next run tries again. Said once per
+            # streak; an outage is said by AI Reserve's reachability (once), not per sweep.
+            quiet = failing or is_provider_outage(exc)
+            log.log(logging.DEBUG if quiet else logging.WARNING, "%s: AI Reserve: %s",
+                    job.__name__, exc)
+            failing = True
             return
         except BaseException:  # cancelled at a stop: not finished, and no longer running
             tracker.skip()
@@ -116,6 +124,9 @@ def tracked(job: Sweep, tracker: Sweeps) -> Sweep:
         if outcome is SKIPPED:
             tracker.skip()
         else:
+            if failing:
+                log.info("%s: works again", job.__name__)
+            failing = False
             tracker.end(job.__name__, seconds=time.monotonic() - started)
 
     run.__name__ = run.__qualname__ = job.__name__

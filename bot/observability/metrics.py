@@ -114,6 +114,13 @@ class Metrics:
                                  "pacer since start, by kind: tried (sent), held (waited their "
                                  "turn), refused (429), pauses (shared Retry-After pauses)",
                                  ["kind"], registry=r)
+        self.reachable = Gauge(
+            "clusterbot_reachable", "1 while the service answers (or has failed for less than "
+            "UNREACHABLE_BUDGET_SECONDS), 0 once it has failed for longer", ["service"],
+            registry=r)
+        self.unreachable_seconds = Gauge(
+            "clusterbot_unreachable_seconds", "Seconds the service has failed in a row (no "
+            "answer or 5xx; 0 while it answers)", ["service"], registry=r)
         self.poll_interval = Gauge("clusterbot_poll_interval_seconds", "POLL_INTERVAL_SECONDS",
                                    registry=r)
         self.poll_interval.set(poll_interval_seconds)
@@ -121,6 +128,12 @@ class Metrics:
             self.clusters.labels(state=state.value)
         for name in SWEEPS:
             self.sweeps_failed.labels(sweep=name)
+
+    def watch(self, reach: Reachability) -> None:
+        """Export a service's reachability (read at scrape time)."""
+        self.reachable.labels(service=reach.name).set_function(
+            lambda: float(reach.reachable()))
+        self.unreachable_seconds.labels(service=reach.name).set_function(reach.failing_for)
 
     # -- fed as things happen --------------------------------------------------------------
 

@@ -7,8 +7,12 @@ is reachable; no answer (a connection error, a timeout) or a 5xx means it is not
 (`clusterbot_outbox_oldest_seconds`). `/readyz` reads the state, never calls out: when nothing
 has called a service for a while, `Prober` sends one cheap call (`auth.test`, AI Reserve's
 `GET /health`) so an idle bot still finds out, and its outcome is recorded like any other.
-A service is red only once it has been failing for longer than its budget: one lost
-connection is a blip, not a reason to pull the replica out of a load balancer.
+A service is unreachable only once it has been failing for longer than its budget: one lost
+connection is a blip. Even then it is not this replica's fitness to serve (bot/app/health.py
+lists it under "degraded", never as a readiness reason): it is a metric
+(`clusterbot_reachable`, `clusterbot_unreachable_seconds`) with its alert, and one log line
+per change of state — a WARNING when the budget is passed, an INFO when it answers again —
+never a line per failed call.
 """
 
 from __future__ import annotations
@@ -34,11 +38,17 @@ class Reachability:
     failing_since: float | None = None
     last_failure: str = ""
     last_outcome_at: float | None = None
+    said_unreachable: bool = False  # the WARNING for this outage was logged
 
     def answered(self) -> None:
         """It answered (2xx, 4xx, 429 …): reachable."""
+        at = self.now()
+        if self.said_unreachable and self.failing_since is not None:
+            log.info("%s answers again after %.0f s unreachable", self.name,
+                     at - self.failing_since)
         self.failing_since = None
-        self.last_outcome_at = self.now()
+        self.said_unreachable = False
+        self.last_outcome_at = at
 
     def failed(self, what: str) -> None:
         """No answer, or a 5xx: unreachable since the first such outcome in a row."""
@@ -47,6 +57,19 @@ class Reachability:
             self.failing_since = at
         self.last_failure = what
         self.last_outcome_at = at
+        if not self.said_unreachable and (problem := self.problem()) is not None:
+            self.said_unreachable = True
+            log.warning("%s; Slack's requests are still taken, and what needs %s is told "
+                        "it isn't answering (said once, until it answers again)", problem,
+                        self.name)
+
+    def failing_for(self) -> float:
+        """Seconds it has failed in a row (0 while it answers)."""
+        return 0.0 if self.failing_since is None else max(0.0, self.now() - self.failing_since)
+
+    def reachable(self) -> bool:
+        """Not failing for longer than its budget."""
+        return self.problem() is None
 
     def idle_for(self) -> float:
         """Seconds since the last outcome (infinite before the first)."""

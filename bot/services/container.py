@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from bot.clock import Clock
+from bot.domain import lanes
 from bot.services.approvals import ApprovalService
 from bot.services.audit import AuditLog
 from bot.services.claims import ButtonClaims
@@ -74,3 +76,11 @@ class Services:
         if self.storms is None:
             raise RuntimeError("this bot was built without storm digests")
         return self.storms
+
+
+def sweeping() -> AbstractContextManager[None]:
+    """The lane a sweep runs in (bot/domain/lanes.py): its duties are money's (launches,
+    terminations, envelopes, the lease), after the answers a person waits for and before a
+    storm's telling — in Slack's turns and the database's (storage/turns.py). What a sweep
+    tells of health or reminders says its own lane."""
+    return lanes.lane(lanes.Lane.MONEY)

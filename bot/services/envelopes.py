@@ -27,6 +27,7 @@ from datetime import datetime, timedelta
 from bot.clock import Clock
 from bot.domain.envelope import deadline, ends_at, margin_for, next_stage, proven_now
 from bot.domain.errors import DomainError
+from bot.domain.extension import ExtensionStatus
 from bot.domain.lanes import Lane, lane
 from bot.domain.models import ClusterRecord, ClusterState
 from bot.domain.ports import Notifier
@@ -126,6 +127,27 @@ class EnvelopeService:
                                            f"hour {record.lifetime_hours + 1} at "
                                            f"{end:%Y-%m-%d %H:%M} UTC")
             await self._enforce(record)
+            await self._end_pending_extensions(record)
+
+    async def _end_pending_extensions(self, record: ClusterRecord) -> None:
+        """An extension still waiting for approvers when the envelope ended: its card says it
+        was not extended (no Approve left to press), and the owner and the asker are told."""
+        now = self._clock.now()
+        async with self._db.transaction() as repos:
+            ended = [await repos.extensions.decide(
+                e.id, now=now, status=ExtensionStatus.STALE,
+                note=f"`{record.id}` reached the end of its envelope and was terminated "
+                     "before this was decided.")
+                for e in await repos.extensions.pending(cluster_id=record.id)]
+        for ext in ended:
+            if ext is None:
+                continue  # decided meanwhile
+            await self._notifier.refresh_extension(ext.id)
+            for person in sorted({ext.owner_id, ext.requested_by}):
+                await self._notifier.tell(person, (
+                    f"The extension of `{record.id}` by {ext.hours} h (`{ext.id}`) was still "
+                    "waiting for approvers when its envelope ended: the cluster was terminated "
+                    "and nothing was extended."), key=f"extension-ended/{ext.id}")
 
     async def _enforce(self, record: ClusterRecord) -> None:
         """Terminate (idempotent at AI Reserve). A failure is logged, not raised: the stage is

@@ -9,6 +9,7 @@ from datetime import timedelta
 from bot.clock import Clock
 from bot.domain import spend
 from bot.domain import templates as template_rules
+from bot.domain.extension import Extension
 from bot.domain.models import ClusterRecord, LaunchRequest, QuoteInfo, RequestStatus
 from bot.domain.policy import Policy
 from bot.services.people import People
@@ -28,6 +29,7 @@ class HomeFacts:
     waiting: tuple[tuple[LaunchRequest, QuoteInfo], ...] = ()  # their requests waiting for stock
     templates: tuple[template_rules.ClusterTemplate, ...] = ()  # theirs and their teams'
     policy: Policy | None = None  # how the envelopes of pending requests end
+    extensions: tuple[Extension, ...] = ()  # envelope extensions waiting for this approver
     # Approvers: clusters found at AI Reserve nobody claimed (the dearest), how many, $/h.
     unclaimed: tuple[ClusterRecord, ...] = ()
     unclaimed_count: int = 0
@@ -58,9 +60,12 @@ class HomeService:
             templates = await repos.templates.in_scopes(
                 template_rules.visible_scopes(user_id, teams))
             pending: list[tuple[LaunchRequest, QuoteInfo]] = []
+            extensions: list[Extension] = []
             unclaimed: list[ClusterRecord] = []
             unclaimed_count = unclaimed_cents = 0
-            if is_approver:
+            if is_approver:  # extensions: never the owner's own, nor one they approved
+                extensions = [e for e in await repos.extensions.pending()
+                              if e.owner_id != user_id and user_id not in e.approved_by]
                 unclaimed_count, unclaimed_cents = await repos.clusters.unclaimed_totals()
                 if unclaimed_count:
                     unclaimed = await repos.clusters.unclaimed(limit=UNCLAIMED_SHOWN,
@@ -80,4 +85,4 @@ class HomeService:
                          month=f"{start:%Y-%m}", waiting=tuple(waiting), templates=tuple(templates),
                          unclaimed=tuple(unclaimed), unclaimed_count=unclaimed_count,
                          unclaimed_cents=unclaimed_cents,
-                         policy=self._people.policy)
+                         policy=self._people.policy, extensions=tuple(extensions))

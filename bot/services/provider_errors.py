@@ -35,9 +35,13 @@ def explain(exc: api.ApiError, *, usage: str = "", ident: str | None = None) -> 
     if isinstance(exc, api.RateLimited):
         wait = f" Try again in {exc.retry_after_seconds} s." if exc.retry_after_seconds else ""
         return ProviderUnavailable(f"AI Reserve is rate limiting us right now.{wait}")
-    if isinstance(exc, api.ServerError | api.TransportError):
-        return ProviderUnavailable("AI Reserve didn't answer in time or failed "
-                                   f"({exc.code}). Nothing was changed; please try again shortly.")
+    if isinstance(exc, api.TransportError):
+        return ProviderUnavailable("AI Reserve isn't answering right now (no answer to the "
+                                   "bot's requests). Nothing was changed; try again in a few "
+                                   "minutes.")
+    if isinstance(exc, api.ServerError):
+        return ProviderUnavailable(f"AI Reserve is failing right now ({exc.code}). Nothing was "
+                                   "changed; try again in a few minutes.")
     if isinstance(exc, api.Unauthenticated | api.Forbidden):
         return ProviderUnavailable("The bot's AI Reserve key was refused; ask an admin to "
                                    "check AIRESERVE_API_KEY.")
@@ -47,3 +51,9 @@ def explain(exc: api.ApiError, *, usage: str = "", ident: str | None = None) -> 
 def is_provider_trouble(exc: BaseException) -> bool:
     """An AI Reserve error (any answer or none): a sweep logs it and tries again next run."""
     return isinstance(exc, api.ApiError)
+
+
+def is_provider_outage(exc: BaseException) -> bool:
+    """AI Reserve not answering, failing (5xx) or rate limiting: its reachability says so once
+    (bot/observability/reachability.py), so a sweep doesn't repeat it every run."""
+    return isinstance(exc, api.ServerError | api.TransportError | api.RateLimited)

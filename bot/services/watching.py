@@ -38,6 +38,7 @@ from bot.reserve.schemas import Cluster, ClusterStatus
 from bot.services.audit import ended_elsewhere
 from bot.services.duty import DutyService
 from bot.services.observing import connection_details, observe, observed_fields, state_of
+from bot.services.provider_errors import is_provider_outage
 from bot.services.readiness import ReadinessService
 from bot.services.unreadable import note_unreadable, readable_again
 from storage.db import Database
@@ -111,7 +112,9 @@ class WatchService:
             await self._sync_page(page, live, listed, on_page, tell=deliver)
         except api.ApiError as exc:
             # What was listed is synced; the rest waits for the next poll (no GET storm).
-            log.warning("listing clusters failed: %s", exc)  # e.g. "GET /clusters is paused …"
+            # An outage is said once by AI Reserve's reachability, not at every poll.
+            log.log(logging.DEBUG if is_provider_outage(exc) else logging.WARNING,
+                    "listing clusters failed: %s", exc)  # e.g. "GET /clusters is paused …"
         else:
             await self._poll_each([id for id in live if id not in listed and id not in skipped],
                                   unreadable=skipped, tell=deliver)

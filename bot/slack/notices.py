@@ -207,8 +207,7 @@ class NoticeDelivery:
             done = True
             if record is not None:
                 try:
-                    with lanes.lane(_lane(notice, stormy)):
-                        done = await self._deliver(notice, record, top)
+                    done = await self._deliver(notice, record, top)
                 except POST_ERRORS as exc:
                     # Left pending: the next pass tries again; later notices still go.
                     log.warning("could not deliver %s notice for %s: %s", notice.kind,
@@ -222,8 +221,9 @@ class NoticeDelivery:
                     skipped.add(ident)
 
         async def gated(notice: Notice) -> None:
-            async with gate:
-                await one(notice)
+            with lanes.lane(_lane(notice, stormy)):  # its claim and mark too (storage/turns.py)
+                async with gate:
+                    await one(notice)
 
         ordered = sorted(pending, key=lambda n: (_lane(n, stormy), n.created_at))
         await asyncio.gather(*(gated(n) for n in ordered))

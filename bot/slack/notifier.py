@@ -41,6 +41,7 @@ from bot.slack.blocks import notices as notice_blocks
 from bot.slack.blocks import readiness as readiness_blocks
 from bot.slack.blocks import story as story_blocks
 from bot.slack.blocks import volumes as volume_blocks
+from bot.slack.blocks.message import compose, context
 from bot.slack.coalesce import Coalesced
 from bot.slack.digests import StormDigests
 from bot.slack.found import FoundClusters
@@ -321,6 +322,12 @@ class SlackNotifier:
             message = envelope_blocks.envelope_final_warning(cluster, now=now,
                                                              terminate_at=terminate_at,
                                                              extend_hours=more)
+        async with self._db.transaction() as repos:
+            waiting = await repos.extensions.pending(cluster_id=cluster.id)
+        if waiting:  # an extension already asked for: say it waits, not only "extend"
+            message = compose(message.text, [
+                *message.pairs(), *(context(extension_blocks.pending_line(e)) for e in waiting)],
+                key=f"envelope.{stage}")
         for person in recipients:
             await self.outbox.dm_once(
                 f"envelope/{cluster.id}/{stage}/{ends_at.isoformat()}/{person}", person, message)
@@ -341,6 +348,8 @@ class SlackNotifier:
             return
         await self.outbox.upsert(EXTENSION, ext.id, self._approvals_channel,
                                  extension_blocks.extension_card(ext))
+        # Approvers' Homes list the extensions waiting for them (bot/services/home.py).
+        await self._refresh_homes(await self._people.approvers())
         async with self._db.transaction() as repos:  # the thread tells each step, once
             record = await repos.clusters.get(ext.cluster_id)
             top = await repos.messages.get(PROGRESS, top_subject(record))

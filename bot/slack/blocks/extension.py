@@ -4,7 +4,7 @@ rendered, never re-decided; every text states the dollars added and the new tota
 
 from __future__ import annotations
 
-from slack_sdk.models.blocks import Block
+from slack_sdk.models.blocks import Block, ButtonElement
 
 from bot.domain.extension import (
     EXTEND_RULE,
@@ -57,25 +57,38 @@ def extension_card(ext: Extension) -> Message:
                               "Only a policy admin can approve it, as an explicit override."))
     if ext.status is ExtensionStatus.PENDING:
         blocks.append(context(f"Needs {_needs(ext)}; never the owner. · `{ext.id}`"))
-        value = ExtensionRef(extension_id=ext.id, hours=ext.hours,
-                             from_hours=ext.from_hours).pack()
-        said = (f"+{ext.hours} h ≈ {money(ext.added_cents)} at {money(ext.hourly_cents)}/h; "
-                f"the envelope becomes {ext.to_hours} h ≈ {money(ext.total_cents)}. The "
-                "budgets are checked again when the last approval is given.")
-        blocks.append(actions(
-            button("Approve", action_id=Action.EXTENSION_APPROVE, value=value, style="primary",
-                   confirm=confirm(f"Approve +{ext.hours} h?", said,
-                                   ok=f"Approve +{money(ext.added_cents)}",
-                                   danger=bool(ext.override_rule))),
-            button("Reject", action_id=Action.EXTENSION_REJECT, value=value, style="danger",
-                   confirm=confirm("Reject this extension?", "Nothing is extended; the cluster "
-                                   "keeps its envelope.", ok="Reject", danger=True))))
+        blocks.append(actions(*extension_buttons(ext)))
         return compose(f"Extend {escaped(ext.cluster_id, ID_MAX)} by {ext.hours} h "
                        f"(+{money(ext.added_cents)}) — waiting for approval", blocks,
                        key="extension")
     blocks.append(context(_outcome(ext) + f" · `{ext.id}`"))
     return compose(f"Extend {escaped(ext.cluster_id, ID_MAX)} by {ext.hours} h: "
                    f"{ext.status.value}", blocks, key="extension")
+
+
+def extension_buttons(ext: Extension) -> tuple[ButtonElement, ButtonElement]:
+    """Approve and Reject of a pending extension, bound to what they show (the card's and an
+    approver's Home's)."""
+    value = ExtensionRef(extension_id=ext.id, hours=ext.hours, from_hours=ext.from_hours).pack()
+    said = (f"+{ext.hours} h ≈ {money(ext.added_cents)} at {money(ext.hourly_cents)}/h; "
+            f"the envelope becomes {ext.to_hours} h ≈ {money(ext.total_cents)}. The "
+            "budgets are checked again when the last approval is given.")
+    return (
+        button("Approve", action_id=Action.EXTENSION_APPROVE, value=value, style="primary",
+               confirm=confirm(f"Approve +{ext.hours} h?", said,
+                               ok=f"Approve +{money(ext.added_cents)}",
+                               danger=bool(ext.override_rule))),
+        button("Reject", action_id=Action.EXTENSION_REJECT, value=value, style="danger",
+               confirm=confirm("Reject this extension?", "Nothing is extended; the cluster "
+                               "keeps its envelope.", ok="Reject", danger=True)))
+
+
+def pending_line(ext: Extension) -> str:
+    """One pending extension in a line (an approver's Home, the envelope's DMs)."""
+    return (f":hourglass: {user(ext.requested_by)} asks to extend "
+            f"{code(escaped(ext.cluster_id, ID_MAX))} by *{ext.hours} h ≈ "
+            f"{money(ext.added_cents)}* ({ext.from_hours} h → {ext.to_hours} h ≈ "
+            f"{money(ext.total_cents)}); waiting for {_needs(ext)} · `{ext.id}`")
 
 
 def extension_steps(ext: Extension) -> list[tuple[str, str]]:

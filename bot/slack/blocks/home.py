@@ -20,8 +20,10 @@ from slack_sdk.models.blocks import Block
 from slack_sdk.models.views import View
 
 from bot.domain.envelope import envelope_terms
+from bot.domain.extension import Extension
 from bot.domain.models import ClusterRecord, LaunchRequest, QuoteInfo
 from bot.domain.templates import ClusterTemplate
+from bot.slack.blocks import extension as extension_blocks
 from bot.slack.blocks import found as found_blocks
 from bot.slack.blocks import stock as stock_blocks
 from bot.slack.blocks import templates as template_blocks
@@ -74,6 +76,7 @@ def home_view(
     unclaimed_count: int = 0,
     unclaimed_cents: int = 0,
     policy: SpendThresholds | None = None,
+    extensions: Sequence[Extension] = (),
 ) -> View:
     """The home tab of `user_id` (≤ 100 blocks with any number of clusters and requests)."""
     blocks: list[Block] = [
@@ -83,7 +86,8 @@ def home_view(
         *stock_blocks.home_section(waiting, viewer=user_id),
     ]
     if is_approver:
-        blocks.extend([divider(), *_pending(pending, now=now, policy=policy)])
+        blocks.extend([divider(), *_pending(pending, now=now, policy=policy,
+                                            extensions=extensions)])
         if unclaimed_count:
             blocks.extend([divider(), *found_blocks.home_section(
                 unclaimed, count=unclaimed_count, hourly_cents=unclaimed_cents)])
@@ -136,18 +140,26 @@ def _clusters(clusters: Sequence[ClusterRecord], *, now: datetime) -> list[Block
 
 
 def _pending(pending: Sequence[tuple[LaunchRequest, QuoteInfo]], *, now: datetime,
-             policy: SpendThresholds | None) -> list[Block]:
+             policy: SpendThresholds | None,
+             extensions: Sequence[Extension] = ()) -> list[Block]:
+    """Launch requests, then envelope extensions, waiting for this approver (PENDING_SHOWN in
+    all, two blocks each)."""
     blocks: list[Block] = [header("Waiting for your approval")]
-    if not pending:
+    if not pending and not extensions:
         blocks.append(section("Nothing is waiting for your approval."))
         return blocks
     for req, q in pending[:PENDING_SHOWN]:
         blocks.append(section(_request_text(req, q, now=now, policy=policy)))
         # a reason: on the card
         blocks.append(actions(*approval_buttons(req, q, policy=policy)[:2]))
-    more = len(pending) - PENDING_SHOWN
+    room = max(0, PENDING_SHOWN - len(pending))
+    for ext in extensions[:room]:
+        blocks.append(section(extension_blocks.pending_line(ext)))
+        blocks.append(actions(*extension_blocks.extension_buttons(ext)))
+    more = len(pending) + len(extensions) - PENDING_SHOWN
     if more > 0:
-        blocks.append(context(f"…and {more} more requests: their cards are in the approvals "
+        what = "requests and extensions" if extensions else "requests"
+        blocks.append(context(f"…and {more} more {what}: their cards are in the approvals "
                               "channel."))
     return blocks
 
