@@ -294,6 +294,17 @@ def _keep_trying(rt: Runtime, what: str, work: Callable[[], Awaitable[object]]
     return task
 
 
+async def _drain_listener(runtime: Runtime) -> None:
+    """SIGTERM in HTTP mode: not ready at once (a load balancer or kube-proxy stops sending
+    here), while the listener keeps answering what still arrives for LISTENER_DRAIN_SECONDS;
+    only then does it close (and the work in flight finish, `_stop_work`)."""
+    runtime.health.stopping.set()
+    wait = runtime.settings.listener_drain_seconds
+    if wait > 0:
+        log.info("draining: /readyz is 503; still answering Slack for %.0f s", wait)
+        await asyncio.sleep(wait)
+
+
 async def _stop_work(rt: Runtime, jobs: AsyncIOScheduler | None) -> None:
     """Stop starting anything, then let listeners, launches and sweeps finish (bounded)."""
     rt.health.stopping.set()
@@ -391,3 +402,4 @@ async def serve(runtime: Runtime, *, stop: asyncio.Event | None = None,
         log.info("listening for Slack on %s (this host: %s/slack/events); %s", runtime.bound,
                  url, health)
         await stop.wait()
+        await _drain_listener(runtime)
