@@ -387,6 +387,7 @@ class World:
             "INTERNAL_PORT": "0",
             "LOG_LEVEL": "INFO",
             "CLOCK_OFFSET_FILE": str(self.clock_file),
+            "LISTENER_DRAIN_SECONDS": "0",  # a test that drains says how long
         }
         if policy is not None:
             path = self.directory / f"{name}-policy.yaml"

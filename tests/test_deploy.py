@@ -277,3 +277,21 @@ def write_prometheus_rule() -> None:
 
 if __name__ == "__main__":
     write_prometheus_rule()
+
+
+def test_a_stop_drains_before_the_listener_closes():
+    """Issue 24 item 5: the grace covers kube-proxy's catch-up (preStop), the listener's drain
+    (LISTENER_DRAIN_SECONDS, default 5) and 20 s of work in flight."""
+    from bot.config.settings import Settings
+
+    drain = Settings.model_fields["listener_drain_seconds"].default
+    [deployment] = [d for d in load_all(K8S / "deployment.yaml") if d["kind"] == "Deployment"]
+    pod = deployment["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    assert "time.sleep(5)" in " ".join(container["lifecycle"]["preStop"]["exec"]["command"])
+    assert pod["terminationGracePeriodSeconds"] >= 5 + drain + 20
+    compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+    bots = [s for s in compose["services"].values() if s.get("stop_grace_period")]
+    assert bots and all(int(s["stop_grace_period"].rstrip("s")) >= drain + 20 for s in bots)
+    unit = (DEPLOY / "systemd" / "cluster-bot.service").read_text()
+    assert int(unit.split("TimeoutStopSec=")[1].split()[0]) >= drain + 20

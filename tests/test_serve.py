@@ -8,7 +8,8 @@ from tests.procs import wait_for
 
 ENV = {"SLACK_BOT_TOKEN": "xoxb-test", "APPROVALS_CHANNEL": "C0APPROVALS",
        "APPROVERS": "U0BOB", "SLACK_API_URL": "http://127.0.0.1:9/api/"}
-PORTS = {"PORT": "0", "INTERNAL_PORT": "0"}  # any free ones: never 3000/3001 on a shared host
+PORTS = {"PORT": "0", "INTERNAL_PORT": "0",  # any free ones: never 3000/3001 on a shared host
+         "LISTENER_DRAIN_SECONDS": "0"}
 
 
 async def test_socket_mode_when_an_app_token_is_set(tmp_path, monkeypatch):

@@ -6,6 +6,7 @@ mode."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 
 from slack_bolt.oauth.async_oauth_flow import AsyncOAuthFlow
 
@@ -25,16 +26,27 @@ class OAuthParts:
     tenancy: Tenancy
 
 
-def oauth_parts(settings: Settings, *, db: Database, clock: Clock,
-                client: SlackClient) -> OAuthParts | None:
-    """The parts, and `client` told to carry each call's installation's token."""
+def oauth_parts(settings: Settings, *, db: Database, clock: Clock, client: SlackClient,
+                holder: str) -> OAuthParts | None:
+    """The parts, and `client` told to carry each call's installation's token (`holder`:
+    this replica, for the lease on a token's refresh)."""
     if settings.slack_client_id is None or settings.slack_client_secret is None:
         return None
-    installations = Installations(db=db, clock=clock)
+    client_id, secret = settings.slack_client_id, settings.slack_client_secret.get_secret_value()
+
+    async def exchange(refresh_token: str) -> tuple[str, str, int]:
+        answer = await client.oauth_v2_access(client_id=client_id, client_secret=secret,
+                                              grant_type="refresh_token",
+                                              refresh_token=refresh_token)
+        return (str(answer["access_token"]), str(answer["refresh_token"]),
+                int(answer["expires_in"]))
+
+    installations = Installations(db=db, clock=clock, holder=holder)
     flow = oauth_flow(installations, client=client, client_id=settings.slack_client_id,
                       client_secret=settings.slack_client_secret.get_secret_value(),
                       redirect_uri=settings.slack_redirect_uri,
                       authorize_url=settings.slack_authorize_url,
                       refresh_minutes=settings.slack_token_refresh_minutes)
-    client.tenancy = Tenancy(installations)
+    client.tenancy = Tenancy(installations, exchange=exchange, ahead=timedelta(
+        minutes=settings.slack_token_refresh_minutes))
     return OAuthParts(installations=installations, flow=flow, tenancy=client.tenancy)

@@ -226,7 +226,7 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         secret = (settings.slack_signing_secret.get_secret_value()
                   if settings.slack_signing_secret else None)
         inflight = InFlight()
-        oauth = oauth_parts(settings, db=db, clock=clock, client=slack)
+        oauth = oauth_parts(settings, db=db, clock=clock, client=slack, holder=replica)
         bolt = build_app(services=services, client=slack, signing_secret=secret,
                          inflight=inflight, dm_channel=notifier.outbox.dm_channel,
                          on_ack=metrics.ack, tenancy=oauth.tenancy if oauth else None)
@@ -293,6 +293,17 @@ def _keep_trying(rt: Runtime, what: str, work: Callable[[], Awaitable[object]]
     rt.background.add(task)
     task.add_done_callback(rt.background.discard)
     return task
+
+
+async def _drain_listener(runtime: Runtime) -> None:
+    """SIGTERM in HTTP mode: not ready at once (a load balancer or kube-proxy stops sending
+    here), while the listener keeps answering what still arrives for LISTENER_DRAIN_SECONDS;
+    only then does it close (and the work in flight finish, `_stop_work`)."""
+    runtime.health.stopping.set()
+    wait = runtime.settings.listener_drain_seconds
+    if wait > 0:
+        log.info("draining: /readyz is 503; still answering Slack for %.0f s", wait)
+        await asyncio.sleep(wait)
 
 
 async def _stop_work(rt: Runtime, jobs: AsyncIOScheduler | None) -> None:
@@ -393,3 +404,4 @@ async def serve(runtime: Runtime, *, stop: asyncio.Event | None = None,
         log.info("listening for Slack on %s (this host: %s/slack/events); %s", runtime.bound,
                  url, health)
         await stop.wait()
+        await _drain_listener(runtime)

@@ -98,6 +98,10 @@ class Settings(BaseSettings):
     # /readyz turns red when Slack or AI Reserve has given no answer (or only 5xx) for this
     # long (bot/observability/reachability.py); the Socket Mode WebSocket gets a shorter one.
     unreachable_budget_seconds: int = Field(default=120, ge=1, le=3600)
+    # On SIGTERM /readyz turns 503 at once while the Slack listener keeps answering this long
+    # (a load balancer or kube-proxy stops routing here meanwhile); then in-flight work
+    # finishes and the process exits 0 (bot/app/runtime.py).
+    listener_drain_seconds: float = Field(default=5.0, ge=0, le=300)
     socket_budget_seconds: int = Field(default=30, ge=1, le=3600)
     database_url: str = "sqlite:///cluster-bot.db"
     aireserve_api_url: str | None = None

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Collection
+from collections.abc import Awaitable, Callable, Collection
 from datetime import timedelta
 
 from bot.clock import Clock
@@ -23,13 +23,58 @@ from storage.db import Database
 log = logging.getLogger(__name__)
 
 STATE_TTL = timedelta(minutes=10)  # from the install page to Slack's redirect back
+REFRESH_LEASE = timedelta(seconds=60)  # one replica refreshes an installation's token at a time
+
+# oauth.v2.access with grant_type=refresh_token: (token, refresh token, seconds it lasts)
+Exchange = Callable[[str], Awaitable[tuple[str, str, int]]]
 
 
 class Installations:
-    def __init__(self, *, db: Database, clock: Clock, state_ttl: timedelta = STATE_TTL) -> None:
+    def __init__(self, *, db: Database, clock: Clock, state_ttl: timedelta = STATE_TTL,
+                 holder: str = "this replica") -> None:
         self._db = db
         self._clock = clock
         self._state_ttl = state_ttl
+        self._holder = holder
+        self._failing: set[str] = set()  # installations whose last refresh failed (said once)
+
+    async def refreshed(self, found: Installation, *, ahead: timedelta,
+                        exchange: Exchange) -> Installation:
+        """`found` with a token good for more than `ahead`: a rotating token about to expire is
+        refreshed by one replica (a lease per installation); the others go on with the token
+        they have (still good until it expires) and read the new one after. A failure is said
+        once (WARNING) until a refresh works again."""
+        due = found.bot_token_expires_at
+        if found.bot_refresh_token is None or due is None or due - self._clock.now() > ahead:
+            return found
+        lease = f"token-refresh:{found.key}"
+        async with self._db.transaction() as repos:
+            mine = await repos.leases.acquire(lease, holder=self._holder, now=self._clock.now(),
+                                              ttl=REFRESH_LEASE)
+            current = await repos.installations.get(found.key)
+        if current is None or current.bot_token_expires_at != due or not mine:
+            return current or found  # refreshed meanwhile, or being refreshed elsewhere
+        try:
+            token, refresh, lasts = await exchange(found.bot_refresh_token)
+            async with self._db.transaction() as repos:
+                await repos.installations.rotated(
+                    found.key, token=token, refresh_token=refresh, expired_at=due,
+                    expires_at=self._clock.now() + timedelta(seconds=lasts))
+                fresh = await repos.installations.get(found.key)
+        except Exception as exc:
+            if found.key not in self._failing:
+                log.warning("could not refresh the token of installation %s (%s); it expires at "
+                            "%s, then Slack refuses it: install again if this goes on",
+                            found.key, type(exc).__name__, due.isoformat())
+            self._failing.add(found.key)
+            return found
+        finally:
+            async with self._db.transaction() as repos:
+                await repos.leases.release(lease, holder=self._holder)
+        if found.key in self._failing:
+            self._failing.discard(found.key)
+            log.info("the token of installation %s is refreshed again", found.key)
+        return fresh or found
 
     async def save(self, found: Installation) -> None:
         async with self._db.transaction() as repos:

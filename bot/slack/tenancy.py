@@ -21,6 +21,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextvars import ContextVar
+from datetime import timedelta
 from typing import Any
 
 from slack_bolt.authorization import AuthorizeResult
@@ -29,7 +30,7 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 
 from bot.domain.installation import Installation
-from bot.services.installations import Installations
+from bot.services.installations import Exchange, Installations
 
 INSTALLATION = "installation"  # the Bolt context's key: the Installation serving the request
 SERVING: ContextVar[Installation | None] = ContextVar("serving", default=None)
@@ -82,8 +83,11 @@ def _explicit(api_method: str, kwargs: Mapping[str, Any]) -> bool:
 
 
 class Tenancy:
-    def __init__(self, installations: Installations) -> None:
+    def __init__(self, installations: Installations, *, exchange: Exchange | None = None,
+                 ahead: timedelta = timedelta(minutes=120)) -> None:
         self._installations = installations
+        self._exchange = exchange  # a rotating token's refresh (oauth.v2.access)
+        self._ahead = ahead
         self.authorize = _authorize(installations)  # what Bolt asks for every request
         self._routes: dict[str, str] = {}  # target → installation key (learned; never stale)
         self._read: dict[str, tuple[Installation | None, float]] = {}
@@ -121,6 +125,12 @@ class Tenancy:
         if found.stopped_at is not None:
             raise NotInstalled(f"{api_method}: installation {found.key} is stopped "
                                f"({found.stopped_why})")
+        if self._exchange is not None and found.bot_refresh_token is not None:
+            fresh = await self._installations.refreshed(found, ahead=self._ahead,
+                                                        exchange=self._exchange)
+            if fresh is not found:
+                self._read[found.key] = (fresh, time.monotonic())
+            found = fresh
         return found.bot_token
 
     async def answered(self, api_method: str, kwargs: Mapping[str, Any],

@@ -208,7 +208,8 @@ async def fake_slack(clock: ManualClock) -> AsyncIterator[FakeSlack]:
 @asynccontextmanager
 async def replicas(tmp_path: Path, count: int, *, database_url: str | None,
                    slack: FakeSlack | None = None,
-                   socket_mode: bool = False) -> AsyncIterator[list[Harness]]:
+                   socket_mode: bool = False,
+                   env: dict[str, str | None] | None = None) -> AsyncIterator[list[Harness]]:
     """`count` bots on one database, one AI Reserve, one Slack and one clock: replicas. Each
     harness's `.slack`, `.sim` and `.clock` are the shared ones."""
     clock = slack.clock if slack is not None and isinstance(slack.clock, ManualClock) \
@@ -219,7 +220,7 @@ async def replicas(tmp_path: Path, count: int, *, database_url: str | None,
             slack = await stack.enter_async_context(fake_slack(clock))
         yield [await stack.enter_async_context(bot(
             tmp_path, slack=slack, sim=sim, clock=clock, database_url=database_url,
-            socket_mode=socket_mode)) for _ in range(count)]
+            socket_mode=socket_mode, env=env)) for _ in range(count)]
 
 
 @asynccontextmanager

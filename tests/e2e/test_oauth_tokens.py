@@ -10,14 +10,17 @@ DMs its owner: each call with T0TWO's token, never T0ONE's, none refused.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from datetime import UTC, datetime
 
 import pytest
 
+from bot.clock import ManualClock
 from bot.slack.tenancy import NotInstalled
 from devslack.requests import SlackRequests
-from tests.e2e.harness import ALICE, DAVE, SECRET
-from tests.e2e.test_oauth_install import ONE, TWO, install, oauth_bot
+from tests.e2e.harness import ALICE, DAVE, SECRET, fake_slack, replicas
+from tests.e2e.test_oauth_install import ONE, TWO, install, oauth_bot, oauth_env
 
 PSEUDO = ("ack", "response_url", "scheduled_message")  # not Web API calls: no token
 
@@ -94,3 +97,33 @@ async def test_an_uninstalled_workspace_is_called_no_more_and_keeps_its_data(tmp
         assert kept[ONE].bot_token in h.slack.oauth.tokens  # kept, unused
         stopped = [r.getMessage() for r in caplog.records if "stopped (" in r.getMessage()]
         assert len(stopped) == 2, stopped
+
+
+async def test_a_token_an_hour_from_expiry_is_refreshed_once_across_three_replicas(tmp_path):
+    # slack_sdk dates a token's expiry from the wall clock (time() + expires_in): so does this
+    # test's clock, from now on.
+    clock = ManualClock(datetime.now(UTC).replace(microsecond=0))
+    async with fake_slack(clock) as slack:
+        slack.oauth.rotation = True  # tokens last 12 hours, with a refresh token
+        async with replicas(tmp_path, 3, database_url=None, slack=slack,
+                            env=oauth_env(slack)) as bots:
+            await install(bots[0], team=ONE)
+            [first] = slack.oauth.tokens
+            async with SlackRequests(events_url=bots[1].requests.events_url,
+                                     signing_secret=SECRET, slack=slack, team_id=ONE) as dave:
+                await dave.app_home_opened(DAVE)  # served by replica 1: Dave is T0ONE's
+            await bots[1].rt.settle()
+            clock.advance(11 * 3600)  # an hour from expiry: within the refresh window
+
+            answers = await asyncio.gather(*(
+                h.rt.slack.chat_postMessage(channel=DAVE, text=f"from replica {i}")
+                for i, h in enumerate(bots)))
+            assert all(a["ok"] for a in answers)
+            assert slack.oauth.refreshed == 1  # one refresh, not one each
+            clock.advance(3600)  # the first token has expired now
+            assert slack.oauth.refusal(first) == "token_expired"
+            again = await asyncio.gather(*(
+                h.rt.slack.chat_postMessage(channel=DAVE, text="later") for h in bots))
+            assert all(a["ok"] for a in again) and slack.oauth.refreshed == 1
+            used = {c.token for c in slack.calls[-3:]}
+            assert first not in used and len(used) == 1
