@@ -16,7 +16,9 @@ LIST = "GET /v1/clusters"
 @pytest.mark.procs
 async def test_retry_after_on_the_list_pauses_the_next_sweeps(tmp_path):
     async with world(tmp_path) as w:
-        bot_process = await w.bot()
+        # A paused list is AI Reserve rate limiting: said once by its reachability, each sweep's
+        # "is paused" only at DEBUG (issue 24 item 4), which is what counts the sweeps here.
+        bot_process = await w.bot(env={"LOG_LEVEL": "DEBUG"})
         await w.sim.fault(LIST, status=429, retry_after_seconds=120)
         await w.sim.fault(LIST, status=500, count=1000)  # counts any list call that follows
 
