@@ -132,8 +132,9 @@ def validate(doc: dict[str, Any]) -> None:
 
 def test_every_manifest_validates():
     docs = manifests()
-    assert {"Deployment", "NetworkPolicy", "PodDisruptionBudget", "ServiceMonitor", "PrometheusRule",
-            "ConfigMap", "ServiceAccount", "cluster-bot", "cluster-bot-metrics"} <= set(docs)
+    assert {"Deployment", "NetworkPolicy", "PodDisruptionBudget", "ServiceMonitor",
+            "PrometheusRule", "ConfigMap", "ServiceAccount", "cluster-bot",
+            "cluster-bot-metrics"} <= set(docs)
     for doc in docs.values():
         validate(doc)
 
