@@ -226,7 +226,8 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         secret = (settings.slack_signing_secret.get_secret_value()
                   if settings.slack_signing_secret else None)
         inflight = InFlight()
-        oauth = oauth_parts(settings, db=db, clock=clock, client=slack, holder=replica)
+        oauth = oauth_parts(settings, db=db, clock=clock, client=slack, holder=replica,
+                            metrics=metrics)
         bolt = build_app(services=services, client=slack, signing_secret=secret,
                          inflight=inflight, dm_channel=notifier.outbox.dm_channel,
                          on_ack=metrics.ack, tenancy=oauth.tenancy if oauth else None)
