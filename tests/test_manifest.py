@@ -117,7 +117,12 @@ async def test_every_declared_surface_has_a_listener(manifest, tmp_path):
             reply = await h.requests.slash(command["command"], "help", user_id=ALICE)
             assert reply.status == 200, command
         for event in manifest["settings"]["event_subscriptions"]["bot_events"]:
-            reply = await h.requests.event({"type": event, "user": ALICE, "tab": "home"})
+            # user_change carries the whole user; tokens_revoked the people's tokens only
+            # (the bot's token must keep working for the rest of this test).
+            user = {"id": ALICE, "deleted": False} if event == "user_change" else ALICE
+            reply = await h.requests.event({"type": event, "user": user, "tab": "home",
+                                            "channel": "C0RANDOM",
+                                            "tokens": {"oauth": [ALICE]}})
             assert reply.status == 200, event
         await h.rt.settle()
         assert h.slack.home(ALICE) is not None  # app_home_opened really published a view
