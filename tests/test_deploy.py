@@ -108,7 +108,7 @@ def manifests() -> dict[str, dict[str, Any]]:
     """Every manifest in the base, by kind (one of each)."""
     found: dict[str, dict[str, Any]] = {}
     for path in sorted(K8S.glob("*.yaml")):
-        if path.name == "kustomization.yaml":
+        if path.name in ("kustomization.yaml", "policy.yaml"):  # not objects: kustomize's input
             continue
         for doc in load_all(path):
             key = doc["kind"] if doc["kind"] != "Service" else doc["metadata"]["name"]
@@ -132,8 +132,9 @@ def validate(doc: dict[str, Any]) -> None:
 
 def test_every_manifest_validates():
     docs = manifests()
-    assert {"Deployment", "Job", "PodDisruptionBudget", "ServiceMonitor", "PrometheusRule",
-            "ConfigMap", "ServiceAccount", "cluster-bot", "cluster-bot-metrics"} <= set(docs)
+    assert {"Deployment", "NetworkPolicy", "PodDisruptionBudget", "ServiceMonitor",
+            "PrometheusRule", "ConfigMap", "ServiceAccount", "cluster-bot",
+            "cluster-bot-metrics"} <= set(docs)
     for doc in docs.values():
         validate(doc)
 
@@ -181,8 +182,8 @@ def test_the_deployment_probes_the_internal_port_runs_locked_down_and_refers_to_
     assert files <= set(SECRET_SETTINGS)
     [mount] = [m for m in container["volumeMounts"] if m["name"] == secrets["name"]]
     assert docs["ConfigMap"]["data"]["SECRETS_DIR"] == mount["mountPath"]
-    job = docs["Job"]["spec"]["template"]["spec"]
-    assert job["containers"][0]["args"] == ["migrate"] and job["restartPolicy"] == "Never"
+    [migrate] = pod["initContainers"]  # the schema is migrated before the bot starts
+    assert migrate["args"] == ["migrate"] and migrate["image"] == IMAGE
 
 
 def test_services_pdb_and_monitoring_fit_together():
@@ -212,7 +213,7 @@ def test_the_kustomize_base_builds_and_every_built_manifest_validates():
                            timeout=120, check=False)
     assert built.returncode == 0, built.stderr
     docs = [d for d in yaml.safe_load_all(built.stdout) if d]
-    assert len(docs) == len(manifests())
+    assert len(docs) == len(manifests()) + 1  # + the generated policy ConfigMap
     for doc in docs:
         assert doc["metadata"]["labels"]["app.kubernetes.io/name"] == "cluster-bot"
         validate(doc)

@@ -111,6 +111,23 @@ class Installations:
                         "is kept, installing the app again starts it again", key, why)
         return stopped
 
+    async def grant(self, key: str, team_ids: Collection[str]) -> None:
+        """The org-wide installation `key` serves these workspaces of its organization too."""
+        async with self._db.transaction() as repos:
+            new = await repos.installations.grant(key, team_ids, now=self._clock.now())
+        if new:
+            log.info("organization %s: the app serves workspace(s) %s too", key,
+                     ", ".join(sorted(new)))
+
+    async def withdraw(self, key: str, team_ids: Collection[str]) -> None:
+        """The org-wide installation `key` serves these workspaces no more (their data is
+        kept; a request from one is refused)."""
+        async with self._db.transaction() as repos:
+            gone = await repos.installations.withdraw(key, team_ids)
+        if gone:
+            log.info("organization %s: the app no longer serves workspace(s) %s", key,
+                     ", ".join(sorted(team_ids)))
+
     async def learn(self, key: str, targets: Collection[str]) -> None:
         """`targets` (channels, people, DM channels) belong to the installation `key`."""
         async with self._db.transaction() as repos:
