@@ -227,7 +227,8 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         secret = (settings.slack_signing_secret.get_secret_value()
                   if settings.slack_signing_secret else None)
         inflight = InFlight()
-        oauth = oauth_parts(settings, db=db, clock=clock, client=slack, holder=replica)
+        oauth = oauth_parts(settings, db=db, clock=clock, client=slack, holder=replica,
+                            metrics=metrics)
         # Slack's events about the bot's channels, people and token, acted on when said.
         signals = Signals(fallbacks=notifier.fallbacks, post_pending=notifier.refresh_request,
                           deliver=notifier.deliver_notices, tokens=tokens,
