@@ -278,10 +278,18 @@ async def test_the_guide_runs_as_written_on_a_fresh_debian_host(tmp_path, pg_ser
                 shell.proc.kill()
             await shell.proc.wait()
         _kill_replicas(host)
+        print(_replica_logs(host))  # noqa: T201 (shown when the test fails)
         host.close()
         pg_server._admin('DROP DATABASE IF EXISTS clusterbot WITH (FORCE)')
         steps = ", ".join(shell.timings) if shell is not None else ""
         print(f"the guide's run: {time.monotonic() - started:.0f} s ({steps})")  # noqa: T201
+
+
+def _replica_logs(host: debian_root.Host) -> str:
+    done = subprocess.run(host.argv("tail -n 30 /var/log/cluster-bot/*.log", env={}, volumes=[],
+                                    cwd="/"), capture_output=True, text=True, check=False,
+                          timeout=60)
+    return done.stdout + done.stderr
 
 
 def _kill_replicas(host: debian_root.Host) -> None:
