@@ -1,5 +1,5 @@
 """`python -m benchmarks [ack] [sweep] [storage] [envelope] [saga] [replicas] [scale]
-[charts] [stock] [storm]`: run the
+[charts] [stock] [storm] [quiet] [first_install]`: run the
 benchmarks (all by default), report.
 
 The report goes to stdout; the bot's own log is kept to errors so it doesn't drown the figures
@@ -21,6 +21,8 @@ from benchmarks import (
     ack,
     charts,
     envelope,
+    first_install,
+    quiet,
     replicas,
     saga,
     scale,
@@ -42,6 +44,8 @@ BENCHMARKS: dict[str, Callable[[], Coroutine[Any, Any, list[Table]]]] = {
     "charts": charts.run,
     "stock": stock.run,
     "storm": storm.run,
+    "quiet": quiet.run,
+    "first_install": first_install.run,
 }
 
 
