@@ -34,10 +34,11 @@ from bot.logs import begin
 from bot.services.container import Services
 from bot.slack import actions, commands, errors, home, inbound, views
 from bot.slack.gate import only_installation
-from bot.slack.inflight import ACK_SENT, InFlight
+from bot.slack.inflight import ACK_SENT, WORK_SLOTS, InFlight, WorkSlots
 from bot.slack.oauth import oauth_routes
 from bot.slack.once import once
 from bot.slack.origin import kind_of
+from bot.slack.signals import Signals
 from bot.slack.tenancy import Tenancy
 
 log = logging.getLogger(__name__)
@@ -63,17 +64,21 @@ def _bolt_logger() -> logging.Logger:
 
 class AckingApp(AsyncApp):
     """Bolt's AsyncApp, told when a request's answer is handed back (HTTP and Socket Mode both
-    come through `async_dispatch`): the ack time for the metrics, and the event a listener's
-    work after its ack waits for (bot/slack/inflight.py).
+    come through `async_dispatch`): the ack time for the metrics, the event a listener's
+    work after its ack waits for, and the slots that work takes turns in (bot/slack/inflight.py).
 
     Not a Bolt middleware: Bolt runs middleware one after the other *before* the listener, and
     their `next()` returns at once, so a middleware can't see the ack."""
 
     on_ack: Callable[[str, float], None] | None = None
+    work_slots: WorkSlots | None = None
 
     async def async_dispatch(self, req: AsyncBoltRequest) -> BoltResponse:
         started = time.monotonic()
         req.context[ACK_SENT] = sent = asyncio.Event()
+        if self.work_slots is None:
+            self.work_slots = WorkSlots()
+        req.context[WORK_SLOTS] = self.work_slots
         try:
             return await super().async_dispatch(req)
         finally:
@@ -107,10 +112,11 @@ class SessionRespond(AsyncRespond):
 def build_app(*, services: Services, client: AsyncWebClient, signing_secret: str | None,
               inflight: InFlight, dm_channel: Callable[[str], Awaitable[str]],
               on_ack: Callable[[str, float], None] | None = None,
-              tenancy: Tenancy | None = None) -> AsyncApp:
+              tenancy: Tenancy | None = None, signals: Signals | None = None) -> AsyncApp:
     """`on_ack(kind, seconds)` is told how long each request took to ack (the metrics);
     `tenancy` finds each request's installation (OAuth: bot/slack/tenancy.py), else the
-    client's one token serves every request."""
+    client's one token serves every request; `signals` acts on Slack's events about the
+    bot's channels, people and token (bot/slack/signals.py)."""
     app = AckingApp(
         client=client,
         # Bolt's own may return None (not installed) too.
@@ -148,12 +154,14 @@ def build_app(*, services: Services, client: AsyncWebClient, signing_secret: str
         app.middleware(tenancy.middleware())
     # A repeated delivery (Slack's retry of an event, a proxy's of a command) is acked and
     # dropped here, once for every listener; after request_context, so its line has the id.
-    app.middleware(once(services.deliveries))
+    app.middleware(once(services.deliveries, inflight))
 
     commands.register(app, services, dm_channel)
     actions.register(app, services)
     views.register(app, services)
     home.register(app, services)
+    if signals is not None:
+        signals.register(app, oauth=tenancy is not None)
     app.error(errors.on_error)
     inflight.install(app)
     return app
