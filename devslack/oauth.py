@@ -67,6 +67,7 @@ class OAuthServer:
         self.revoked: set[str] = set()
         self.refreshed = 0  # refresh-token exchanges answered (tests count them)
         self.workspaces: dict[str, list[str]] = {}  # organization → workspaces given the app
+        self.refresh_refused: str | None = None  # while set: every refresh's answer (an error)
         self._codes: dict[str, Grant] = {}
         self._refresh: dict[str, Grant] = {}
 
@@ -98,6 +99,8 @@ class OAuthServer:
         if secret != self.client_secret:
             raise SlackError("bad_client_secret")
         if args.get("grant_type") == "refresh_token":
+            if self.refresh_refused:
+                raise SlackError(self.refresh_refused)
             grant = self._refresh.pop(str(args.get("refresh_token")), None)
             if grant is None:
                 raise SlackError("invalid_refresh_token")

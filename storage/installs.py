@@ -102,6 +102,24 @@ class InstallationRepo:
         ).values(bot_token=token, bot_refresh_token=refresh_token,
                  bot_token_expires_at=expires_at)) == 1
 
+    async def refresh_failing(self, key: str, *, why: str, now: datetime) -> bool:
+        """Its token's refresh fails (`why`); True if that is news (it worked before)."""
+        return await rowcount(self._session, sa.update(INSTALLATIONS).where(
+            INSTALLATIONS.c.key == key, INSTALLATIONS.c.refresh_failing_since.is_(None),
+        ).values(refresh_failing_since=now, refresh_failure=why)) == 1
+
+    async def refresh_working(self, key: str) -> datetime | None:
+        """Its token's refresh works: since when it had failed (None: it hadn't)."""
+        since = (await self._session.execute(
+            sa.select(INSTALLATIONS.c.refresh_failing_since).where(
+                INSTALLATIONS.c.key == key))).scalar_one_or_none()
+        if since is None:
+            return None
+        changed = await rowcount(self._session, sa.update(INSTALLATIONS).where(
+            INSTALLATIONS.c.key == key, INSTALLATIONS.c.refresh_failing_since == since,
+        ).values(refresh_failing_since=None, refresh_failure=None))
+        return since if changed == 1 else None
+
 
 class RouteRepo:
     """The `slack_routes` table: which installation a channel or a person belongs to."""

@@ -67,6 +67,10 @@ class Installation(Frozen):
     installed_at: datetime
     stopped_at: datetime | None = None
     stopped_why: str | None = None
+    # A rotating token whose refresh fails: since when, and why (Slack's error); None once
+    # one works again.
+    refresh_failing_since: datetime | None = None
+    refresh_failure: str | None = None
     # org-wide: the workspaces of the organization the app was given to (auth.teams.list,
     # team_access_granted / _revoked); a request from any other is not this installation's.
     workspaces: frozenset[str] = frozenset()

@@ -34,6 +34,8 @@ class InstallationRow(Base, table=True):
     installed_at: datetime = Field(sa_type=UtcDateTime)
     stopped_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
     stopped_why: str | None = Field(default=None, sa_type=sa.String)
+    refresh_failing_since: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    refresh_failure: str | None = Field(default=None, sa_type=sa.String)
 
 
 INSTALLATIONS = metadata.tables["slack_installations"]
