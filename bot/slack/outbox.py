@@ -404,15 +404,3 @@ class SlackOutbox:
             log.warning("can't post to %s (%s); using a DM", channel, exc.response.get("error"))
             channel = await self.dm_channel(fallback_user)  # opened once per person
             return await self._client.chat_postMessage(channel=channel, **message.as_kwargs())
-
-
-class OutboxSender:
-    """Base of a sender that posts through the outbox (duty notices, storm digests): what it is
-    built with, said once."""
-
-    def __init__(self, *, client: AsyncWebClient, db: Database, outbox: SlackOutbox,
-                 clock: Clock) -> None:
-        self._client = client
-        self._db = db
-        self._outbox = outbox
-        self._clock = clock
