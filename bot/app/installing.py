@@ -53,6 +53,8 @@ def oauth_parts(settings: Settings, *, db: Database, clock: Clock, client: Slack
                       redirect_uri=settings.slack_redirect_uri,
                       authorize_url=settings.slack_authorize_url,
                       refresh_minutes=settings.slack_token_refresh_minutes)
+    tokens = client.tokens
     client.tenancy = Tenancy(installations, exchange=exchange, ahead=timedelta(
-        minutes=settings.slack_token_refresh_minutes))
+        minutes=settings.slack_token_refresh_minutes),
+        replaced=tokens.retire if tokens is not None else lambda key: None)
     return OAuthParts(installations=installations, flow=flow, tenancy=client.tenancy)

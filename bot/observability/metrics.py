@@ -80,9 +80,10 @@ class Metrics:
             "to, by Slack's code (is_archived, not_in_channel: their posts held until given "
             "back; user_disabled …)", ["reason"], registry=r)
         self.slack_token_changes = Counter(
-            "clusterbot_slack_token_changes", "A bot token refused by Slack, or accepted again",
+            "clusterbot_slack_token_changes", "A bot token refused by Slack, accepted again, or "
+            "replaced while refused (a rotating token refreshed)",
             ["state"], registry=r)
-        for state in ("refused", "accepted"):
+        for state in ("refused", "accepted", "replaced"):
             self.slack_token_changes.labels(state=state)
         self.token_refresh_failing = Gauge(
             "clusterbot_slack_token_refresh_failing", "Installations (OAuth) whose rotating "

@@ -31,6 +31,7 @@ from slack_bolt.response import BoltResponse
 
 from bot.domain.installation import Installation
 from bot.services.installations import Exchange, Installations
+from bot.slack.tokens import fingerprint
 
 INSTALLATION = "installation"  # the Bolt context's key: the Installation serving the request
 SERVING: ContextVar[Installation | None] = ContextVar("serving", default=None)
@@ -86,8 +87,11 @@ def _explicit(api_method: str, kwargs: Mapping[str, Any]) -> bool:
 
 class Tenancy:
     def __init__(self, installations: Installations, *, exchange: Exchange | None = None,
-                 ahead: timedelta = timedelta(minutes=120)) -> None:
+                 ahead: timedelta = timedelta(minutes=120),
+                 replaced: Callable[[str], None] = lambda key: None) -> None:
         self._installations = installations
+        self._replaced = replaced  # a token's fingerprint, replaced by a refreshed one
+        self._held: dict[str, str] = {}  # installation key → the fingerprint of its token
         self._exchange = exchange  # a rotating token's refresh (oauth.v2.access)
         self._ahead = ahead
         self.authorize = _authorize(installations)  # what Bolt asks for every request
@@ -133,6 +137,9 @@ class Tenancy:
             if fresh is not found:
                 self._read[found.key] = (fresh, time.monotonic())
             found = fresh
+        held, self._held[found.key] = self._held.get(found.key), fingerprint(found.bot_token)
+        if held is not None and held != self._held[found.key]:
+            self._replaced(held)  # refreshed (here or by another replica)
         return found.bot_token
 
     async def answered(self, api_method: str, kwargs: Mapping[str, Any],

@@ -186,3 +186,55 @@ async def test_a_refresh_that_fails_is_said_once_across_replicas_counted_and_ale
             assert [r.levelname for r in again] == ["WARNING"]
             assert value(await scrape(bots[2]), "clusterbot_slack_token_refresh_failing") == 0
             assert first not in {c.token for c in slack.calls[-3:]}
+
+
+async def test_an_expired_token_stops_its_installation_only_and_its_refusal_ends_when_refreshed(
+        tmp_path):
+    """Issue 24's refused-token gate, per installation: T0ONE's token expires while Slack
+    refuses its refresh — Slack's token_expired stops T0ONE's calls (one sent, the next refused
+    before sending), T0TWO goes on; once the refresh works, the new token is used and the old
+    one's refusal ends (before: the refused-token gauge, its alert and /readyz's note stayed on
+    for a token no longer used)."""
+    from slack_sdk.errors import SlackApiError
+
+    from bot.services.installations import REFRESH_RETRY
+    from tests.e2e.harness import bot
+    from tests.e2e.test_metrics import scrape, value
+
+    clock = ManualClock(datetime.now(UTC).replace(microsecond=0))
+    async with fake_slack(clock) as slack:
+        slack.oauth.rotation = True
+        async with bot(tmp_path, slack=slack, clock=clock, env=oauth_env(slack)) as h:
+            await install(h, team=ONE)
+            clock.advance(6 * 3600)
+            await install(h, team=TWO)  # six hours younger than T0ONE's
+            tokens = {g.team_id: t for t, g in slack.oauth.tokens.items()}
+            for team, person in ((ONE, DAVE), (TWO, ALICE)):
+                async with SlackRequests(events_url=h.requests.events_url, signing_secret=SECRET,
+                                         slack=slack, team_id=team) as someone:
+                    await someone.app_home_opened(person)
+            await h.rt.settle()
+            slack.oauth.refresh_refused = "invalid_refresh_token"
+            clock.advance(6 * 3600 + 1)  # T0ONE's token has expired; T0TWO's has 6 hours left
+
+            def sent(token: str) -> int:
+                return len([c for c in slack.calls if c.method == "chat.postMessage"
+                            and c.token == token])
+
+            for _ in range(2):
+                with pytest.raises(SlackApiError):
+                    await h.rt.slack.chat_postMessage(channel=DAVE, text="for T0ONE")
+            assert sent(tokens[ONE]) == 1  # Slack said token_expired; the second was not sent
+            assert (await h.rt.slack.chat_postMessage(channel=ALICE, text="for T0TWO"))["ok"]
+            assert value(await scrape(h), "clusterbot_slack_tokens_refused") == 1
+
+            slack.oauth.refresh_refused = None
+            clock.advance(REFRESH_RETRY.total_seconds() + 1)
+            assert (await h.rt.slack.chat_postMessage(channel=DAVE, text="again"))["ok"]
+            [new] = [t for t, g in slack.oauth.tokens.items()
+                     if g.team_id == ONE and t != tokens[ONE]]
+            assert slack.calls[-1].token == new
+            m = await scrape(h)
+            assert value(m, "clusterbot_slack_tokens_refused") == 0
+            assert value(m, "clusterbot_slack_token_changes_total", state="replaced") == 1
+            assert sent(tokens[TWO]) == 1 and sent(tokens[ONE]) == 1
