@@ -9,9 +9,9 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from storage.outbox import UNDELIVERABLE
 from storage.tables.clusters import CLUSTERS
 from storage.tables.installs import INSTALLATIONS
-from storage.outbox import UNDELIVERABLE
 from storage.tables.outbox import NOTICES, OUTBOX
 
 BILLING_STATES = ("running", "degraded")
