@@ -108,7 +108,7 @@ def manifests() -> dict[str, dict[str, Any]]:
     """Every manifest in the base, by kind (one of each)."""
     found: dict[str, dict[str, Any]] = {}
     for path in sorted(K8S.glob("*.yaml")):
-        if path.name == "kustomization.yaml":
+        if path.name in ("kustomization.yaml", "policy.yaml"):  # not objects: kustomize's input
             continue
         for doc in load_all(path):
             key = doc["kind"] if doc["kind"] != "Service" else doc["metadata"]["name"]
@@ -132,8 +132,9 @@ def validate(doc: dict[str, Any]) -> None:
 
 def test_every_manifest_validates():
     docs = manifests()
-    assert {"Deployment", "Job", "PodDisruptionBudget", "ServiceMonitor", "PrometheusRule",
-            "ConfigMap", "ServiceAccount", "cluster-bot", "cluster-bot-metrics"} <= set(docs)
+    assert {"Deployment", "NetworkPolicy", "PodDisruptionBudget", "ServiceMonitor",
+            "PrometheusRule", "ConfigMap", "ServiceAccount", "cluster-bot",
+            "cluster-bot-metrics"} <= set(docs)
     for doc in docs.values():
         validate(doc)
 
@@ -181,8 +182,8 @@ def test_the_deployment_probes_the_internal_port_runs_locked_down_and_refers_to_
     assert files <= set(SECRET_SETTINGS)
     [mount] = [m for m in container["volumeMounts"] if m["name"] == secrets["name"]]
     assert docs["ConfigMap"]["data"]["SECRETS_DIR"] == mount["mountPath"]
-    job = docs["Job"]["spec"]["template"]["spec"]
-    assert job["containers"][0]["args"] == ["migrate"] and job["restartPolicy"] == "Never"
+    [migrate] = pod["initContainers"]  # the schema is migrated before the bot starts
+    assert migrate["args"] == ["migrate"] and migrate["image"] == IMAGE
 
 
 def test_services_pdb_and_monitoring_fit_together():
@@ -212,7 +213,7 @@ def test_the_kustomize_base_builds_and_every_built_manifest_validates():
                            timeout=120, check=False)
     assert built.returncode == 0, built.stderr
     docs = [d for d in yaml.safe_load_all(built.stdout) if d]
-    assert len(docs) == len(manifests())
+    assert len(docs) == len(manifests()) + 1  # + the generated policy ConfigMap
     for doc in docs:
         assert doc["metadata"]["labels"]["app.kubernetes.io/name"] == "cluster-bot"
         validate(doc)
@@ -238,8 +239,8 @@ def test_the_unit_is_hardened_and_takes_secrets_as_credentials():
                        ("ProtectSystem", "strict"), ("StateDirectory", "cluster-bot"),
                        ("PrivateTmp", "yes"), ("CapabilityBoundingSet", "")):
         assert unit.get(key) == [value], key
-    assert unit["ExecStart"] == ["/opt/cluster-bot/bin/cluster-bot serve"]
-    assert unit["ExecStartPre"] == ["/opt/cluster-bot/bin/cluster-bot migrate"]
+    assert unit["ExecStart"] == ["/opt/cluster-bot/current/bin/cluster-bot serve"]
+    assert unit["ExecStartPre"] == ["/opt/cluster-bot/current/bin/cluster-bot migrate"]
     credentials = [c.split(":", 1)[0] for c in unit["LoadCredential"]]
     assert set(credentials) <= set(SECRET_SETTINGS)
     assert {"SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "AIRESERVE_API_KEY"} <= set(credentials)
@@ -256,7 +257,7 @@ def test_systemd_analyze_verify_passes(tmp_path):
     if not here.exists():
         pytest.skip("no cluster-bot script beside this Python (package not installed)")
     unit = tmp_path / UNIT.name
-    unit.write_text(UNIT.read_text().replace("/opt/cluster-bot/bin/cluster-bot", str(here)))
+    unit.write_text(UNIT.read_text().replace("/opt/cluster-bot/current/bin/cluster-bot", str(here)))
     result = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True,
                             text=True, timeout=60, check=False)
     assert result.returncode == 0 and result.stdout + result.stderr == "", result.stderr

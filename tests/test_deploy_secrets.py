@@ -82,24 +82,25 @@ def test_database_url_is_a_file_everywhere():
     for service in ("migrate", "bot"):
         env = compose()["services"][service]["environment"]
         assert env["DATABASE_URL_FILE"] == "/run/secrets/database_url" and "DATABASE_URL" not in env
-    # Kubernetes: a key of the Secret, mounted as a file for the Deployment and the Job alike —
-    # not an environment variable (a secretKeyRef lands in /proc/<pid>/environ).
+    # Kubernetes: a key of the Secret, mounted as a file for the bot and the init container
+    # that migrates alike — not an environment variable (a secretKeyRef lands in
+    # /proc/<pid>/environ).
     docs = {doc["kind"]: doc for path in K8S.glob("*.yaml") if path.name != "kustomization.yaml"
-            for doc in yaml.safe_load_all(path.read_text()) if doc}
-    for kind in ("Deployment", "Job"):
-        pod = docs[kind]["spec"]["template"]["spec"]
-        assert pod["securityContext"]["fsGroup"] == IMAGE_UID, kind  # 0400 + fsGroup: 0440
-        [container] = pod["containers"]
-        assert not [e for e in container.get("env", []) if e["name"] == "DATABASE_URL"], kind
-        [volume] = [v for v in pod["volumes"] if "secret" in v]
-        items = {i["key"]: i["path"] for i in volume["secret"]["items"]}
-        assert items["database-url"] == "DATABASE_URL", kind
+            for doc in yaml.safe_load_all(path.read_text()) if doc and "kind" in doc}
+    pod = docs["Deployment"]["spec"]["template"]["spec"]
+    assert pod["securityContext"]["fsGroup"] == IMAGE_UID  # 0400 + fsGroup: 0440
+    [volume] = [v for v in pod["volumes"] if "secret" in v]
+    items = {i["key"]: i["path"] for i in volume["secret"]["items"]}
+    assert items["database-url"] == "DATABASE_URL"
+    for container in pod["containers"] + pod["initContainers"]:
+        name = container["name"]
+        assert not [e for e in container.get("env", []) if e["name"] == "DATABASE_URL"], name
         [mount] = [m for m in container["volumeMounts"] if m["name"] == volume["name"]]
         env = {e["name"]: e.get("value") for e in container.get("env", [])}
-        secrets_dir = docs["ConfigMap"]["data"]["SECRETS_DIR"] if kind == "Deployment" else None
+        secrets_dir = docs["ConfigMap"]["data"]["SECRETS_DIR"] if "envFrom" in container else None
         assert (secrets_dir == mount["mountPath"] or
-                env.get("DATABASE_URL_FILE") == f"{mount['mountPath']}/DATABASE_URL"), kind
+                env.get("DATABASE_URL_FILE") == f"{mount['mountPath']}/DATABASE_URL"), name
     # systemd: a credential (SECRETS_DIR=%d), SQLite in the state directory without its file.
     unit = unit_settings()
-    assert "DATABASE_URL:/etc/cluster-bot/credentials/database_url" in unit["LoadCredential"]
+    assert "DATABASE_URL:/etc/cluster-bot/secrets/DATABASE_URL" in unit["LoadCredential"]
     assert unit["SetCredential"] == ["DATABASE_URL:sqlite:///cluster-bot.db"]

@@ -20,14 +20,7 @@ from bot.slack.blocks.cluster import request_progress, terminate_prompt
 from bot.slack.blocks.notices import thread_notice
 from bot.slack.ids import Action, ReadinessRef
 from bot.slack.parsing import parse
-from tests.slack.blocks import (
-    NOW,
-    all_text,
-    button,
-    make_cluster,
-    make_quote,
-    make_request,
-)
+from tests.slack.blocks import *
 
 CAPACITY = ("AI Reserve couldn't place every node together in us-tx (only 2 fit right now). "
             "Nothing was launched or billed.")

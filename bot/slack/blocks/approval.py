@@ -21,31 +21,8 @@ from bot.domain.claims import launch_attempt
 from bot.domain.envelope import envelope_terms
 from bot.domain.models import Approval, Decision, LaunchRequest, QuoteInfo, RequestStatus
 from bot.domain.readiness import topology
-from bot.slack.blocks.format import (
-    ERROR_MAX,
-    ID_MAX,
-    IMAGE_MAX,
-    code,
-    duration,
-    escaped,
-    hourly,
-    money,
-    mrkdwn,
-    percent_change,
-    shape_label,
-    truncate,
-    user,
-    when,
-)
-from bot.slack.blocks.message import (
-    Message,
-    actions,
-    button,
-    compose,
-    confirm,
-    context,
-    section,
-)
+from bot.slack.blocks.format import *
+from bot.slack.blocks.message import *
 from bot.slack.blocks.quote import storage_summary
 from bot.slack.ids import Action, ApprovalRef, RequestRef, WaitRef
 

@@ -17,30 +17,8 @@ from slack_sdk.models.blocks import Block
 from bot.domain.models import AuditEntry, ClusterRecord, ClusterState
 from bot.slack.blocks.approval import auto_approved as auto
 from bot.slack.blocks.cluster import cluster_ref, why_ended
-from bot.slack.blocks.format import (
-    ID_MAX,
-    code,
-    duration,
-    escaped,
-    fit_lines,
-    hourly,
-    money,
-    mrkdwn,
-    payload_len,
-    shape_label,
-    truncate,
-    user,
-    when,
-)
-from bot.slack.blocks.message import (
-    Message,
-    actions,
-    button,
-    compose,
-    context,
-    header,
-    section,
-)
+from bot.slack.blocks.format import *
+from bot.slack.blocks.message import *
 from bot.slack.ids import Action, HoursRef, RelaunchRef
 
 # Payload characters (`payload_len`): every line together stays well under Slack's ~13k budget,

@@ -36,35 +36,8 @@ from bot.slack.blocks.approval import (
     deciders,
     withdrawn_line,
 )
-from bot.slack.blocks.format import (
-    ERROR_MAX,
-    ID_MAX,
-    NAME_MAX,
-    channel,
-    clip,
-    code,
-    duration,
-    escape,
-    escaped,
-    fit_lines,
-    hourly,
-    money,
-    mrkdwn,
-    shape_label,
-    truncate,
-    user,
-    when,
-)
-from bot.slack.blocks.message import (
-    Message,
-    actions,
-    button,
-    compose,
-    confirm,
-    context,
-    header,
-    section,
-)
+from bot.slack.blocks.format import *
+from bot.slack.blocks.message import *
 from bot.slack.blocks.tunnels import tunnel_blocks
 from bot.slack.ids import Action, ClusterRef, WithdrawRef
 

@@ -8,8 +8,8 @@ from slack_sdk.models.blocks import Block
 from slack_sdk.models.views import View
 
 from bot.domain.extension import EXTEND_RULE
-from bot.slack.blocks.format import escape, mrkdwn, truncate
-from bot.slack.blocks.message import Message, compose, context, header, plain, section
+from bot.slack.blocks.format import *
+from bot.slack.blocks.message import *
 
 USAGE_MAX = 1000
 

@@ -18,18 +18,8 @@ from bot.domain.models import ClusterRecord, ClusterState, MessageRef
 from bot.services.storms import RecoverAll
 from bot.slack.blocks.cluster import cluster_ref
 from bot.slack.blocks.duty import permalink
-from bot.slack.blocks.format import (
-    ID_MAX,
-    code,
-    escaped,
-    fit_lines,
-    hourly,
-    money,
-    payload_len,
-    shape_label,
-    user,
-)
-from bot.slack.blocks.message import Message, actions, button, compose, context, header, section
+from bot.slack.blocks.format import *
+from bot.slack.blocks.message import *
 from bot.slack.ids import Action, DigestRef
 
 SECTION_BUDGET = 2800  # payload characters of rows per section (Slack: 3000)

@@ -12,8 +12,8 @@ from slack_sdk.models.blocks import ActionsBlock, Block, ButtonElement
 from bot.domain.duty import Duty, Escalation
 from bot.domain.models import ClusterRecord
 from bot.slack.blocks.cluster import cluster_ref
-from bot.slack.blocks.format import ID_MAX, escaped, hourly, money, user, when
-from bot.slack.blocks.message import Message, actions, button, compose, context, section
+from bot.slack.blocks.format import *
+from bot.slack.blocks.message import *
 from bot.slack.ids import Action, DutyRef
 
 DUTY_ACTIONS = (Action.ACKNOWLEDGE, Action.SNOOZE)

@@ -18,17 +18,8 @@ from bot.domain.charges import uncharged_marks
 from bot.domain.extension import extend_hint
 from bot.domain.models import ClusterRecord
 from bot.slack.blocks.cluster import TERMINABLE, cluster_ref, owner_mention, terminate_button
-from bot.slack.blocks.format import (
-    ID_MAX,
-    duration,
-    escaped,
-    hourly,
-    money,
-    truncate,
-    user,
-    when,
-)
-from bot.slack.blocks.message import Message, actions, button, compose, confirm, context, section
+from bot.slack.blocks.format import *
+from bot.slack.blocks.message import *
 from bot.slack.ids import Action, EnvelopeRef
 
 

@@ -14,8 +14,8 @@ from bot.domain.extension import (
     what_happens,
 )
 from bot.domain.models import ClusterRecord
-from bot.slack.blocks.format import ID_MAX, code, escaped, hourly, money, mrkdwn, user
-from bot.slack.blocks.message import Message, actions, button, compose, confirm, context, section
+from bot.slack.blocks.format import *
+from bot.slack.blocks.message import *
 from bot.slack.ids import Action, EnvelopeRef, ExtensionRef
 
 

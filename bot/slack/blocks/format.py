@@ -15,6 +15,12 @@ from decimal import ROUND_HALF_UP, Decimal
 
 from bot.domain.models import ShapeSpec
 
+# What a builder gets from `from bot.slack.blocks.format import *`: every builder uses most of it,
+# so the list is said here once rather than in each builder's imports.
+__all__ = ["ERROR_MAX", "ID_MAX", "IMAGE_MAX", "NAME_MAX", "channel", "clip", "code", "duration",
+           "escape", "escaped", "fit_lines", "hourly", "money", "mrkdwn", "payload_len",
+           "percent_change", "shape_label", "truncate", "user", "when"]
+
 ELLIPSIS = "…"
 
 # Longest raw user/provider strings we echo; short enough that a card with every field at its

@@ -15,8 +15,8 @@ from slack_sdk.models.blocks import Block
 
 from bot.domain.models import ClusterRecord
 from bot.slack.blocks.cluster import ADOPTED, cluster_ref
-from bot.slack.blocks.format import escaped, hourly, money, shape_label
-from bot.slack.blocks.message import Message, compose, context, header, section
+from bot.slack.blocks.format import *
+from bot.slack.blocks.message import *
 from bot.slack.blocks.notices import claim_button
 
 SHOWN = 20  # one block each: the message stays far inside Slack's 50 blocks

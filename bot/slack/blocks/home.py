@@ -39,19 +39,9 @@ from bot.slack.blocks.cluster import (
     cluster_state_line,
     terminate_button,
 )
-from bot.slack.blocks.format import (
-    ID_MAX,
-    code,
-    duration,
-    escaped,
-    hourly,
-    money,
-    shape_label,
-    user,
-    when,
-)
+from bot.slack.blocks.format import *
 from bot.slack.blocks.listing import together_line, totals_by_state
-from bot.slack.blocks.message import actions, context, divider, header, section
+from bot.slack.blocks.message import *
 from bot.slack.blocks.render import render
 
 MAX_VIEW_BLOCKS = 100

@@ -13,8 +13,8 @@ from bot.domain.models import ClusterRecord, ClusterState
 from bot.domain.readiness import ReadinessWatch
 from bot.domain.watch import Notice
 from bot.slack.blocks.cluster import TERMINABLE, cluster_ref, terminate_button
-from bot.slack.blocks.format import ID_MAX, escaped, hourly, money, when
-from bot.slack.blocks.message import Message, actions, button, compose, context, section
+from bot.slack.blocks.format import *
+from bot.slack.blocks.message import *
 from bot.slack.ids import Action, IdleRef
 
 LINE_MAX = 300

@@ -24,8 +24,8 @@ from bot.domain.idle import DONE_PRESETS, MAX_MINUTES, MIN_MINUTES
 from bot.domain.models import DEFAULT_LIMIT_MINUTES, QuoteInfo, Workload
 from bot.domain.readiness import PRESETS, TORCHRUN_TEMPLATE, VLLM_TEMPLATE
 from bot.slack import ids
-from bot.slack.blocks.format import code, escaped, hourly, money, shape_label, when
-from bot.slack.blocks.message import plain, section
+from bot.slack.blocks.format import *
+from bot.slack.blocks.message import *
 from bot.slack.blocks.planning import SHM
 
 FIELD_NAME = "launch_name"

@@ -20,19 +20,8 @@ from bot.slack.blocks.cluster import (
     owner_mention,
     terminate_button,
 )
-from bot.slack.blocks.format import (
-    ID_MAX,
-    code,
-    duration,
-    escaped,
-    fit_lines,
-    hourly,
-    money,
-    payload_len,
-    shape_label,
-    truncate,
-)
-from bot.slack.blocks.message import Message, actions, button, compose, context, header, section
+from bot.slack.blocks.format import *
+from bot.slack.blocks.message import *
 from bot.slack.blocks.render import render
 from bot.slack.ids import Action, ClusterRef
 

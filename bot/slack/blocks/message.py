@@ -29,6 +29,10 @@ from slack_sdk.models.blocks import (
 from bot.slack.blocks.format import clip, truncate
 from bot.slack.blocks.render import render
 
+# What a builder gets from `from bot.slack.blocks.message import *` (the Slack limits stay here).
+__all__ = ["Message", "actions", "button", "compose", "confirm", "context", "divider", "header",
+           "md", "plain", "section"]
+
 MAX_BLOCKS = 50
 TEXT_MAX = 3000  # the fallback `text` we send, and a section's text
 FIELD_MAX = 2000

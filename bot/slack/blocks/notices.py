@@ -30,32 +30,9 @@ from bot.slack.blocks.cluster import (
     terminate_button,
 )
 from bot.slack.blocks.duty import duty_buttons
-from bot.slack.blocks.format import (
-    ERROR_MAX,
-    ID_MAX,
-    code,
-    duration,
-    escape,
-    escaped,
-    hourly,
-    money,
-    payload_len,
-    shape_label,
-    truncate,
-    user,
-    when,
-)
+from bot.slack.blocks.format import *
 from bot.slack.blocks.idle import idle_warning
-from bot.slack.blocks.message import (
-    Message,
-    actions,
-    button,
-    compose,
-    confirm,
-    context,
-    header,
-    section,
-)
+from bot.slack.blocks.message import *
 from bot.slack.blocks.readiness import serving_notice
 from bot.slack.blocks.unreadable import readable_again_notice
 from bot.slack.ids import Action, ClusterRef, ReminderRef

@@ -9,8 +9,8 @@ from datetime import datetime
 from bot.domain.models import ClusterRecord
 from bot.domain.watch import Notice, NoticeKind
 from bot.slack.blocks.cluster import cluster_ref, owner_mention
-from bot.slack.blocks.format import ID_MAX, duration, escaped, hourly, money, when
-from bot.slack.blocks.message import Message, compose, context, section
+from bot.slack.blocks.format import *
+from bot.slack.blocks.message import *
 
 
 def payment_notice(n: Notice, c: ClusterRecord, *, now: datetime) -> Message:

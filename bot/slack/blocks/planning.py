@@ -7,8 +7,8 @@ from slack_sdk.models.blocks import Block
 
 from bot.domain.extension import EXTEND_WHO
 from bot.domain.models import Alternative, QuoteInfo, QuoteOutlook
-from bot.slack.blocks.format import ID_MAX, escape, escaped, hourly, money
-from bot.slack.blocks.message import button, context, section
+from bot.slack.blocks.format import *
+from bot.slack.blocks.message import *
 from bot.slack.ids import Action, AlternativeRef
 
 FABRIC = ("The interconnect is private but its fabric (InfiniBand, RDMA, NVLink) is not "

@@ -9,19 +9,8 @@ from slack_sdk.models.blocks import Block
 from bot.domain.envelope import envelope_terms
 from bot.domain.models import PriceLine, QuoteInfo, QuoteOutlook
 from bot.domain.readiness import topology
-from bot.slack.blocks.format import (
-    ID_MAX,
-    code,
-    duration,
-    escaped,
-    hourly,
-    money,
-    mrkdwn,
-    shape_label,
-    user,
-    when,
-)
-from bot.slack.blocks.message import Message, actions, button, compose, context, header, section
+from bot.slack.blocks.format import *
+from bot.slack.blocks.message import *
 from bot.slack.blocks.planning import (
     advice_blocks,
     alternative_blocks,

@@ -13,9 +13,9 @@ from bot.domain.models import ClusterRecord, ClusterState
 from bot.domain.readiness import ReadinessState, ReadinessWatch, outage_charges
 from bot.domain.watch import Notice
 from bot.slack.blocks.cluster import TERMINABLE, cluster_ref, terminate_button
-from bot.slack.blocks.format import ID_MAX, code, duration, escaped, hourly, money, when
+from bot.slack.blocks.format import *
 from bot.slack.blocks.idle import idle_line
-from bot.slack.blocks.message import Message, actions, button, compose, context, section
+from bot.slack.blocks.message import *
 from bot.slack.ids import Action, ReadinessRef
 
 LINE_MAX = 300

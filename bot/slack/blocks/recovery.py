@@ -13,8 +13,8 @@ from slack_sdk.models.blocks import ButtonElement
 from bot.domain import recovery
 from bot.domain.claims import recovery_version
 from bot.domain.models import ClusterRecord, ClusterState
-from bot.slack.blocks.format import ID_MAX, escape, escaped, hourly, money, truncate, when
-from bot.slack.blocks.message import button, confirm
+from bot.slack.blocks.format import *
+from bot.slack.blocks.message import *
 from bot.slack.ids import Action, RecoveryRef
 
 

@@ -15,16 +15,8 @@ from slack_sdk.models.blocks import Block
 from bot.domain.models import ClusterRecord
 from bot.slack.blocks.audit import line_sections
 from bot.slack.blocks.cluster import owner_mention
-from bot.slack.blocks.format import (
-    ID_MAX,
-    code,
-    escaped,
-    fit_lines,
-    money,
-    shape_label,
-    when,
-)
-from bot.slack.blocks.message import Message, compose, context, header, section
+from bot.slack.blocks.format import *
+from bot.slack.blocks.message import *
 
 # Payload characters: both lists together stay well under Slack's ~13k message budget.
 OWNERS_BUDGET = 3000

@@ -10,8 +10,8 @@ from slack_sdk.models.blocks import Block
 
 from bot.domain.models import LaunchRequest, QuoteInfo
 from bot.slack.blocks.cluster import withdraw_button
-from bot.slack.blocks.format import ID_MAX, code, escaped, hourly, shape_label, user, when
-from bot.slack.blocks.message import Message, compose, context, header, section
+from bot.slack.blocks.format import *
+from bot.slack.blocks.message import *
 
 WAITING_SHOWN = 15  # one block each (a Slack message or view holds at most 50 / 100)
 

@@ -32,8 +32,8 @@ from bot.domain.models import (
 from bot.domain.reasons import error_words
 from bot.slack import ids
 from bot.slack.blocks.approval import withdrawn_line
-from bot.slack.blocks.format import ERROR_MAX, ID_MAX, code, escaped, hourly, user, when
-from bot.slack.blocks.message import Message, compose, plain, section
+from bot.slack.blocks.format import *
+from bot.slack.blocks.message import *
 
 FIELD_REASON = "reject_reason"
 _DECIDED = (RequestStatus.APPROVED, RequestStatus.LAUNCHING, RequestStatus.LAUNCHED,

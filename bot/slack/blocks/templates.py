@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from slack_sdk.models.blocks import Block
 
 from bot.domain.templates import EVERYONE, ClusterTemplate
-from bot.slack.blocks.format import code, escaped, fit_lines, user
-from bot.slack.blocks.message import Message, compose, context, header, section
+from bot.slack.blocks.format import *
+from bot.slack.blocks.message import *
 
 SECTION_BUDGET = 2900  # a section's text is at most 3000 characters
 HOME_SHOWN = 10

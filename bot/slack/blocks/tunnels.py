@@ -6,8 +6,8 @@ from slack_sdk.models.blocks import Block
 
 from bot.domain.connection import ConnectionDetails
 from bot.domain.tunnels import tunnel_lines
-from bot.slack.blocks.format import code, escaped, fit_lines
-from bot.slack.blocks.message import section
+from bot.slack.blocks.format import *
+from bot.slack.blocks.message import *
 
 SECTION_BUDGET = 2900
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from bot.domain.models import ClusterRecord
 from bot.domain.watch import Notice
 from bot.slack.blocks.cluster import cluster_ref, owner_mention
-from bot.slack.blocks.format import ID_MAX, code, escaped, hourly, money, when
-from bot.slack.blocks.message import Message, compose, context, section
+from bot.slack.blocks.format import *
+from bot.slack.blocks.message import *
 
 FIELD_MAX = 80  # a field path from the provider's answer: shown, never the value
 

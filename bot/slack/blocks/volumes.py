@@ -15,29 +15,8 @@ from slack_sdk.models.blocks import Block, ButtonElement, InputBlock, PlainTextI
 from slack_sdk.models.views import View
 
 from bot.domain.models import VolumeRecord
-from bot.slack.blocks.format import (
-    ID_MAX,
-    NAME_MAX,
-    code,
-    duration,
-    escaped,
-    hourly,
-    money,
-    truncate,
-    user,
-    when,
-)
-from bot.slack.blocks.message import (
-    Message,
-    actions,
-    button,
-    compose,
-    confirm,
-    context,
-    header,
-    plain,
-    section,
-)
+from bot.slack.blocks.format import *
+from bot.slack.blocks.message import *
 from bot.slack.ids import Action, GrowRef, VolumeRef
 from bot.slack.ids import View as ViewId
 

@@ -25,6 +25,12 @@ from bot.domain.models import (
 )
 from bot.slack.blocks.message import Message
 
+# What a test gets from `from tests.slack.blocks import *`: the factories and the payload checks.
+__all__ = ["EXTREME_CLUSTER", "HOSTILE", "LONG_ID", "NOW", "SECRET", "SSH_KEY", "all_text",
+           "assert_confirms_state", "assert_escaped", "block_dicts", "button", "buttons",
+           "check_blocks", "check_message", "check_view", "make_approval", "make_cluster",
+           "make_quote", "make_request", "make_volume", "make_workload", "mrkdwn_texts", "strings"]
+
 NOW = datetime(2026, 11, 29, 21, 31, tzinfo=UTC)
 HOSTILE = "<!channel> <script>alert(1)</script> & <@U0EVIL> ünïcödé ✓ " + "x" * 200
 SECRET = "hf_S3CR3T_VALUE_never_in_slack"

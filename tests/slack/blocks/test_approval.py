@@ -7,22 +7,7 @@ from bot.domain.models import Approval, Decision, QuoteSpec, RequestStatus, Shap
 from bot.slack.blocks.approval import approval_card, approval_outcome
 from bot.slack.blocks.message import Message
 from bot.slack.ids import Action, ApprovalRef, RequestRef
-from tests.slack.blocks import (
-    HOSTILE,
-    NOW,
-    SECRET,
-    SSH_KEY,
-    all_text,
-    assert_escaped,
-    block_dicts,
-    button,
-    buttons,
-    check_message,
-    make_approval,
-    make_quote,
-    make_request,
-    make_workload,
-)
+from tests.slack.blocks import *
 
 
 def test_card_states_who_what_where_and_the_rates():

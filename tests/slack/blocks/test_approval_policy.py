@@ -10,19 +10,7 @@ from bot.domain.models import Decision, RequestStatus
 from bot.domain.policy import Policy
 from bot.slack.blocks.approval import approval_card, approval_outcome
 from bot.slack.ids import Action, ApprovalRef
-from tests.slack.blocks import (
-    HOSTILE,
-    NOW,
-    SECRET,
-    all_text,
-    assert_confirms_state,
-    assert_escaped,
-    button,
-    check_message,
-    make_approval,
-    make_quote,
-    make_request,
-)
+from tests.slack.blocks import *
 
 RULE = "This would bring your month to $41,200.00 of your $40,000.00 budget."
 

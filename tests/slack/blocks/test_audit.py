@@ -5,19 +5,7 @@ from typing import Any
 from bot.domain.models import AuditEntry, ClusterState
 from bot.slack.blocks.audit import audit_list, receipt
 from bot.slack.blocks.message import Message
-from tests.slack.blocks import (
-    EXTREME_CLUSTER,
-    HOSTILE,
-    NOW,
-    SECRET,
-    SSH_KEY,
-    all_text,
-    assert_escaped,
-    block_dicts,
-    buttons,
-    check_message,
-    make_cluster,
-)
+from tests.slack.blocks import *
 
 
 def _entry(**changes: Any) -> AuditEntry:

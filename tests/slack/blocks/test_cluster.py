@@ -26,24 +26,7 @@ from bot.slack.blocks.cluster import (
 from bot.slack.blocks.listing import cluster_list
 from bot.slack.blocks.message import Message
 from bot.slack.ids import Action, ClusterRef
-from tests.slack.blocks import (
-    EXTREME_CLUSTER,
-    HOSTILE,
-    NOW,
-    SECRET,
-    SSH_KEY,
-    all_text,
-    assert_confirms_state,
-    assert_escaped,
-    block_dicts,
-    button,
-    buttons,
-    check_message,
-    make_approval,
-    make_cluster,
-    make_quote,
-    make_request,
-)
+from tests.slack.blocks import *
 
 SSH = "ssh -p 22001 root@203.0.113.10"
 DETAILS = ConnectionDetails(

@@ -10,15 +10,7 @@ from bot.slack.blocks import digest as digest_blocks
 from bot.slack.blocks import duty as duty_blocks
 from bot.slack.blocks.notices import thread_notice
 from bot.slack.ids import Action, unpack_any
-from tests.slack.blocks import (
-    EXTREME_CLUSTER,
-    NOW,
-    all_text,
-    assert_escaped,
-    buttons,
-    check_message,
-    make_cluster,
-)
+from tests.slack.blocks import *
 from tests.slack.blocks.test_notices import make_notice
 
 DEGRADED = Observation(status=ClusterState.DEGRADED, episode=2, attempts_max=3,

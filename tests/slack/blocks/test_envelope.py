@@ -12,19 +12,7 @@ from bot.slack.blocks.envelope import (
 )
 from bot.slack.blocks.message import Message
 from bot.slack.ids import Action, ClusterRef, EnvelopeRef, unpack_any
-from tests.slack.blocks import (
-    EXTREME_CLUSTER,
-    NOW,
-    SECRET,
-    SSH_KEY,
-    all_text,
-    assert_confirms_state,
-    assert_escaped,
-    button,
-    buttons,
-    check_message,
-    make_cluster,
-)
+from tests.slack.blocks import *
 
 # 72 approved hours, ready 57 h 36 min ago: 80 % used, 14 h 24 min left.
 READY = NOW - timedelta(hours=57, minutes=36)

@@ -9,19 +9,7 @@ from bot.domain.models import ClusterRecord, ClusterState, LaunchRequest, QuoteI
 from bot.slack.blocks.approval import approval_card
 from bot.slack.blocks.home import home_view, spend_bar
 from bot.slack.ids import Action, ApprovalRef, ClusterRef
-from tests.slack.blocks import (
-    EXTREME_CLUSTER,
-    HOSTILE,
-    NOW,
-    SECRET,
-    SSH_KEY,
-    check_blocks,
-    make_cluster,
-    make_quote,
-    make_request,
-    make_workload,
-    strings,
-)
+from tests.slack.blocks import *
 from tests.slack.blocks import button as card_button
 
 

@@ -9,16 +9,7 @@ from bot.domain.watch import Notice, NoticeFacts, NoticeKind
 from bot.slack.blocks.idle import idle_dm, idle_warning
 from bot.slack.blocks.readiness import serving_line
 from bot.slack.ids import Action, IdleRef
-from tests.slack.blocks import (
-    EXTREME_CLUSTER,
-    HOSTILE,
-    NOW,
-    all_text,
-    assert_escaped,
-    buttons,
-    check_message,
-    make_cluster,
-)
+from tests.slack.blocks import *
 
 
 def _idle(kind=NoticeKind.IDLE, **facts):

@@ -10,19 +10,7 @@ from bot.domain.watch import Notice, NoticeFacts, NoticeKind
 from bot.slack.blocks.message import Message
 from bot.slack.blocks.notices import logs_message, reminder_dm, thread_notice, untracked_cluster
 from bot.slack.ids import Action, unpack_any
-from tests.slack.blocks import (
-    EXTREME_CLUSTER,
-    HOSTILE,
-    NOW,
-    all_text,
-    assert_confirms_state,
-    assert_escaped,
-    block_dicts,
-    button,
-    buttons,
-    check_message,
-    make_cluster,
-)
+from tests.slack.blocks import *
 
 # RECEIPT is rendered by blocks/audit.py (it needs the request and its approvers).
 THREAD_KINDS = [k for k in NoticeKind if k not in (NoticeKind.REMINDER, NoticeKind.RECEIPT,

@@ -3,17 +3,7 @@ from datetime import timedelta
 from bot.domain.models import PriceLine, QuoteSpec, ShapeSpec
 from bot.slack.blocks.quote import quote_card, quote_expired
 from bot.slack.ids import Action, QuoteRef
-from tests.slack.blocks import (
-    HOSTILE,
-    NOW,
-    all_text,
-    assert_escaped,
-    block_dicts,
-    button,
-    buttons,
-    check_message,
-    make_quote,
-)
+from tests.slack.blocks import *
 
 
 def test_card_validates_and_shows_the_price():

@@ -6,16 +6,7 @@ from bot.domain.watch import Notice, NoticeFacts, NoticeKind
 from bot.slack.blocks.format import when
 from bot.slack.blocks.readiness import not_serving_dm, serving_line, serving_notice
 from bot.slack.ids import Action, ReadinessRef
-from tests.slack.blocks import (
-    EXTREME_CLUSTER,
-    HOSTILE,
-    NOW,
-    all_text,
-    assert_escaped,
-    buttons,
-    check_message,
-    make_cluster,
-)
+from tests.slack.blocks import *
 
 
 def _asked(**facts):

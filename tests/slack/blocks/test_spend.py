@@ -6,18 +6,7 @@ from bot.domain.models import ClusterRecord, ShapeSpec
 from bot.domain.spend import VolumeSpan
 from bot.domain.spend import spend_report as domain_spend_report
 from bot.slack.blocks.spend import spend_report
-from tests.slack.blocks import (
-    EXTREME_CLUSTER,
-    HOSTILE,
-    NOW,
-    SECRET,
-    all_text,
-    assert_escaped,
-    block_dicts,
-    buttons,
-    check_message,
-    make_cluster,
-)
+from tests.slack.blocks import *
 
 
 @dataclass(frozen=True)

@@ -9,15 +9,7 @@ from bot.slack.blocks.cluster import request_progress
 from bot.slack.blocks.home import home_view
 from bot.slack.blocks.stock import waiting_list
 from bot.slack.ids import Action, WaitRef
-from tests.slack.blocks import (
-    NOW,
-    all_text,
-    block_dicts,
-    buttons,
-    check_message,
-    make_quote,
-    make_request,
-)
+from tests.slack.blocks import *
 
 CAPACITY = ("AI Reserve couldn't place every node together in us-tx (only 2 fit right now). "
             "Nothing was launched or billed.")

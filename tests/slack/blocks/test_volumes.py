@@ -2,17 +2,7 @@ import pytest
 
 from bot.slack.blocks.volumes import volume_reminder
 from bot.slack.ids import Action, VolumeRef
-from tests.slack.blocks import (
-    HOSTILE,
-    NOW,
-    all_text,
-    assert_confirms_state,
-    assert_escaped,
-    button,
-    buttons,
-    check_message,
-    make_volume,
-)
+from tests.slack.blocks import *
 
 
 def test_reminder_states_size_place_since_and_cost():
