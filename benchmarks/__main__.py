@@ -1,4 +1,4 @@
-"""`python -m benchmarks [ack] [sweep] [storage] [envelope] [saga] [replicas] [scale]
+"""`python -m benchmarks [ack] [burst] [sweep] [storage] [envelope] [saga] [replicas] [scale]
 [charts] [stock] [storm]`: run the
 benchmarks (all by default), report.
 
@@ -19,6 +19,7 @@ from typing import Any
 
 from benchmarks import (
     ack,
+    burst,
     charts,
     envelope,
     replicas,
@@ -33,6 +34,7 @@ from benchmarks.report import Table
 
 BENCHMARKS: dict[str, Callable[[], Coroutine[Any, Any, list[Table]]]] = {
     "ack": ack.run,
+    "burst": burst.run,
     "sweep": sweep.run,
     "storage": storage.run,
     "envelope": envelope.run,

@@ -128,6 +128,16 @@ def pg_url(pg_server: PgServer) -> Iterator[str]:
         pg_server.drop_database(name)
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def empty_database_url(request: pytest.FixtureRequest) -> str | None:
+    """None (a bot process's default SQLite file) or `pg_url`: for the real-process tests,
+    whose bots migrate the empty database themselves."""
+    if request.param == "postgres":
+        url: str = request.getfixturevalue("pg_url")
+        return url
+    return None
+
+
 @pytest.fixture(scope="session")
 def pg_schema_template(pg_server: PgServer) -> str:
     """A database migrated to head once per session: what `pg_migrated_url` copies."""
