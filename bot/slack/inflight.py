@@ -34,7 +34,7 @@ ACK_SENT = "ack_sent"  # the request context's key for the event set once its ac
 # The request context's key for the task recording its delivery after the ack (bot/slack/once.py)
 RECORDED = "delivery_recorded"
 WORK_SLOTS = "work_slots"  # the request context's key for the app's WorkSlots
-WORK_AT_ONCE = 8  # listeners working after their acks at once (the DB pool holds 5 + 10)
+WORK_AT_ONCE = 16  # listeners working after their acks at once (the DB pool holds 5 + 10)
 
 
 class WorkSlots(asyncio.Semaphore):
