@@ -77,7 +77,11 @@ def once(deliveries: Deliveries, inflight: InFlight) -> Middleware:
             if isinstance(sent, asyncio.Event):
                 await sent.wait()
             await deliveries.remember(delivery)
-        except (SQLAlchemyError, OSError, StorageUnavailable) as exc:
+        except StorageUnavailable:
+            # The outage itself is told once, by storage.outages; a line per delivery is noise.
+            log.info("could not record a Slack delivery while the database is out (a retry "
+                     "of it would act again)")
+        except (SQLAlchemyError, OSError) as exc:
             log.warning("could not record a Slack delivery (a retry of it would act again): "
                         "%s", type(exc).__name__)
         except Exception:
