@@ -2,12 +2,13 @@
 10,000 live clusters, beside a raw aiohttp client listing the same pages in the same run, and
 what each of the sweeps' other duties adds at each size.
 
-Each size runs in a process of its own (`python -m benchmarks.quiet N`: its peak RSS is its
-own), with the bot's whole runtime in it (bot/app/runtime.py, scheduler off: the benchmark runs
-the production sweep functions itself, one at a time) and the AI Reserve simulator in another
-process, so the CPU measured is the bot's alone (`time.process_time()`, every thread). The
-clusters are seeded at the simulator and recorded in the bot's database already observed, as a
-bot that has watched them for a while has them (benchmarks/world.py); one warm-up sweep first.
+Each size runs in a process of its own (`python -m benchmarks.quiet N SIM DATABASE_URL`) with
+the bot's whole runtime in it and nothing else (bot/app/runtime.py, scheduler off: the
+benchmark runs the production sweep functions itself, one at a time), so its RSS is the bot's;
+the AI Reserve simulator runs in another process, and the parent seeds both beforehand: the
+clusters at the simulator and recorded in the bot's database already observed, as a bot that
+has watched them for a while has them (benchmarks/world.py). The CPU measured is the bot's
+alone (`time.process_time()`, every thread); one warm-up sweep first.
 
 - quiet sweep (`watch_clusters`, as the scheduler runs it): wall, CPU, AI Reserve requests, SQL
   statements and writes; then the raw client's listing of the same statuses: wall, CPU, calls;
@@ -37,7 +38,7 @@ from typing import Any
 import aiohttp
 
 from benchmarks.report import Table, db_statements
-from benchmarks.world import World, rss_mib
+from benchmarks.world import LISTED, World, rss_mib
 from bot.app import runtime
 from bot.config.settings import load_settings
 from bot.jobs import sweeps
@@ -74,56 +75,78 @@ async def _timed(work: Callable[[], Awaitable[object]], rt: runtime.Runtime) -> 
             "writes": sum(db.kinds[k] for k in ("INSERT", "UPDATE", "DELETE"))}
 
 
-async def measure(n: int) -> dict[str, Any]:
-    """One size, in this process: the figures as JSON-ready data."""
-    out: dict[str, Any] = {"n": n, "sweeps": [], "raw": [], "duties": {}}
-    with tempfile.TemporaryDirectory() as tmp_name:
-        tmp = Path(tmp_name)
-        async with AsyncExitStack() as stack:
-            sim = SimProcess(tmp, profile="fast")
-
-            async def stop_sim() -> None:  # a simulator slow to stop is killed: not a figure
-                with contextlib.suppress(AssertionError):
-                    await sim.stop()
-
-            stack.push_async_callback(stop_sim)
-            await sim.start()
-            await sim.admin("account", {"balanceCents": 10**12})
-            slack = await stack.enter_async_context(FakeSlack(
-                channels={GENERAL: "general", APPROVALS: "approvals"}))
-            session = await stack.enter_async_context(aiohttp.ClientSession())
-            w = World(tmp=tmp, session=session, sim=sim, slack={},
-                      database_url=f"sqlite:///{tmp / 'bot.db'}")
-            while w.seeded < n:
-                await w.grow_to(min(n, w.seeded + SEED_AT_ONCE))
-            rt = await stack.enter_async_context(runtime.start(load_settings({
-                "SLACK_BOT_TOKEN": slack.bot_token, "SLACK_SIGNING_SECRET": SECRET,
-                "SLACK_API_URL": slack.api_url, "DATABASE_URL": w.database_url,
-                "AIRESERVE_API_URL": sim.base_url, "AIRESERVE_API_KEY": sim.api_key,
-                "APPROVALS_CHANNEL": APPROVALS, "APPROVERS": "U0BOB,U0CAROL",
-                "POLL_INTERVAL_SECONDS": str(POLL_SECONDS)}), scheduler=False))
-            services = rt.services
-            out["warm-up"] = await _timed(lambda: sweeps.watch_clusters(services), rt)
-            for _ in range(SWEEPS):
-                out["sweeps"].append(await _timed(lambda: sweeps.watch_clusters(services), rt))
-                wall, cpu = time.perf_counter(), time.process_time()
-                _, calls = await w.list_raw()
-                out["raw"].append({"wall": time.perf_counter() - wall,
-                                   "cpu": time.process_time() - cpu, "calls": calls})
-            out["rss"] = rss_mib(os.getpid())
-            for name, duty in DUTIES.items():
-                out["duties"][name] = await _timed(lambda d=duty: d(services), rt)  # type: ignore[misc]
-            await sim.advance(3600)
-            out["hour"] = await _timed(lambda: sweeps.watch_clusters(services), rt)
-            out["after hour"] = await _timed(lambda: sweeps.watch_clusters(services), rt)
-            out["rss after"] = rss_mib(os.getpid())
+async def measure(n: int, sim: dict[str, str], database_url: str) -> dict[str, Any]:
+    """One size, in this process — the bot's alone: the simulator (`sim`: its URLs and key)
+    and the database were seeded by the parent. The figures as JSON-ready data."""
+    out: dict[str, Any] = {"n": n, "sweeps": [], "raw": [], "duties": {},
+                           "rss imports": rss_mib(os.getpid())}
+    async with AsyncExitStack() as stack:
+        slack = await stack.enter_async_context(FakeSlack(
+            channels={GENERAL: "general", APPROVALS: "approvals"}))
+        session = await stack.enter_async_context(aiohttp.ClientSession())
+        rt = await stack.enter_async_context(runtime.start(load_settings({
+            "SLACK_BOT_TOKEN": slack.bot_token, "SLACK_SIGNING_SECRET": SECRET,
+            "SLACK_API_URL": slack.api_url, "DATABASE_URL": database_url,
+            "AIRESERVE_API_URL": sim["base_url"], "AIRESERVE_API_KEY": sim["api_key"],
+            "APPROVALS_CHANNEL": APPROVALS, "APPROVERS": "U0BOB,U0CAROL",
+            "POLL_INTERVAL_SECONDS": str(POLL_SECONDS)}), scheduler=False))
+        services = rt.services
+        out["warm-up"] = await _timed(lambda: sweeps.watch_clusters(services), rt)
+        for _ in range(SWEEPS):
+            out["sweeps"].append(await _timed(lambda: sweeps.watch_clusters(services), rt))
+            wall, cpu = time.perf_counter(), time.process_time()
+            calls = await _list_raw(session, sim)
+            out["raw"].append({"wall": time.perf_counter() - wall,
+                               "cpu": time.process_time() - cpu, "calls": calls})
+        out["rss"] = rss_mib(os.getpid())
+        for name, duty in DUTIES.items():
+            out["duties"][name] = await _timed(lambda d=duty: d(services), rt)  # type: ignore[misc]
+        async with session.post(f"{sim['admin_url']}/clock/advance", json={"seconds": 3600.0},
+                                headers={"X-Sim-Admin": "1"}) as r:
+            assert r.status < 300, await r.text()
+        out["hour"] = await _timed(lambda: sweeps.watch_clusters(services), rt)
+        out["after hour"] = await _timed(lambda: sweeps.watch_clusters(services), rt)
+        out["rss after"] = rss_mib(os.getpid())
     return out
 
 
+async def _list_raw(session: aiohttp.ClientSession, sim: dict[str, str]) -> int:
+    """What a raw aiohttp client does to list the same clusters: each page read and parsed
+    (then dropped: this process's RSS is the bot's). Returns the calls."""
+    params, calls = {"limit": "200", "status": LISTED}, 0
+    while True:
+        async with session.get(f"{sim['base_url']}/clusters", params=params,
+                               headers={"Authorization": f"Bearer {sim['api_key']}"}) as r:
+            page = await r.json()
+        calls += 1
+        if not page.get("nextCursor"):
+            return calls
+        params["cursor"] = page["nextCursor"]
+
+
 async def _child(n: int) -> dict[str, Any]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "benchmarks.quiet", str(n), stdout=asyncio.subprocess.PIPE)
-    stdout, _ = await proc.communicate()
+    """Seed `n` clusters here (the simulator in a process of its own), then measure the bot in
+    a child process, which holds nothing but the bot and a raw client's page."""
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        sim = SimProcess(tmp, profile="fast")
+        await sim.start()
+        try:
+            await sim.admin("account", {"balanceCents": 10**12})
+            async with aiohttp.ClientSession() as session:
+                w = World(tmp=tmp, session=session, sim=sim, slack={},
+                          database_url=f"sqlite:///{tmp / 'bot.db'}")
+                while w.seeded < n:
+                    await w.grow_to(min(n, w.seeded + SEED_AT_ONCE))
+            where = {"base_url": sim.base_url, "admin_url": sim.admin_url,
+                     "api_key": sim.api_key}
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "benchmarks.quiet", str(n), json.dumps(where),
+                w.database_url, stdout=asyncio.subprocess.PIPE)
+            stdout, _ = await proc.communicate()
+        finally:
+            with contextlib.suppress(AssertionError):  # slow to stop: killed, not a figure
+                await sim.stop()
     assert proc.returncode == 0, f"benchmarks.quiet {n} exited {proc.returncode}"
     result: dict[str, Any] = json.loads(stdout.decode().strip().splitlines()[-1])
     return result
@@ -158,6 +181,10 @@ async def run() -> list[Table]:
         f"growth {large['n'] // small['n']}× clusters: sweep CPU "
         f"{_med(large['sweeps'], 'cpu') / _med(small['sweeps'], 'cpu'):.1f}×, raw CPU "
         f"{_med(large['raw'], 'cpu') / _med(small['raw'], 'cpu'):.1f}×")
+    sweep.notes.append("RSS: the bot's process alone (the seeding and the simulator are "
+                       "elsewhere; the raw client keeps one page); its interpreter and imports "
+                       "before the runtime starts: " + ", ".join(
+                           f"{r['n']:,}: {r['rss imports'][0]:.0f} MiB" for r in results))
     sweep.notes.append("wall is bound by the simulator (a process on the same cores, O(N) per "
                        "page): the raw client's wall is that floor; the warm-up sweep judges "
                        "every cluster (the cost of a restart's first sweep)")
@@ -184,4 +211,5 @@ if __name__ == "__main__":
     import logging
 
     logging.basicConfig(level=logging.ERROR)
-    sys.stdout.write(json.dumps(asyncio.run(measure(int(sys.argv[1])))) + "\n")
+    sys.stdout.write(json.dumps(asyncio.run(measure(
+        int(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3]))) + "\n")

@@ -3,7 +3,7 @@ how repositories work: one transaction each, frozen domain models in and out, Co
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -109,6 +109,25 @@ class ClusterRepo:
         assert updated is not None  # we just updated it inside this transaction
         return updated
 
+    async def update_many(self, changes: Mapping[str, dict[str, Any]], *,
+                          now: datetime) -> dict[str, ClusterRecord]:
+        """Set each cluster's `fields` (and `updated_at=now`): one UPDATE per set of field
+        names, executed with a row each; returns them as stored now, by id. UnknownResource
+        if one of them isn't stored."""
+        same: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+        for id, fields in changes.items():
+            values = field_values(ClusterRecord, fields, forbidden=MANAGED) | {"updated_at": now}
+            same.setdefault(tuple(sorted(values)), []).append(
+                {"_id": id} | {f"_{k}": v for k, v in values.items()})
+        for names, rows in same.items():
+            stmt = sa.update(CLUSTERS).where(CLUSTERS.c.id == sa.bindparam("_id")).values(
+                {k: sa.bindparam(f"_{k}", type_=CLUSTERS.c[k].type) for k in names})
+            await self._session.execute(stmt, rows)
+        stored = await self.get_many(changes)
+        if missing := changes.keys() - stored.keys():
+            raise UnknownResource("cluster", min(missing))
+        return stored
+
     async def extend_envelope(self, id: str, *, from_hours: int, to_hours: int, by: str,
                               now: datetime) -> ClusterRecord | None:
         """Compare-and-set the envelope `from_hours` → `to_hours`; None if it had moved."""
@@ -176,6 +195,16 @@ class ClusterRepo:
             )
             known.update(found.scalars())
         return known
+
+    async def get_many(self, ids: Collection[str]) -> dict[str, ClusterRecord]:
+        """Those of `ids` stored, by id (one query per 500)."""
+        wanted = list(dict.fromkeys(ids))
+        found: dict[str, ClusterRecord] = {}
+        for start in range(0, len(wanted), _IN_CHUNK):
+            chunk = wanted[start:start + _IN_CHUNK]
+            found |= {c.id: c for c in await self._list(
+                sa.select(CLUSTERS).where(CLUSTERS.c.id.in_(chunk)))}
+        return found
 
     async def untracked(self, ids: Collection[str]) -> dict[str, bool]:
         """Those of `ids` no request is linked to: id → whether a row is stored at all (an

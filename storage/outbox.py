@@ -9,7 +9,7 @@ holding a claim loses it at `claimed_until`, and the post goes out from another.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -98,12 +98,8 @@ class OutboxRepo:
         pending one armed again with the latest `payload` — edits to one message coalesce,
         the latest wins. A live claim is left alone: its holder sees `created_at` moved and
         doesn't mark it delivered (`delivered(queued_at=…)`)."""
-        stmt = insert(self._session, OUTBOX).values(
-            key=key, kind=kind, target=target, payload=payload, created_at=now, attempts=0)
-        await self._session.execute(stmt.on_conflict_do_update(
-            index_elements=["key"],
-            set_={"payload": stmt.excluded.payload, "created_at": stmt.excluded.created_at,
-                  "target": stmt.excluded.target, "delivered_at": None}))
+        await self._session.execute(_armed_again(insert(self._session, OUTBOX).values(
+            key=key, kind=kind, target=target, payload=payload, created_at=now, attempts=0)))
 
     async def hold(self, key: str, *, kind: str, target: str, payload: dict[str, Any],
                    now: datetime) -> None:
@@ -150,6 +146,16 @@ class OutboxRepo:
         await self.queue(f"{REFRESH}/{what}/{subject}", kind=REFRESH, target=REFRESH,
                          payload={"refresh": what, "id": subject, "lane": lane, **extra},
                          now=now)
+
+    async def queue_refreshes(self, what: str, lanes: Mapping[str, int], *,
+                              now: datetime) -> None:
+        """`queue_refresh` of each subject in `lanes` (subject → its lane): one statement."""
+        if not lanes:
+            return
+        await self._session.execute(_armed_again(insert(self._session, OUTBOX)), [
+            {"key": f"{REFRESH}/{what}/{subject}", "kind": REFRESH, "target": REFRESH,
+             "payload": {"refresh": what, "id": subject, "lane": lane}, "created_at": now,
+             "attempts": 0} for subject, lane in lanes.items()])
 
     async def mark_undeliverable(self, target: str, *, reason: str, now: datetime) -> bool:
         """Record that Slack refuses `target` for good; True only for the first record."""
@@ -223,3 +229,11 @@ class DmChannelRepo:
         stmt = insert(self._session, DM_CHANNELS).values(user_id=user_id, channel_id=channel_id)
         await self._session.execute(stmt.on_conflict_do_update(
             index_elements=["user_id"], set_={"channel_id": stmt.excluded.channel_id}))
+
+
+def _armed_again(stmt: Any) -> Any:
+    """An upsert of an outbox entry: one stored already gets the new payload and is pending."""
+    return stmt.on_conflict_do_update(
+        index_elements=["key"],
+        set_={"payload": stmt.excluded.payload, "created_at": stmt.excluded.created_at,
+              "target": stmt.excluded.target, "delivered_at": None})

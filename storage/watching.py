@@ -35,18 +35,21 @@ class NoticeRepo:
         transaction, which the database makes this one wait for — inserts nothing and raises
         nothing, so of several racing watchers exactly one gets to announce the notice.
         """
-        added: list[Notice] = []
-        for notice in notices:
-            # RETURNING, not rowcount: a row comes back exactly when this statement inserted,
-            # the same on every driver (rowcount next to RETURNING is not).
-            stmt = (
-                insert(self._session, NOTICES).values(row_values(notice))
+        if not notices:
+            return []
+        # RETURNING, not rowcount: a row comes back exactly when this statement inserted it,
+        # the same on every driver (rowcount next to RETURNING is not). One statement executed
+        # with a row each (the hour mark stores a reminder for every cluster at once).
+        stmt = (insert(self._session, NOTICES)
                 .on_conflict_do_nothing(index_elements=["cluster_id", "key"])
-                .returning(NOTICES.c.id)
-            )
-            if (await self._session.execute(stmt)).first() is not None:
-                added.append(notice)
-        return added
+                .returning(NOTICES.c.cluster_id, NOTICES.c.key))
+        once: dict[tuple[str, str], Notice] = {}
+        for notice in notices:  # a key twice in `notices`: the first is the new one
+            once.setdefault((notice.cluster_id, notice.key), notice)
+        first = list(once.values())
+        stored = {(c, k) for c, k in await self._session.execute(
+            stmt, [row_values(n) for n in first])}
+        return [n for n in first if (n.cluster_id, n.key) in stored]
 
     async def pending(self, limit: int = 100, *, now: datetime | None = None) -> list[Notice]:
         """Notices not delivered yet, oldest first (in the order they were stored); with `now`,
