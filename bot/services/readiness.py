@@ -260,7 +260,7 @@ class ReadinessService(ActingService):
             if record is None or watch is None:
                 raise DomainError(f"I know no readiness check for `{cluster_id[:64]}`.")
             if actor.user_id != record.owner_id and actor.user_id not in \
-                    await self._people.approvers():
+                    await self._people.approvers_for(record):
                 raise DomainError("Only the cluster's owner or an approver can say that.")
             if watch.state is not ReadinessState.WATCHING:
                 raise DomainError(f"`{cluster_id}` is {watch.state.value} now; nothing to "

@@ -97,6 +97,9 @@ class Tenancy:
         self.authorize = _authorize(installations)  # what Bolt asks for every request
         self._routes: dict[str, str] = {}  # target → installation key (learned; never stale)
         self._read: dict[str, tuple[Installation | None, float]] = {}
+        # The channels the serving request's installation's own policy names (People; set by
+        # the runtime): learned as its own with the request's channel and person.
+        self.own_channels: Callable[[], Iterable[str]] = tuple
 
     async def learn(self, key: str, targets: Iterable[str | None]) -> None:
         new = {t for t in targets if t and self._routes.get(t) != key}
@@ -200,13 +203,15 @@ class Tenancy:
             found.key, teams)
 
     def middleware(self) -> Callable[..., Awaitable[BoltResponse | None]]:
-        """After the gate: the request's channel and people are its installation's."""
+        """After the gate: the request's channel and people are its installation's, and the
+        channels its own policy names (its approvals channel)."""
 
         async def learner(req: AsyncBoltRequest, resp: BoltResponse,
                           next: Callable[[], Awaitable[None]]) -> None:
             found = req.context.get(INSTALLATION)
             if isinstance(found, Installation):
-                await self.learn(found.key, (req.context.channel_id, req.context.user_id))
+                await self.learn(found.key, (req.context.channel_id, req.context.user_id,
+                                             *self.own_channels()))
             await next()
 
         return learner
