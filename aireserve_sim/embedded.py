@@ -67,8 +67,11 @@ class EmbeddedSimulator:
     def port(self) -> int:
         return int(self.root_url.rsplit(":", 1)[1])
 
-    async def start(self) -> None:
-        """Bind and serve (what `__aenter__` does); idempotent."""
+    async def start(self, *, port: int | None = None) -> None:
+        """Bind and serve (what `__aenter__` does); idempotent. `port`: where to serve again
+        after `close()` (the port the OS chose at first), so a client's URL holds."""
+        if port is not None:
+            self._port = port
         if self._runner is not None:
             return
         # No access log: the bot polls, and a line per poll would drown its own logs.

@@ -123,6 +123,7 @@ class Trigger:
     user_id: str
     issued: datetime
     used: bool = False
+    team_id: str | None = None  # the workspace the request it came with was from
 
 
 @dataclass

@@ -9,7 +9,9 @@
 
 Which workspace installs: the authorize URL's `team` (Slack's own parameter to preselect one),
 else the fake's own; `enterprise=E…` without a team is an org-wide install of that Enterprise
-organization (the fake's own extension: Slack asks the installer). With `rotation`, bot tokens
+organization (the fake's own extension: Slack asks the installer), serving the workspaces
+`workspaces[enterprise]` lists (its admins gave the app to them; `auth.teams.list` answers
+them, paged). With `rotation`, bot tokens
 expire after `lifetime` and come with a refresh token; a refresh token is good once. Every
 token issued is answered by the Web API (auth.test says whose it is); an expired one gets
 `token_expired`, a revoked one `token_revoked`, as Slack answers them.
@@ -64,6 +66,8 @@ class OAuthServer:
         self.tokens: dict[str, Grant] = {}
         self.revoked: set[str] = set()
         self.refreshed = 0  # refresh-token exchanges answered (tests count them)
+        self.workspaces: dict[str, list[str]] = {}  # organization → workspaces given the app
+        self.refresh_refused: str | None = None  # while set: every refresh's answer (an error)
         self._codes: dict[str, Grant] = {}
         self._refresh: dict[str, Grant] = {}
 
@@ -95,6 +99,8 @@ class OAuthServer:
         if secret != self.client_secret:
             raise SlackError("bad_client_secret")
         if args.get("grant_type") == "refresh_token":
+            if self.refresh_refused:
+                raise SlackError(self.refresh_refused)
             grant = self._refresh.pop(str(args.get("refresh_token")), None)
             if grant is None:
                 raise SlackError("invalid_refresh_token")
@@ -156,6 +162,18 @@ class OAuthServer:
             return answer
         return {**answer, "team_id": grant.team_id or "", "enterprise_id": grant.enterprise_id,
                 "is_enterprise_install": grant.org_wide}
+
+    def teams_list(self, token: str, args: dict[str, Any]) -> dict[str, Any]:
+        """auth.teams.list: the workspaces an org-wide token serves (a workspace token: its
+        own), a page at a time (`limit`, `cursor`)."""
+        grant = self.tokens.get(token)
+        teams = ([self.team_id] if grant is None
+                 else self.workspaces.get(str(grant.enterprise_id), []) if grant.org_wide
+                 else [str(grant.team_id)])
+        start, limit = int(args.get("cursor") or 0), int(args.get("limit") or 100)
+        page, more = teams[start:start + limit], start + limit < len(teams)
+        return {"teams": [{"id": t, "name": f"{t} (devslack)"} for t in page],
+                "response_metadata": {"next_cursor": str(start + limit) if more else ""}}
 
     def revoke(self, key: str) -> None:
         """Every token of the installation `key` (a team, or an org installed org-wide)."""

@@ -9,6 +9,11 @@ they will be redeemed at, so `views.open` and `respond()` behave as in Slack.
 After the bot answers, Slack acts on the ack and so does this client: a slash command's ack
 body is shown to the invoker, a view_submission's ack closes / updates / pushes the modal or
 shows its errors. An ack slower than 3 s is dropped, as Slack drops it.
+
+Where a request comes from: the workspace `team_id`; in an Enterprise Grid organization its
+`enterprise_id` too, and `enterprise_install` when the app is installed org-wide (Slack's
+`is_enterprise_install`); `user_team_id`, the person's own workspace when it is another (a Slack
+Connect guest in a shared channel).
 """
 
 from __future__ import annotations
@@ -59,6 +64,9 @@ class SlackRequests:
         signing_secret: str,
         slack: FakeSlack,
         team_id: str | None = None,
+        enterprise_id: str | None = None,
+        enterprise_install: bool = False,
+        user_team_id: str | None = None,
         clock: Clock | None = None,
         session: aiohttp.ClientSession | None = None,
     ) -> None:
@@ -66,6 +74,9 @@ class SlackRequests:
         self.signing_secret = signing_secret
         self.slack = slack
         self.team_id = team_id or slack.team_id
+        self.enterprise_id = enterprise_id
+        self.enterprise_install = enterprise_install
+        self.user_team_id = user_team_id or self.team_id
         # Bolt checks the timestamp against the real wall clock, hence SystemClock by default.
         self._clock = clock or SystemClock()
         self._session = session
@@ -119,9 +130,11 @@ class SlackRequests:
             "command": command,
             "text": text,
             "api_app_id": self.slack.app_id,
-            "is_enterprise_install": "false",
+            **({"enterprise_id": self.enterprise_id, "enterprise_name": self._org["name"]}
+               if self._org else {}),
+            "is_enterprise_install": str(self.enterprise_install).lower(),
             "response_url": response_url,
-            "trigger_id": self.slack.issue_trigger_id(user["id"]),
+            "trigger_id": self.slack.issue_trigger_id(user["id"], self.team_id),
         }
         reply: Reply | None = None
         try:
@@ -158,10 +171,10 @@ class SlackRequests:
             "user": user,
             "api_app_id": self.slack.app_id,
             "token": LEGACY_TOKEN,
-            "trigger_id": self.slack.issue_trigger_id(user["id"]),
+            "trigger_id": self.slack.issue_trigger_id(user["id"], self.team_id),
             "team": {"id": self.team_id, "domain": self.slack.team_domain},
-            "enterprise": None,
-            "is_enterprise_install": False,
+            "enterprise": self._org,
+            "is_enterprise_install": self.enterprise_install,
         }
         view = self._as_view(message_or_view)
         if view is not None:
@@ -200,11 +213,11 @@ class SlackRequests:
             "user": self._user(user_id),
             "api_app_id": self.slack.app_id,
             "token": LEGACY_TOKEN,
-            "trigger_id": self.slack.issue_trigger_id(user_id),
+            "trigger_id": self.slack.issue_trigger_id(user_id, self.team_id),
             "view": {**current, "state": {"values": state}},
             "response_urls": [],
-            "enterprise": None,
-            "is_enterprise_install": False,
+            "enterprise": self._org,
+            "is_enterprise_install": self.enterprise_install,
         }
         reply = await self._interactive(payload)
         if reply.status == 200 and not reply.timed_out and self.slack.has_view(current["id"]):
@@ -228,7 +241,8 @@ class SlackRequests:
                 "token": LEGACY_TOKEN,
                 "view": current,
                 "is_cleared": bool(current.get("clear_on_close")),
-                "is_enterprise_install": False,
+                "enterprise": self._org,
+                "is_enterprise_install": self.enterprise_install,
             }
         )
 
@@ -247,6 +261,7 @@ class SlackRequests:
         envelope = {
             "token": LEGACY_TOKEN,
             "team_id": self.team_id,
+            **({"enterprise_id": self.enterprise_id} if self.enterprise_id else {}),
             "api_app_id": self.slack.app_id,
             "event": {"event_ts": f"{now}.000100", **event},
             "type": "event_callback",
@@ -254,11 +269,11 @@ class SlackRequests:
             "event_time": now,
             "authorizations": [
                 {
-                    "enterprise_id": None,
-                    "team_id": self.team_id,
+                    "enterprise_id": self.enterprise_id,
+                    "team_id": None if self.enterprise_install else self.team_id,
                     "user_id": self.slack.bot_user_id,
                     "is_bot": True,
-                    "is_enterprise_install": False,
+                    "is_enterprise_install": self.enterprise_install,
                 }
             ],
             "is_ext_shared_channel": False,
@@ -340,13 +355,22 @@ class SlackRequests:
 
     # -- helpers -----------------------------------------------------------------------------
 
+    @property
+    def _org(self) -> dict[str, str] | None:
+        """An interactive payload's `enterprise` object (None outside an organization)."""
+        if self.enterprise_id is None:
+            return None
+        return {"id": self.enterprise_id, "name": f"{self.enterprise_id} org"}
+
     def _user(self, user_id: str) -> dict[str, Any]:
         """The `user` object of a payload; unknown ids pass through for forged-request tests."""
         try:
             user = self.slack.user(user_id)
         except SlackError:
-            return {"id": user_id, "username": user_id, "name": user_id, "team_id": self.team_id}
-        return {"id": user.id, "username": user.name, "name": user.name, "team_id": self.team_id}
+            return {"id": user_id, "username": user_id, "name": user_id,
+                    "team_id": self.user_team_id}
+        return {"id": user.id, "username": user.name, "name": user.name,
+                "team_id": self.user_team_id}
 
     def _as_view(self, surface: Message | Mapping[str, Any]) -> dict[str, Any] | None:
         """The view a surface names, FakeSlack's current copy when it knows it."""

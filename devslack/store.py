@@ -227,11 +227,16 @@ class SlackStore:
 
     # -- triggers and response_urls ----------------------------------------------------------
 
-    def issue_trigger_id(self, user_id: str) -> str:
+    def issue_trigger_id(self, user_id: str, team_id: str | None = None) -> str:
         now = self.clock.now()
         trigger_id = f"{int(now.timestamp())}.{next(self._serial)}.devslack"
-        self._triggers[trigger_id] = Trigger(user_id=user_id, issued=now)
+        self._triggers[trigger_id] = Trigger(user_id=user_id, issued=now, team_id=team_id)
         return trigger_id
+
+    def trigger_team(self, trigger_id: object) -> str | None:
+        """The workspace a trigger_id's request came from (a view opens there)."""
+        trigger = self._triggers.get(str(trigger_id))
+        return None if trigger is None else trigger.team_id
 
     def redeem_trigger(self, trigger_id: object) -> str:
         """The user a trigger_id was issued to; a trigger works once, within 3 s."""

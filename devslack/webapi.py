@@ -372,12 +372,16 @@ class FakeSlack(MethodStore):
         if refused is not None:
             return 200, {}, {"ok": False, "error": refused}
         self.deliver_scheduled()
+        if method == "auth.teams.list":  # whose the token is: devslack/oauth.py
+            return 200, {}, {"ok": True, **self.oauth.teams_list(token, args)}
         handler = METHODS.get(method) or self.uploads.methods().get(method)
         if handler is None:
             return 200, {}, {"ok": False, "error": "unknown_method"}
         try:
             home = self.team_id  # the workspace answering is the token's (views, users)
-            self.team_id = self.oauth.team_of(token) or home
+            # an org-wide token's view opens in the workspace its trigger came from
+            self.team_id = (self.oauth.team_of(token) or self.trigger_team(args.get("trigger_id"))
+                            or home)
             try:
                 answer = handler(self, args)
             finally:

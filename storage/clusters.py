@@ -83,6 +83,13 @@ class ClusterRepo:
         )).mappings().one_or_none()
         return None if row is None else to_domain(ClusterRecord, row)
 
+    async def require(self, id: str) -> ClusterRecord:
+        """The cluster, or UnknownResource: what every action on a named cluster starts with."""
+        record = await self.get(id)
+        if record is None:
+            raise UnknownResource("cluster", id)
+        return record
+
     async def update(self, id: str, *, now: datetime, **fields: Any) -> ClusterRecord:
         """Set `fields` (and `updated_at=now`); UnknownResource if no such cluster."""
         values = field_values(ClusterRecord, fields, forbidden=MANAGED)

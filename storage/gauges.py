@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.tables.clusters import CLUSTERS
+from storage.tables.installs import INSTALLATIONS
 from storage.tables.outbox import NOTICES, OUTBOX
 
 BILLING_STATES = ("running", "degraded")
@@ -50,3 +51,9 @@ async def outbox_backlog(session: AsyncSession) -> Backlog:
         found.append((int(row[0]), row[1]))
     (posts, oldest_post), (notices, oldest_notice) = found
     return Backlog(pending=posts + notices, oldest_post=oldest_post, oldest_notice=oldest_notice)
+
+
+async def refresh_failing(session: AsyncSession) -> int:
+    """Installations whose rotating token's last refresh failed."""
+    return int(await session.scalar(sa.select(sa.func.count()).select_from(INSTALLATIONS).where(
+        INSTALLATIONS.c.refresh_failing_since.is_not(None))) or 0)

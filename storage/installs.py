@@ -4,7 +4,8 @@ An installation is found as Bolt asks for it — by organization, workspace and 
 own install) user — under one rule (`find`): an org-wide request is the organization's
 installation; any other is its workspace's, or else, for a workspace of an organization the app
 is installed in org-wide, the organization's. A new install of the same workspace (or org)
-replaces the row and starts it again; a stopped one keeps its row.
+replaces the row and starts it again; a stopped one keeps its row. An org-wide installation
+comes with the workspaces of its organization it serves (`slack_org_workspaces`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from bot.domain.installation import Installation, installation_key
 from storage.rows import row_values, to_domain
 from storage.statements import insert, rowcount
-from storage.tables.installs import INSTALLATIONS, OAUTH_STATES, ROUTES
+from storage.tables.installs import INSTALLATIONS, OAUTH_STATES, ORG_WORKSPACES, ROUTES
 
 
 class InstallationRepo:
@@ -30,6 +31,7 @@ class InstallationRepo:
     async def save(self, found: Installation) -> None:
         """Store `found` under its key, replacing (and starting again) an earlier install."""
         values = {"key": found.key, **row_values(found)}
+        del values["workspaces"]  # rows of their own (`grant`)
         stmt = insert(self._session, INSTALLATIONS).values(values)
         await self._session.execute(stmt.on_conflict_do_update(
             index_elements=["key"], set_={k: v for k, v in values.items() if k != "key"}))
@@ -37,7 +39,31 @@ class InstallationRepo:
     async def get(self, key: str) -> Installation | None:
         row = (await self._session.execute(
             sa.select(INSTALLATIONS).where(INSTALLATIONS.c.key == key))).mappings().first()
-        return None if row is None else to_domain(Installation, row, skip=("key",))
+        if row is None:
+            return None
+        found = to_domain(Installation, row, skip=("key",))
+        if not found.org_wide:
+            return found
+        teams = (await self._session.execute(sa.select(ORG_WORKSPACES.c.team_id).where(
+            ORG_WORKSPACES.c.installation == key))).scalars().all()
+        return found.model_copy(update={"workspaces": frozenset(teams)})
+
+    async def grant(self, key: str, team_ids: Collection[str], *, now: datetime) -> set[str]:
+        """The org-wide installation `key` serves `team_ids` too; returns the ones new to it."""
+        known = set((await self._session.execute(sa.select(ORG_WORKSPACES.c.team_id).where(
+            ORG_WORKSPACES.c.installation == key))).scalars().all())
+        new = set(team_ids) - known
+        for team in sorted(new):
+            await self._session.execute(insert(self._session, ORG_WORKSPACES).values(
+                installation=key, team_id=team, granted_at=now).on_conflict_do_nothing())
+        return new
+
+    async def withdraw(self, key: str, team_ids: Collection[str]) -> int:
+        """The org-wide installation `key` serves `team_ids` no more; how many it served."""
+        result = await self._session.execute(sa.delete(ORG_WORKSPACES).where(
+            ORG_WORKSPACES.c.installation == key, ORG_WORKSPACES.c.team_id.in_(team_ids)))
+        gone: int = result.rowcount  # type: ignore[attr-defined]
+        return gone
 
     async def find(self, *, enterprise_id: str | None, team_id: str | None,
                    org_wide: bool) -> Installation | None:
@@ -54,9 +80,9 @@ class InstallationRepo:
         return found
 
     async def all(self) -> list[Installation]:
-        rows = (await self._session.execute(
-            sa.select(INSTALLATIONS).order_by(INSTALLATIONS.c.installed_at))).mappings().all()
-        return [to_domain(Installation, row, skip=("key",)) for row in rows]
+        keys = (await self._session.execute(sa.select(INSTALLATIONS.c.key).order_by(
+            INSTALLATIONS.c.installed_at))).scalars().all()
+        return [found for key in keys if (found := await self.get(key)) is not None]
 
     async def stop(self, key: str, *, why: str, now: datetime) -> bool:
         """Call nothing more for `key` (its tokens were revoked, the app uninstalled); the row
@@ -75,6 +101,24 @@ class InstallationRepo:
             else INSTALLATIONS.c.bot_token_expires_at.is_(None),
         ).values(bot_token=token, bot_refresh_token=refresh_token,
                  bot_token_expires_at=expires_at)) == 1
+
+    async def refresh_failing(self, key: str, *, why: str, now: datetime) -> bool:
+        """Its token's refresh fails (`why`); True if that is news (it worked before)."""
+        return await rowcount(self._session, sa.update(INSTALLATIONS).where(
+            INSTALLATIONS.c.key == key, INSTALLATIONS.c.refresh_failing_since.is_(None),
+        ).values(refresh_failing_since=now, refresh_failure=why)) == 1
+
+    async def refresh_working(self, key: str) -> datetime | None:
+        """Its token's refresh works: since when it had failed (None: it hadn't)."""
+        since = (await self._session.execute(
+            sa.select(INSTALLATIONS.c.refresh_failing_since).where(
+                INSTALLATIONS.c.key == key))).scalar_one_or_none()
+        if since is None:
+            return None
+        changed = await rowcount(self._session, sa.update(INSTALLATIONS).where(
+            INSTALLATIONS.c.key == key, INSTALLATIONS.c.refresh_failing_since == since,
+        ).values(refresh_failing_since=None, refresh_failure=None))
+        return since if changed == 1 else None
 
 
 class RouteRepo:

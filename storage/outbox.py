@@ -105,6 +105,16 @@ class OutboxRepo:
             set_={"payload": stmt.excluded.payload, "created_at": stmt.excluded.created_at,
                   "target": stmt.excluded.target, "delivered_at": None}))
 
+    async def hold(self, key: str, *, kind: str, target: str, payload: dict[str, Any],
+                   now: datetime) -> None:
+        """Store a post for a target that can't take it now, unclaimed: `retryable` offers it
+        once the target's undeliverable record is cleared. An entry already stored is kept."""
+        await self._session.execute(
+            insert(self._session, OUTBOX)
+            .values(key=key, kind=kind, target=target, payload=payload, created_at=now,
+                    attempts=0)
+            .on_conflict_do_nothing(index_elements=["key"]))
+
     async def told(self, keys: Collection[str], *, kind: str, target: str,
                    now: datetime) -> None:
         """Record `keys` delivered at once (what one message told, e.g. a digest's members)."""

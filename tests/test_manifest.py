@@ -117,7 +117,12 @@ async def test_every_declared_surface_has_a_listener(manifest, tmp_path):
             reply = await h.requests.slash(command["command"], "help", user_id=ALICE)
             assert reply.status == 200, command
         for event in manifest["settings"]["event_subscriptions"]["bot_events"]:
-            reply = await h.requests.event({"type": event, "user": ALICE, "tab": "home"})
+            # user_change carries the whole user; tokens_revoked the people's tokens only
+            # (the bot's token must keep working for the rest of this test).
+            user = {"id": ALICE, "deleted": False} if event == "user_change" else ALICE
+            reply = await h.requests.event({"type": event, "user": user, "tab": "home",
+                                            "channel": "C0RANDOM",
+                                            "tokens": {"oauth": [ALICE]}})
             assert reply.status == 200, event
         await h.rt.settle()
         assert h.slack.home(ALICE) is not None  # app_home_opened really published a view
@@ -152,3 +157,38 @@ def test_the_oauth_install_asks_for_the_manifests_scopes(manifest):
     from bot.slack.oauth import BOT_SCOPES
 
     assert list(BOT_SCOPES) == manifest["oauth_config"]["scopes"]["bot"]
+
+
+DISTRIBUTION = "manifest.distribution.yaml"  # OAuth installs, org-wide, rotating tokens
+# Beyond manifest.yaml's (which has app_uninstalled and tokens_revoked too: they stop an
+# installation here, the single token there).
+LIFECYCLE_EVENTS = ["team_access_granted", "team_access_revoked"]
+
+
+def test_the_distribution_manifest_validates_against_slacks_schema():
+    distribution = _load(DISTRIBUTION)
+    validator = jsonschema.Draft7Validator(json.loads(SCHEMA.read_text()))
+    validator.validate(distribution)
+    broken = json.loads(json.dumps(distribution))
+    broken["oauth_config"]["redirect_urls"] = "https://HOST/slack/oauth_redirect"  # not a list
+    with pytest.raises(jsonschema.ValidationError):
+        validator.validate(broken)
+
+
+def test_the_distribution_manifest_is_the_http_one_installed_through_oauth():
+    """Same scopes, command, Home and URLs as manifest.yaml; plus the redirect URL the OAuth
+    flow serves, org-wide installs, rotating tokens, and the events an installation's life
+    needs (each handled: tests/e2e/test_oauth_enterprise.py)."""
+    from bot.slack.oauth import BOT_SCOPES, REDIRECT_PATH
+
+    http, distribution = _load(MANIFESTS[0]), _load(DISTRIBUTION)
+    assert distribution["oauth_config"].pop("redirect_urls") == [f"https://HOST{REDIRECT_PATH}"]
+    assert distribution["oauth_config"]["scopes"]["bot"] == list(BOT_SCOPES)
+    settings = distribution["settings"]
+    assert settings["org_deploy_enabled"] and settings["token_rotation_enabled"]
+    assert not settings["socket_mode_enabled"]  # the OAuth flow is HTTP mode's
+    events = settings["event_subscriptions"]["bot_events"]
+    assert events[-len(LIFECYCLE_EVENTS):] == LIFECYCLE_EVENTS
+    del events[-len(LIFECYCLE_EVENTS):]
+    settings["org_deploy_enabled"] = settings["token_rotation_enabled"] = False
+    assert distribution == http

@@ -76,6 +76,7 @@ from bot.slack.duty import DutyNotices
 from bot.slack.inflight import InFlight
 from bot.slack.notifier import SlackNotifier
 from bot.slack.retry import Sleep
+from bot.slack.signals import Signals
 from bot.slack.tokens import Tokens
 from storage import sealing
 from storage.db import Database
@@ -226,10 +227,16 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         secret = (settings.slack_signing_secret.get_secret_value()
                   if settings.slack_signing_secret else None)
         inflight = InFlight()
-        oauth = oauth_parts(settings, db=db, clock=clock, client=slack, holder=replica)
+        oauth = oauth_parts(settings, db=db, clock=clock, client=slack, holder=replica,
+                            metrics=metrics)
+        # Slack's events about the bot's channels, people and token, acted on when said.
+        signals = Signals(fallbacks=notifier.fallbacks, post_pending=notifier.refresh_request,
+                          deliver=notifier.deliver_notices, tokens=tokens,
+                          token=lambda: slack.token)
         bolt = build_app(services=services, client=slack, signing_secret=secret,
                          inflight=inflight, dm_channel=notifier.outbox.dm_channel,
-                         on_ack=metrics.ack, tenancy=oauth.tenancy if oauth else None)
+                         on_ack=metrics.ack, tenancy=oauth.tenancy if oauth else None,
+                         signals=signals)
         sweeps = Sweeps(observe=metrics.sweep, failed=metrics.sweep_failed)
         jobs = None
         if scheduler:

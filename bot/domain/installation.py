@@ -9,8 +9,10 @@ The rule, for a workspace install: the payload names at least one workspace, and
 and organization it names is the installation's. "Every" matters: a Slack Connect guest clicking
 in a shared channel arrives with our `team.id` but their own `user.team_id`; a payload that names
 another workspace anywhere is refused, whatever else it names. For an org-wide install (an
-Enterprise Grid organization): at least one organization, and only ours; which workspaces belong
-to it is not known yet (a later issue reads them), so they are not checked.
+Enterprise Grid organization): at least one organization, and only ours; and, where the
+installation knows its organization's workspaces (installed through OAuth: the ones the org's
+admins gave the app to), every workspace named is one of them — a Slack Connect guest from a
+workspace outside the org, clicking in a channel of ours, names their own.
 
 Unknown is not consent: until auth.test has answered, and for a payload that names no workspace
 at all, the answer is no — nothing that spends money goes through on a guess.
@@ -34,6 +36,8 @@ class Installed(Frozen):
     team_id: str | None = None
     enterprise_id: str | None = None
     org_wide: bool = False
+    # org-wide: the organization's workspaces the app serves (None: not known, every one).
+    workspaces: frozenset[str] | None = None
 
     @property
     def known_as(self) -> str | None:
@@ -63,6 +67,13 @@ class Installation(Frozen):
     installed_at: datetime
     stopped_at: datetime | None = None
     stopped_why: str | None = None
+    # A rotating token whose refresh fails: since when, and why (Slack's error); None once
+    # one works again.
+    refresh_failing_since: datetime | None = None
+    refresh_failure: str | None = None
+    # org-wide: the workspaces of the organization the app was given to (auth.teams.list,
+    # team_access_granted / _revoked); a request from any other is not this installation's.
+    workspaces: frozenset[str] = frozenset()
 
     @property
     def key(self) -> str:
@@ -76,7 +87,8 @@ class Installation(Frozen):
     def installed(self) -> Installed:
         """Where it is installed: what every request it serves is judged against."""
         return Installed(team_id=self.team_id, enterprise_id=self.enterprise_id,
-                         org_wide=self.org_wide)
+                         org_wide=self.org_wide,
+                         workspaces=self.workspaces if self.org_wide else None)
 
 
 def installation_key(*, enterprise_id: str | None, team_id: str | None,
@@ -126,6 +138,13 @@ def outsider(installed: Installed | None, origin: Origin) -> str | None:
         if not origin.enterprise_ids:
             return UNNAMED
         foreign = origin.enterprise_ids - {installed.enterprise_id}
+        if installed.workspaces is not None:
+            foreign |= origin.team_ids - installed.workspaces
+            if foreign:
+                return ("This bot only takes requests from the workspaces of the organization "
+                        f"it is installed in; this one names another ({shown(foreign)}), so "
+                        "nothing was done. Ask an admin of your organization to give the app "
+                        "to your workspace, or ask someone in one it serves.")
     else:
         if not origin.team_ids:
             return UNNAMED

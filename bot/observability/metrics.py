@@ -76,10 +76,17 @@ class Metrics:
             "account_inactive, token_revoked …): Slack calls stopped but a probe, posts kept "
             "queued", registry=r)
         self.slack_token_changes = Counter(
-            "clusterbot_slack_token_changes", "A bot token refused by Slack, or accepted again",
+            "clusterbot_slack_token_changes", "A bot token refused by Slack, accepted again, or "
+            "replaced while refused (a rotating token refreshed)",
             ["state"], registry=r)
-        for state in ("refused", "accepted"):
+        for state in ("refused", "accepted", "replaced"):
             self.slack_token_changes.labels(state=state)
+        self.token_refresh_failing = Gauge(
+            "clusterbot_slack_token_refresh_failing", "Installations (OAuth) whose rotating "
+            "token could not be refreshed at its last try: it works until it expires", registry=r)
+        self.token_refresh_failures = Counter(
+            "clusterbot_slack_token_refresh_failures", "Tries to refresh an installation's "
+            "rotating token that failed (this replica)", registry=r)
         self.sweep_seconds = Histogram(
             "clusterbot_sweep_seconds", "How long each scheduled sweep run took", ["sweep"],
             buckets=SWEEP_BUCKETS, registry=r)
@@ -162,12 +169,14 @@ class Metrics:
             states = await gauges.clusters_by_state(repos.session)
             burn = await gauges.burn_cents_per_hour(repos.session)
             backlog = await gauges.outbox_backlog(repos.session)
+            failing = await gauges.refresh_failing(repos.session)
             month = await repos.clusters.list_in_period(start, end)
         for state in ClusterState:
             self.clusters.labels(state=state.value).set(states.get(state.value, 0))
         self.burn.set(burn)
         self.month_accrued.set(sum(spend.accrued_in(c, start, end) for c in month))
         self.outbox_pending.set(backlog.pending)
+        self.token_refresh_failing.set(failing)
         ages = [0.0]
         if backlog.oldest_post is not None:
             ages.append((wall_clock() - backlog.oldest_post).total_seconds())

@@ -222,32 +222,28 @@ class IdempotencyKeyReused(ApiError):
     code = "idempotency_key_reused"
 
 
-class RateLimited(ApiError):
+class _ComeBackLater(ApiError):
+    """An answer that may say when to try again (`Retry-After`, or the body's seconds)."""
+
+    retryable = True
+
+    def __init__(self, message: str, *, retry_after: float | None = None, **kw: Any) -> None:
+        super().__init__(message, **kw)
+        self.retry_after = retry_after
+
+    @property
+    def retry_after_seconds(self) -> int | None:
+        return None if self.retry_after is None else max(1, round(self.retry_after))
+
+
+class RateLimited(_ComeBackLater):
     status = 429
     code = "rate_limited"
-    retryable = True
-
-    def __init__(self, message: str, *, retry_after: float | None = None, **kw: Any) -> None:
-        super().__init__(message, **kw)
-        self.retry_after = retry_after
-
-    @property
-    def retry_after_seconds(self) -> int | None:
-        return None if self.retry_after is None else max(1, round(self.retry_after))
 
 
-class ServerError(ApiError):
+class ServerError(_ComeBackLater):
     status = 500
     code = "internal_error"
-    retryable = True
-
-    def __init__(self, message: str, *, retry_after: float | None = None, **kw: Any) -> None:
-        super().__init__(message, **kw)
-        self.retry_after = retry_after
-
-    @property
-    def retry_after_seconds(self) -> int | None:
-        return None if self.retry_after is None else max(1, round(self.retry_after))
 
 
 class InternalError(ServerError):
@@ -340,7 +336,7 @@ def error_from_response(
         "status": status,
         "code": detail.code if detail else None,
     }
-    if issubclass(cls, RateLimited | ServerError):
+    if issubclass(cls, _ComeBackLater):
         retry_after = parse_retry_after(headers.get("Retry-After"), now=now)
         if retry_after is None and detail is not None and detail.retry_after_seconds is not None:
             retry_after = float(detail.retry_after_seconds)

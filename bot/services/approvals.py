@@ -21,7 +21,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, Unpack
 
 from sqlalchemy.exc import IntegrityError
 
@@ -42,9 +42,9 @@ from bot.domain.models import (
 from bot.domain.policy import Verdict
 from bot.domain.ports import Notifier
 from bot.services import budgets, stakes
+from bot.services.acting import ActingService, Basics
 from bot.services.audit import AuditLog, audited
 from bot.services.budgets import committed as _committed
-from bot.services.people import People
 from bot.services.quoting import QuotingService
 from bot.services.withdrawals import already as _already
 from bot.services.withdrawals import repriced_words, withdraw_pending
@@ -58,17 +58,13 @@ class LaunchScheduler(Protocol):
     def launch_soon(self, request_id: str) -> None: ...
 
 
-class ApprovalService:
-    def __init__(self, *, db: Database, quoting: QuotingService, notifier: Notifier,
-                 launcher: LaunchScheduler, people: People, audit: AuditLog,
-                 clock: Clock) -> None:
-        self._db = db
+class ApprovalService(ActingService):
+    def __init__(self, *, quoting: QuotingService, notifier: Notifier, launcher: LaunchScheduler,
+                 **basics: Unpack[Basics]) -> None:
+        super().__init__(**basics)
         self._quoting = quoting
         self._notifier = notifier
         self._launcher = launcher
-        self._people = people
-        self._audit = audit
-        self._clock = clock
 
     async def judge(self, quote: QuoteInfo, requester: str,
                     excluding: str | None = None) -> Verdict:

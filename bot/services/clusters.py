@@ -5,21 +5,19 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Unpack
 
-from bot.clock import Clock
 from bot.domain import hours, spend
-from bot.domain.errors import InvalidCommand, NotAllowed, UnknownResource
+from bot.domain.errors import InvalidCommand, NotAllowed
 from bot.domain.models import Actor, AuditEntry, ClusterRecord, ClusterState, NodeSummary
 from bot.reserve import errors as api
 from bot.reserve.port import ClusterProvider
-from bot.services.audit import AuditLog
+from bot.services.acting import ActingService, Basics
 from bot.services.observing import node_summaries
-from bot.services.people import People
 from bot.services.provider_errors import explain
 from bot.services.volume_charges import volume_spans
 from bot.services.volumes import VolumeService
 from bot.services.watching import WatchService
-from storage.db import Database
 
 AUDIT_LINES = 40
 LIST_PAGE_SIZE = 25  # clusters per `/cluster list` message
@@ -34,27 +32,21 @@ class LivePage:
     pages: int
 
 
-class ClusterQueries:
-    def __init__(self, *, db: Database, provider: ClusterProvider, watching: WatchService,
-                 people: People, audit: AuditLog, clock: Clock,
-                 volumes: VolumeService | None = None) -> None:
+class ClusterQueries(ActingService):
+    def __init__(self, *, provider: ClusterProvider, watching: WatchService,
+                 volumes: VolumeService | None = None, **basics: Unpack[Basics]) -> None:
+        super().__init__(**basics)
         self._volumes = volumes
-        self._db = db
         self._provider = provider
         self._watching = watching
-        self._people = people
-        self._audit = audit
-        self._clock = clock
 
     async def billed_hours(self, *, cluster_id: str) -> tuple[ClusterRecord, list[
             tuple[datetime, hours.HourState]]]:
         """Each hour mark the cluster passed and what it was (billed, degraded, not serving,
         uncharged), for the receipt's chart; degraded episodes as the watcher announced them."""
         async with self._db.transaction() as repos:
-            record = await repos.clusters.get(cluster_id)
+            record = await repos.clusters.require(cluster_id)
             notices = await repos.notices.for_cluster(cluster_id)
-        if record is None:
-            raise UnknownResource("cluster", cluster_id)
         end = record.terminated_at or self._clock.now()
         return record, hours.hour_states(
             record, degraded=hours.degraded_spans(notices, end=end),
@@ -91,8 +83,7 @@ class ClusterQueries:
     async def status(self, cluster_id: str) -> tuple[ClusterRecord, list[NodeSummary]]:
         """The stored record refreshed from the provider, with each node's state."""
         async with self._db.transaction() as repos:
-            if await repos.clusters.get(cluster_id) is None:
-                raise UnknownResource("cluster", cluster_id)
+            await repos.clusters.require(cluster_id)
         try:
             wire = await self._provider.get_cluster(cluster_id)
         except api.ApiError as exc:

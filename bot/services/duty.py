@@ -11,33 +11,26 @@ so far: the charges AI Reserve made inside it (bot/domain/charges.py), never an 
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Unpack
 
-from bot.clock import Clock
 from bot.domain import policies
 from bot.domain.duty import SNOOZE, Duty, Escalation, episode_of, escalation_due, lost_cents
-from bot.domain.errors import Conflict, UnknownResource
+from bot.domain.errors import Conflict
 from bot.domain.models import Actor, ClusterRecord
 from bot.domain.policy import money
 from bot.domain.ports import DutyNotifier
-from bot.services.audit import AuditLog, audited
-from bot.services.people import People
-from storage.db import Database
+from bot.services.acting import ActingService, Basics
+from bot.services.audit import audited
 
 
-class DutyService:
-    def __init__(self, *, db: Database, people: People, audit: AuditLog,
-                 notices: DutyNotifier, clock: Clock) -> None:
-        self._db = db
-        self._people = people
-        self._audit = audit
+class DutyService(ActingService):
+    def __init__(self, *, notices: DutyNotifier, **basics: Unpack[Basics]) -> None:
+        super().__init__(**basics)
         self._notices = notices
-        self._clock = clock
 
     async def _in_episode(self, cluster_id: str, episode: int) -> ClusterRecord:
         async with self._db.transaction() as repos:
-            record = await repos.clusters.get(cluster_id)
-        if record is None:
-            raise UnknownResource("cluster", cluster_id)
+            record = await repos.clusters.require(cluster_id)
         if episode_of(record) != episode:
             raise Conflict(f"This notice is about an earlier degraded episode of "
                            f"`{cluster_id}`; it is {record.status.value} now. Nothing was "

@@ -15,8 +15,8 @@ travels in its buttons (`ExtensionRef`) and must still match.
 from __future__ import annotations
 
 import uuid
+from typing import Unpack
 
-from bot.clock import Clock
 from bot.domain import policy as rules
 from bot.domain.errors import Conflict, NotAllowed, UnknownResource
 from bot.domain.extension import (
@@ -30,9 +30,8 @@ from bot.domain.extension import (
 from bot.domain.models import Actor, ClusterRecord, Frozen
 from bot.domain.ports import Notifier
 from bot.services import budgets, stakes
-from bot.services.audit import AuditLog, audited
-from bot.services.people import People
-from storage.db import Database
+from bot.services.acting import ActingService, Basics
+from bot.services.audit import audited
 from storage.repositories import Repos
 
 
@@ -48,14 +47,10 @@ class ExtendOutcome(Frozen):
         return self.extension is None
 
 
-class ExtensionService:
-    def __init__(self, *, db: Database, notifier: Notifier, people: People, audit: AuditLog,
-                 clock: Clock) -> None:
-        self._db = db
+class ExtensionService(ActingService):
+    def __init__(self, *, notifier: Notifier, **basics: Unpack[Basics]) -> None:
+        super().__init__(**basics)
         self._notifier = notifier
-        self._people = people
-        self._audit = audit
-        self._clock = clock
 
     @audited("extend", subject="cluster_id", refusals_only=True,
              stake=stakes.extension_asked)
@@ -273,9 +268,7 @@ class ExtensionService:
 
 async def _extendable(repos: Repos, cluster_id: str, actor: Actor, *,
                       is_approver: bool) -> ClusterRecord:
-    record = await repos.clusters.get(cluster_id)
-    if record is None:
-        raise UnknownResource("cluster", cluster_id)
+    record = await repos.clusters.require(cluster_id)
     why_not = may_ask(record, actor.user_id, asker_is_approver=is_approver)
     if why_not is not None:
         raise NotAllowed(why_not)

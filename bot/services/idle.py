@@ -16,9 +16,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Unpack
 
-from bot.clock import Clock
 from bot.domain.charges import charges_by
 from bot.domain.errors import DomainError
 from bot.domain.idle import Fired, IdleState, quiet_fired, warn_at
@@ -28,23 +27,17 @@ from bot.domain.ports import Notifier
 from bot.domain.readiness import ReadinessWatch
 from bot.domain.watch import Notice, NoticeFacts, NoticeKind
 from bot.reserve.schemas import LogLine
-from bot.services.audit import AuditLog
-from bot.services.people import People
-from storage.db import Database
+from bot.services.acting import ActingService, Basics
 
 log = logging.getLogger(__name__)
 
 Terminate = Callable[..., Awaitable[Any]]
 
 
-class IdleService:
-    def __init__(self, *, db: Database, notifier: Notifier, clock: Clock, people: People,
-                 audit: AuditLog) -> None:
-        self._db = db
+class IdleService(ActingService):
+    def __init__(self, *, notifier: Notifier, **basics: Unpack[Basics]) -> None:
+        super().__init__(**basics)
         self._notifier = notifier
-        self._clock = clock
-        self._people = people
-        self._audit = audit
         # TerminationService.terminate_for_idle (set by bot/app/runtime.py: it is built later).
         self.terminate: Terminate | None = None
 

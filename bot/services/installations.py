@@ -24,9 +24,19 @@ log = logging.getLogger(__name__)
 
 STATE_TTL = timedelta(minutes=10)  # from the install page to Slack's redirect back
 REFRESH_LEASE = timedelta(seconds=60)  # one replica refreshes an installation's token at a time
+REFRESH_RETRY = timedelta(seconds=60)  # after a failed refresh, no replica tries before this
+RETRY_HOLDER = "waiting after a failed refresh"  # the refresh lease's holder meanwhile
 
 # oauth.v2.access with grant_type=refresh_token: (token, refresh token, seconds it lasts)
 Exchange = Callable[[str], Awaitable[tuple[str, str, int]]]
+
+
+class RefreshRefused(Exception):
+    """Slack refused a token's refresh (`why`: its error, e.g. invalid_refresh_token)."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
 
 
 class Installations:
@@ -36,14 +46,14 @@ class Installations:
         self._clock = clock
         self._state_ttl = state_ttl
         self._holder = holder
-        self._failing: set[str] = set()  # installations whose last refresh failed (said once)
+        self.refresh_failures: Callable[[], None] = lambda: None  # metrics: one failed try
 
     async def refreshed(self, found: Installation, *, ahead: timedelta,
                         exchange: Exchange) -> Installation:
         """`found` with a token good for more than `ahead`: a rotating token about to expire is
         refreshed by one replica (a lease per installation); the others go on with the token
-        they have (still good until it expires) and read the new one after. A failure is said
-        once (WARNING) until a refresh works again."""
+        they have (still good until it expires) and read the new one after. After a failure
+        no replica tries again for REFRESH_RETRY (the lease is left to no one until then)."""
         due = found.bot_token_expires_at
         if found.bot_refresh_token is None or due is None or due - self._clock.now() > ahead:
             return found
@@ -56,25 +66,37 @@ class Installations:
             return current or found  # refreshed meanwhile, or being refreshed elsewhere
         try:
             token, refresh, lasts = await exchange(found.bot_refresh_token)
-            async with self._db.transaction() as repos:
-                await repos.installations.rotated(
-                    found.key, token=token, refresh_token=refresh, expired_at=due,
-                    expires_at=self._clock.now() + timedelta(seconds=lasts))
-                fresh = await repos.installations.get(found.key)
         except Exception as exc:
-            if found.key not in self._failing:
-                log.warning("could not refresh the token of installation %s (%s); it expires at "
-                            "%s, then Slack refuses it: install again if this goes on",
-                            found.key, type(exc).__name__, due.isoformat())
-            self._failing.add(found.key)
+            await self._refresh_failed(found, lease, why=exc.why if isinstance(
+                exc, RefreshRefused) else type(exc).__name__)
             return found
-        finally:
-            async with self._db.transaction() as repos:
-                await repos.leases.release(lease, holder=self._holder)
-        if found.key in self._failing:
-            self._failing.discard(found.key)
-            log.info("the token of installation %s is refreshed again", found.key)
+        async with self._db.transaction() as repos:
+            await repos.installations.rotated(
+                found.key, token=token, refresh_token=refresh, expired_at=due,
+                expires_at=self._clock.now() + timedelta(seconds=lasts))
+            since = await repos.installations.refresh_working(found.key)
+            fresh = await repos.installations.get(found.key)
+            await repos.leases.release(lease, holder=self._holder)
+        if since is not None:
+            log.warning("the token of installation %s is refreshed again (its refresh failed "
+                        "for %.0f s)", found.key, (self._clock.now() - since).total_seconds())
         return fresh or found
+
+    async def _refresh_failed(self, found: Installation, lease: str, *, why: str) -> None:
+        """Said once across replicas (the row records it); the next try after REFRESH_RETRY."""
+        self.refresh_failures()
+        now = self._clock.now()
+        async with self._db.transaction() as repos:
+            news = await repos.installations.refresh_failing(found.key, why=why, now=now)
+            await repos.leases.release(lease, holder=self._holder)
+            await repos.leases.acquire(lease, holder=RETRY_HOLDER, now=now, ttl=REFRESH_RETRY)
+        if news:
+            due = found.bot_token_expires_at
+            log.error("could not refresh the token of installation %s (%s): it expires at %s, "
+                      "then Slack refuses it and its calls stop; tried again every %.0f s. "
+                      "If Slack said invalid_refresh_token, install the app again "
+                      "(/slack/install)", found.key, why, due.isoformat() if due else "?",
+                      REFRESH_RETRY.total_seconds())
 
     async def save(self, found: Installation) -> None:
         async with self._db.transaction() as repos:
@@ -110,6 +132,23 @@ class Installations:
             log.warning("installation %s stopped (%s): no more calls to Slack for it; its data "
                         "is kept, installing the app again starts it again", key, why)
         return stopped
+
+    async def grant(self, key: str, team_ids: Collection[str]) -> None:
+        """The org-wide installation `key` serves these workspaces of its organization too."""
+        async with self._db.transaction() as repos:
+            new = await repos.installations.grant(key, team_ids, now=self._clock.now())
+        if new:
+            log.info("organization %s: the app serves workspace(s) %s too", key,
+                     ", ".join(sorted(new)))
+
+    async def withdraw(self, key: str, team_ids: Collection[str]) -> None:
+        """The org-wide installation `key` serves these workspaces no more (their data is
+        kept; a request from one is refused)."""
+        async with self._db.transaction() as repos:
+            gone = await repos.installations.withdraw(key, team_ids)
+        if gone:
+            log.info("organization %s: the app no longer serves workspace(s) %s", key,
+                     ", ".join(sorted(team_ids)))
 
     async def learn(self, key: str, targets: Collection[str]) -> None:
         """`targets` (channels, people, DM channels) belong to the installation `key`."""

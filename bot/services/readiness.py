@@ -19,8 +19,8 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import Unpack
 
-from bot.clock import Clock
 from bot.domain.charges import charges_by
 from bot.domain.errors import DomainError
 from bot.domain.idle import IdleState
@@ -38,11 +38,9 @@ from bot.domain.watch import Notice, NoticeFacts, NoticeKind
 from bot.reserve import errors as api
 from bot.reserve.port import ClusterProvider
 from bot.reserve.schemas import LogLine
-from bot.services.audit import AuditLog
+from bot.services.acting import ActingService, Basics
 from bot.services.idle import IdleService, idle_ranks_last
-from bot.services.people import People
 from bot.services.provider_time import ProviderTime
-from storage.db import Database
 
 log = logging.getLogger(__name__)
 
@@ -77,21 +75,17 @@ def _grace_running(watch: ReadinessWatch) -> bool:
     return watch.idle_state is IdleState.IDLE and watch.idle_terminate_at is not None
 
 
-class ReadinessService:
+class ReadinessService(ActingService):
     """The one log follower: readiness checks and idle rules (bot/services/idle.py) share each
     cluster's row, one cursor per node and one provider read per node per poll."""
 
-    def __init__(self, *, db: Database, provider: ClusterProvider, notifier: Notifier,
-                 clock: Clock, people: People, audit: AuditLog) -> None:
-        self._db = db
+    def __init__(self, *, provider: ClusterProvider, notifier: Notifier,
+                 **basics: Unpack[Basics]) -> None:
+        super().__init__(**basics)
         self._provider = provider
         self._notifier = notifier
-        self._clock = clock
-        self._people = people
-        self._audit = audit
-        self.idle = IdleService(db=db, notifier=notifier, clock=clock, people=people,
-                                audit=audit)
-        self.time = ProviderTime(clock=clock, provider=provider)
+        self.idle = IdleService(notifier=notifier, **basics)
+        self.time = ProviderTime(clock=self._clock, provider=provider)
         self._last_pass: datetime | None = None  # host time the previous pass began
 
     async def follow(self) -> int:

@@ -9,37 +9,30 @@ the answer is why, and that terminating is the way out.
 from __future__ import annotations
 
 import uuid
+from typing import Unpack
 
-from bot.clock import Clock
 from bot.domain import policies, recovery
 from bot.domain.claims import recovery_version
-from bot.domain.errors import Conflict, DomainError, UnknownResource
+from bot.domain.errors import Conflict, DomainError
 from bot.domain.models import Actor, ClusterRecord, ClusterState
 from bot.reserve import errors as api
 from bot.reserve.port import ClusterProvider
-from bot.services.audit import AuditLog, audited
-from bot.services.people import People
+from bot.services.acting import ActingService, Basics
+from bot.services.audit import audited
 from bot.services.provider_errors import explain
 from bot.services.watching import WatchService
-from storage.db import Database
 
 
-class RecoveryService:
-    def __init__(self, *, db: Database, provider: ClusterProvider, watching: WatchService,
-                 people: People, audit: AuditLog,
-                 clock: Clock) -> None:
-        self._db = db
+class RecoveryService(ActingService):
+    def __init__(self, *, provider: ClusterProvider, watching: WatchService,
+                 **basics: Unpack[Basics]) -> None:
+        super().__init__(**basics)
         self._provider = provider
         self._watching = watching
-        self._people = people
-        self._audit = audit
-        self._clock = clock
 
     async def _allowed(self, cluster_id: str, actor: Actor) -> ClusterRecord:
         async with self._db.transaction() as repos:
-            record = await repos.clusters.get(cluster_id)
-        if record is None:
-            raise UnknownResource("cluster", cluster_id)
+            record = await repos.clusters.require(cluster_id)
         policies.ensure_can_act_on_cluster(record, actor, await self._people.approvers())
         if not record.status.is_live:
             raise Conflict(f"`{cluster_id}` is {record.status.value}; there is nothing to "

@@ -2,39 +2,33 @@
 
 from __future__ import annotations
 
-from bot.clock import Clock
+from typing import Unpack
+
 from bot.domain import policies
-from bot.domain.errors import Conflict, NotAllowed, UnknownResource
+from bot.domain.errors import Conflict, NotAllowed
 from bot.domain.models import Actor, ClusterRecord, ClusterState
 from bot.domain.ports import Notifier
 from bot.reserve import errors as api
 from bot.reserve.port import ClusterProvider
 from bot.reserve.schemas import Logs
-from bot.services.audit import AuditLog, audited
+from bot.services.acting import ActingService, Basics
+from bot.services.audit import audited
 from bot.services.observing import connection_details
-from bot.services.people import People
 from bot.services.provider_errors import explain
-from storage.db import Database
 
 LOG_LINES = 50
 
 
-class StewardshipService:
-    def __init__(self, *, db: Database, provider: ClusterProvider, notifier: Notifier,
-                 people: People, audit: AuditLog,
-                 clock: Clock) -> None:
-        self._db = db
+class StewardshipService(ActingService):
+    def __init__(self, *, provider: ClusterProvider, notifier: Notifier,
+                 **basics: Unpack[Basics]) -> None:
+        super().__init__(**basics)
         self._provider = provider
         self._notifier = notifier
-        self._people = people
-        self._audit = audit
-        self._clock = clock
 
     async def _record(self, cluster_id: str) -> ClusterRecord:
         async with self._db.transaction() as repos:
-            record = await repos.clusters.get(cluster_id)
-        if record is None:
-            raise UnknownResource("cluster", cluster_id)
+            record = await repos.clusters.require(cluster_id)
         return record
 
     @audited("claim", subject="cluster_id")
@@ -48,9 +42,7 @@ class StewardshipService:
             raise NotAllowed(f"Only an approver can claim `{cluster_id}`: it was found at AI "
                              "Reserve, not launched through the bot.")
         async with self._db.transaction() as repos:
-            record = await repos.clusters.get(cluster_id)
-            if record is None:
-                raise UnknownResource("cluster", cluster_id)
+            record = await repos.clusters.require(cluster_id)
             if record.owner_id is not None:
                 raise Conflict(f"`{cluster_id}` already belongs to <@{record.owner_id}>.")
             record = await repos.clusters.update(cluster_id, now=self._clock.now(),

@@ -25,37 +25,32 @@ import logging
 import uuid
 from collections import defaultdict, deque
 from datetime import datetime, timedelta
+from typing import Unpack
 
-from bot.clock import Clock
 from bot.domain import stock as rules
 from bot.domain.errors import Conflict, DomainError, NotAllowed, UnknownResource
 from bot.domain.models import Actor, LaunchRequest, QuoteInfo, RequestStatus
 from bot.domain.policy import money
 from bot.domain.ports import Notifier
 from bot.services import stakes
+from bot.services.acting import ActingService, Basics
 from bot.services.approvals import Judge, LaunchScheduler, reprice
-from bot.services.audit import AuditLog, audited
-from bot.services.people import People
+from bot.services.audit import audited
 from bot.services.quoting import QuotingService
-from storage.db import Database
 
 log = logging.getLogger(__name__)
 MINUTE = timedelta(minutes=1)
 
 
-class StockService:
+class StockService(ActingService):
     """`/cluster wait`, **Wait for stock**, `/cluster waiting` and the stock sweep."""
 
-    def __init__(self, *, db: Database, quoting: QuotingService, notifier: Notifier,
-                 launcher: LaunchScheduler, people: People, audit: AuditLog,
-                 clock: Clock) -> None:
-        self._db = db
+    def __init__(self, *, quoting: QuotingService, notifier: Notifier, launcher: LaunchScheduler,
+                 **basics: Unpack[Basics]) -> None:
+        super().__init__(**basics)
         self._quoting = quoting
         self._notifier = notifier
         self._launcher = launcher
-        self._people = people
-        self._audit = audit
-        self._clock = clock
         self.judge: Judge | None = None  # the spend policy's verdict (set by the runtime)
         self.probes = 0  # provider quote calls made to look for stock (the bench reads it)
         # When this process's recent stock quotes were made: the allowance is per minute of the

@@ -9,28 +9,23 @@ adopted cluster has neither, so its template holds the shape and the place only.
 from __future__ import annotations
 
 import uuid
+from typing import Unpack
 
 from sqlalchemy.exc import IntegrityError
 
-from bot.clock import Clock
 from bot.domain import templates as rules
 from bot.domain.commands import USAGE
-from bot.domain.errors import InvalidCommand, NotAllowed, UnknownResource
+from bot.domain.errors import InvalidCommand, NotAllowed
 from bot.domain.models import Actor, QuoteInfo, Workload
 from bot.domain.ports import Notifier
 from bot.domain.templates import ClusterTemplate
-from bot.services.audit import AuditLog, audited
-from bot.services.people import People
-from storage.db import Database
+from bot.services.acting import ActingService, Basics
+from bot.services.audit import audited
 
 
-class TemplateService:
-    def __init__(self, *, db: Database, people: People, audit: AuditLog, clock: Clock,
-                 notifier: Notifier) -> None:
-        self._db = db
-        self._people = people
-        self._audit = audit
-        self._clock = clock
+class TemplateService(ActingService):
+    def __init__(self, *, notifier: Notifier, **basics: Unpack[Basics]) -> None:
+        super().__init__(**basics)
         self._notifier = notifier
 
     def _scopes(self, user_id: str) -> tuple[str, ...]:
@@ -65,9 +60,7 @@ class TemplateService:
                                  usage=USAGE["template"])
         scope = self._scope(actor.user_id, team)
         async with self._db.transaction() as repos:
-            record = await repos.clusters.get(cluster_id)
-            if record is None:
-                raise UnknownResource("cluster", cluster_id)
+            record = await repos.clusters.require(cluster_id)
             if (record.owner_id != actor.user_id
                     and actor.user_id not in await self._people.approvers()):
                 raise NotAllowed(f"Only `{cluster_id}`'s owner or an approver can save its "

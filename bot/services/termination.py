@@ -10,10 +10,10 @@ terminating/terminated. The person who asked is told when the cluster is really 
 from __future__ import annotations
 
 import logging
+from typing import Unpack
 
-from bot.clock import Clock
 from bot.domain import policies
-from bot.domain.errors import Conflict, ProviderUnavailable, UnknownResource
+from bot.domain.errors import Conflict, ProviderUnavailable
 from bot.domain.lanes import Lane, lane
 from bot.domain.models import Actor, ClusterRecord, ClusterState
 from bot.domain.policy import money
@@ -31,24 +31,20 @@ from bot.domain.termination import (
 from bot.reserve import errors as api
 from bot.reserve.port import ClusterProvider, counting_sent
 from bot.services import stakes
-from bot.services.audit import AuditLog, audited
-from bot.services.people import People
+from bot.services.acting import ActingService, Basics
+from bot.services.audit import audited
 from bot.services.watching import WatchService
-from storage.db import Database
 
 log = logging.getLogger(__name__)
 
 
-class TerminationService:
-    def __init__(self, *, db: Database, provider: ClusterProvider, watching: WatchService,
-                 notifier: Notifier, people: People, audit: AuditLog, clock: Clock) -> None:
-        self._db = db
+class TerminationService(ActingService):
+    def __init__(self, *, provider: ClusterProvider, watching: WatchService, notifier: Notifier,
+                 **basics: Unpack[Basics]) -> None:
+        super().__init__(**basics)
         self._provider = provider
         self._watching = watching
         self._notifier = notifier
-        self._people = people
-        self._audit = audit
-        self._clock = clock
 
     @audited("terminate", subject="cluster_id", refusals_only=True,
              stake=stakes.cluster_rate)
@@ -59,9 +55,7 @@ class TerminationService:
 
     async def _check(self, *, cluster_id: str, actor: Actor) -> ClusterRecord:
         async with self._db.transaction() as repos:
-            record = await repos.clusters.get(cluster_id)
-        if record is None:
-            raise UnknownResource("cluster", cluster_id)
+            record = await repos.clusters.require(cluster_id)
         policies.ensure_can_act_on_cluster(record, actor, await self._people.approvers())
         if not record.status.is_live or record.status.value == "terminating":
             raise Conflict(f"`{cluster_id}` is already {record.status.value}.")

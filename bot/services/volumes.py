@@ -14,9 +14,8 @@ on a terminated cluster's receipt turns it into the quote command for the same s
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Unpack
 
-from bot.clock import Clock
 from bot.domain.commands import USAGE, QuoteCommand
 from bot.domain.errors import Conflict, InvalidCommand, NotAllowed, UnknownResource
 from bot.domain.models import Actor, ClusterState, Frozen, PriceStep, VolumeRecord
@@ -24,10 +23,9 @@ from bot.domain.ports import Notifier
 from bot.reserve import errors as api
 from bot.reserve.port import ClusterProvider
 from bot.reserve.schemas import Volume, VolumeStatus
-from bot.services.audit import AuditLog, audited
-from bot.services.people import People
+from bot.services.acting import ActingService, Basics
+from bot.services.audit import audited
 from bot.services.provider_errors import explain
-from storage.db import Database
 from storage.repositories import Repos
 
 REMIND_EVERY = timedelta(days=1)
@@ -42,16 +40,12 @@ class VolumeListing(Frozen):
     created_at: datetime
 
 
-class VolumeService:
-    def __init__(self, *, db: Database, provider: ClusterProvider, notifier: Notifier,
-                 people: People, audit: AuditLog,
-                 clock: Clock) -> None:
-        self._db = db
+class VolumeService(ActingService):
+    def __init__(self, *, provider: ClusterProvider, notifier: Notifier,
+                 **basics: Unpack[Basics]) -> None:
+        super().__init__(**basics)
         self._provider = provider
         self._notifier = notifier
-        self._people = people
-        self._audit = audit
-        self._clock = clock
 
     async def sync(self) -> list[VolumeRecord]:
         """Refresh every volume; returns the orphaned ones whose reminder is due now."""
@@ -212,11 +206,8 @@ class VolumeService:
         """The quote for a terminated cluster's shape on the volume it kept (pinned to the
         volume's location), and the channel to quote in."""
         async with self._db.transaction() as repos:
-            cluster = await repos.clusters.get(cluster_id)
-            volume = await repos.volumes.get(cluster.volume_id) \
-                if cluster and cluster.volume_id else None
-        if cluster is None:
-            raise UnknownResource("cluster", cluster_id)
+            cluster = await repos.clusters.require(cluster_id)
+            volume = await repos.volumes.get(cluster.volume_id) if cluster.volume_id else None
         if cluster.volume_id is None:
             raise Conflict(f"Cluster `{cluster_id}` had no shared volume to relaunch on.")
         if cluster.status not in (ClusterState.TERMINATED, ClusterState.FAILED):

@@ -38,6 +38,7 @@ from bot.slack.inflight import ACK_SENT, InFlight
 from bot.slack.oauth import oauth_routes
 from bot.slack.once import once
 from bot.slack.origin import kind_of
+from bot.slack.signals import Signals
 from bot.slack.tenancy import Tenancy
 
 log = logging.getLogger(__name__)
@@ -107,10 +108,11 @@ class SessionRespond(AsyncRespond):
 def build_app(*, services: Services, client: AsyncWebClient, signing_secret: str | None,
               inflight: InFlight, dm_channel: Callable[[str], Awaitable[str]],
               on_ack: Callable[[str, float], None] | None = None,
-              tenancy: Tenancy | None = None) -> AsyncApp:
+              tenancy: Tenancy | None = None, signals: Signals | None = None) -> AsyncApp:
     """`on_ack(kind, seconds)` is told how long each request took to ack (the metrics);
     `tenancy` finds each request's installation (OAuth: bot/slack/tenancy.py), else the
-    client's one token serves every request."""
+    client's one token serves every request; `signals` acts on Slack's events about the
+    bot's channels, people and token (bot/slack/signals.py)."""
     app = AckingApp(
         client=client,
         # Bolt's own may return None (not installed) too.
@@ -154,6 +156,8 @@ def build_app(*, services: Services, client: AsyncWebClient, signing_secret: str
     actions.register(app, services)
     views.register(app, services)
     home.register(app, services)
+    if signals is not None:
+        signals.register(app, oauth=tenancy is not None)
     app.error(errors.on_error)
     inflight.install(app)
     return app

@@ -207,6 +207,9 @@ def _event(body: dict[str, Any]) -> str | None:
         if not isinstance(event, dict) or not _is_str(event.get("type")):
             return "an event without a type"
         user = event.get("user", "")
+        if event["type"] == "user_change":  # the whole user object, not an id
+            return None if isinstance(user, dict) and _is_str(user.get("id")) \
+                else "a user_change without a user id"
         if not isinstance(user, str) or (event["type"] in _USER_EVENTS and not user):
             return "an event without a user id"
         return None

@@ -5,6 +5,10 @@
 Only the bot's token is kept: the app asks for no user scopes, so an installation has no
 person's token to find (`find_installation(user_id=…)` answers the installation if that person
 installed it, as slack_sdk's own stores do, without a user token).
+
+An org-wide installation is saved with the workspaces of its organization the app was given
+(`auth.teams.list`, with the new token, right after the exchange): the ones it serves until
+Slack says otherwise (`team_access_granted` / `team_access_revoked`, bot/slack/tenancy.py).
 """
 
 from __future__ import annotations
@@ -17,9 +21,11 @@ from slack_sdk.oauth.installation_store import Bot
 from slack_sdk.oauth.installation_store import Installation as SdkInstallation
 from slack_sdk.oauth.installation_store.async_installation_store import AsyncInstallationStore
 from slack_sdk.oauth.state_store.async_state_store import AsyncOAuthStateStore
+from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.domain.installation import Installation
 from bot.services.installations import Installations
+from bot.slack.tenancy import SERVING
 
 log = logging.getLogger(__name__)
 
@@ -56,19 +62,52 @@ def to_sdk(found: Installation) -> SdkInstallation:
         installed_at=found.installed_at.timestamp())
 
 
+async def org_workspaces(client: AsyncWebClient, found: Installation) -> list[str]:
+    """The workspaces of `found`'s organization the app was given (auth.teams.list, every
+    page), asked with `found`'s own token."""
+    bound = SERVING.set(found)
+    try:
+        teams: list[str] = []
+        cursor: str | None = None
+        while True:
+            answer = await client.auth_teams_list(cursor=cursor, limit=PAGE)
+            teams += [str(t["id"]) for t in answer.get("teams") or [] if t.get("id")]
+            cursor = (answer.get("response_metadata") or {}).get("next_cursor")
+            if not cursor:
+                return teams
+    finally:
+        SERVING.reset(bound)
+
+
+PAGE = 200  # workspaces asked for per auth.teams.list page
+
+
 class DatabaseInstallationStore(AsyncInstallationStore):
     """slack_sdk's installation store interface over the bot's database. A stopped
     installation is not found: nothing is called with its tokens."""
 
-    def __init__(self, installations: Installations) -> None:
+    def __init__(self, installations: Installations, *,
+                 client: AsyncWebClient | None = None) -> None:
         self._installations = installations
+        self._client = client  # lists an org-wide installation's workspaces
 
     @property
     def logger(self) -> logging.Logger:
         return log
 
     async def async_save(self, installation: SdkInstallation) -> None:
-        await self._installations.save(from_sdk(installation))
+        found = from_sdk(installation)
+        await self._installations.save(found)
+        if not found.org_wide or self._client is None:
+            return
+        try:
+            teams = await org_workspaces(self._client, found)
+        except Exception as exc:  # installed: Slack's team_access_granted events say the rest
+            log.warning("organization %s installed, but its workspaces could not be listed "
+                        "(%s): a workspace is served once Slack says the app was given to it",
+                        found.key, type(exc).__name__)
+            return
+        await self._installations.grant(found.key, teams)
 
     async def async_save_bot(self, bot: Bot) -> None:
         await self._installations.save(from_sdk(bot))

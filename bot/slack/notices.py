@@ -232,7 +232,8 @@ class NoticeDelivery:
     async def _deliver(self, notice: Notice, record: ClusterRecord,
                        top: MessageRef | None) -> bool:
         """Each post of the notice once (keyed under the notice); False if one is still busy
-        at another replica (one that died mid-notice: its claims expire, a later pass ends)."""
+        at another replica (one that died mid-notice: its claims expire, a later pass ends)
+        or held for a channel a person can give back (bot/slack/unreachable.py)."""
         now = self._clock.now()
         prefix = f"notice/{notice.cluster_id}/{notice.key}"
         posts: list[Post] = []
@@ -274,9 +275,13 @@ class NoticeDelivery:
                 for channel in record.notify_channels]
         outcomes = [await self.outbox.once(key, kind="notice", target=target, send=send)
                     for key, target, send in posts]
-        await self._fallbacks.owner_unreachable(record, [(t, o) for (_, t, _), o in zip(
-            posts, outcomes, strict=True) if o is Outcome.UNDELIVERABLE])
-        return Outcome.BUSY not in outcomes
+        refused = [(t, o) for (_, t, _), o in zip(posts, outcomes, strict=True)
+                   if o is Outcome.UNDELIVERABLE]
+        await self._fallbacks.owner_unreachable(record, refused)
+        # A post for an archived channel, or one the bot was removed from, is held: the notice
+        # stays pending (its other posts are done, by their keys) until the channel is back.
+        held = bool(refused) and bool({t for t, _ in refused} & await self._fallbacks.held())
+        return Outcome.BUSY not in outcomes and not held
 
     async def _payment_posts(self, notice: Notice, record: ClusterRecord, *, prefix: str,
                              now: datetime) -> list[Post]:

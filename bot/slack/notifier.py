@@ -48,6 +48,7 @@ from bot.slack.found import FoundClusters
 from bot.slack.notices import PROGRESS, NoticeDelivery, top_subject
 from bot.slack.outbox import (
     DEFAULT_CLAIM,
+    HELD,
     POST_ERRORS,
     Outcome,
     SlackOutbox,
@@ -111,8 +112,12 @@ class SlackNotifier:
             await self._queue("cluster", cluster_id, exc)
 
     async def _queue(self, what: str, subject: str, exc: BaseException, **extra: Any) -> None:
-        if gone(exc) is not None:  # undeliverable: the fallbacks told whoever must know
+        if gone(exc) not in (None, *HELD):  # undeliverable: the fallbacks told who must know
             log.info("the %s message of %s can't be shown (%s)", what, subject, reason(exc))
+            return
+        if gone(exc) is not None:  # held: shown once the channel is back (unreachable.py)
+            log.info("the %s message of %s is held (%s)", what, subject, reason(exc))
+            await self.outbox.queue_refresh(what, subject, **extra)
             return
         log.warning("could not show the %s message of %s (%s); queued until Slack takes it",
                     what, subject, reason(exc))

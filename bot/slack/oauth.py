@@ -83,7 +83,7 @@ def oauth_flow(installations: Installations, *, client: AsyncWebClient, client_i
         client_id=client_id, client_secret=client_secret, scopes=list(BOT_SCOPES),
         user_scopes=[], redirect_uri=redirect_uri, install_path=INSTALL_PATH,
         redirect_uri_path=REDIRECT_PATH, authorization_url=authorize_url,
-        installation_store=DatabaseInstallationStore(installations),
+        installation_store=DatabaseInstallationStore(installations, client=client),
         state_store=DatabaseStateStore(installations),
         token_rotation_expiration_minutes=refresh_minutes,
         callback_options=AsyncCallbackOptions(success=_installed, failure=_failed),

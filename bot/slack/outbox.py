@@ -70,6 +70,10 @@ _UNREACHABLE = {"channel_not_found", "not_in_channel", "is_archived", "restricte
 # (`account_inactive` is not one: it is Slack refusing the bot's own token, bot/slack/tokens.py.)
 GONE = frozenset({"user_not_found", "user_disabled", "cannot_dm_bot",
                   "channel_not_found", "is_archived", "not_in_channel"})
+# Of those, the ones a person undoes (unarchive the channel, invite the bot back): what is meant
+# for such a channel is held — a notice stays pending, a stored post stays stored — and goes
+# out once it works again (bot/slack/unreachable.py), never dropped as "gone for good".
+HELD = frozenset({"is_archived", "not_in_channel"})
 # How long a replica waits for another that is posting the same card (then it edits it).
 _WAIT_STEPS, _WAIT_SECONDS = 100, 0.05
 
@@ -149,12 +153,16 @@ class SlackOutbox:
                    payload: dict[str, Any] | None = None) -> Outcome:
         """Claim `key`, `send`, mark delivered. A failing `send` releases the claim and raises,
         unless Slack said the target is gone: then UNDELIVERABLE (and Slack isn't called for
-        it again until it works)."""
+        it again until it works). A durable post (`payload`) to such a target is kept: stored
+        unclaimed, `retry()` sends it once the target works again."""
         async with self._db.transaction() as repos:  # one: most calls find it done (a read)
             item = await repos.outbox.get(key)
             if item is not None and item.delivered_at is not None:
                 return Outcome.DONE
             if await repos.outbox.unreachable_reason(target) is not None:
+                if payload is not None and item is None:
+                    await repos.outbox.hold(key, kind=kind, target=target, payload=payload,
+                                            now=self.claim_clock())
                 return Outcome.UNDELIVERABLE
             claimed = await repos.outbox.claim(key, kind=kind, target=target, holder=self.holder,
                                                now=self.claim_clock(), ttl=self.claim_ttl,
@@ -248,8 +256,9 @@ class SlackOutbox:
                 await repos.outbox.release(item.key, holder=self.holder)
             if not isinstance(exc, POST_ERRORS):
                 raise
-            log.warning("could not refresh the %s message of %s (%s); it will be retried",
-                        item.payload["refresh"], item.payload["id"], reason(exc))
+            log.log(logging.DEBUG if isinstance(exc, Unreachable) else logging.WARNING,
+                    "could not refresh the %s message of %s (%s); it will be retried",
+                    item.payload["refresh"], item.payload["id"], reason(exc))
             return False
         async with self._db.transaction() as repos:
             await repos.outbox.delivered(item.key, now=self._clock.now(),
@@ -319,7 +328,8 @@ class SlackOutbox:
         async with self._db.transaction() as repos:  # one read for both
             code = await repos.outbox.unreachable_reason(channel)
             ref = await repos.messages.get(kind, subject)
-        if code is not None and fallback_user is None:
+        # Its message is in a channel Slack refuses (a DM fallback can't edit it): not called.
+        if code is not None and (fallback_user is None or (ref and ref.channel_id == channel)):
             if not create:
                 return  # nothing to retire where nothing can be seen
             raise Unreachable(channel, code)

@@ -31,6 +31,7 @@ from slack_bolt.response import BoltResponse
 
 from bot.domain.installation import Installation
 from bot.services.installations import Exchange, Installations
+from bot.slack.tokens import fingerprint
 
 INSTALLATION = "installation"  # the Bolt context's key: the Installation serving the request
 SERVING: ContextVar[Installation | None] = ContextVar("serving", default=None)
@@ -39,6 +40,8 @@ FRESH_SECONDS = 30.0  # an installation read is used this long (a stop is seen w
 _TARGETS = ("channel", "channel_id", "user_id", "user", "users")
 
 STOPPING = frozenset({"tokens_revoked", "app_uninstalled"})  # events that stop an installation
+# Events that change which workspaces of its organization an org-wide installation serves.
+ACCESS = {"team_access_granted": True, "team_access_revoked": False}
 Authorize = Callable[..., Awaitable[AuthorizeResult | None]]
 
 
@@ -84,8 +87,11 @@ def _explicit(api_method: str, kwargs: Mapping[str, Any]) -> bool:
 
 class Tenancy:
     def __init__(self, installations: Installations, *, exchange: Exchange | None = None,
-                 ahead: timedelta = timedelta(minutes=120)) -> None:
+                 ahead: timedelta = timedelta(minutes=120),
+                 replaced: Callable[[str], None] = lambda key: None) -> None:
         self._installations = installations
+        self._replaced = replaced  # a token's fingerprint, replaced by a refreshed one
+        self._held: dict[str, str] = {}  # installation key → the fingerprint of its token
         self._exchange = exchange  # a rotating token's refresh (oauth.v2.access)
         self._ahead = ahead
         self.authorize = _authorize(installations)  # what Bolt asks for every request
@@ -131,6 +137,9 @@ class Tenancy:
             if fresh is not found:
                 self._read[found.key] = (fresh, time.monotonic())
             found = fresh
+        held, self._held[found.key] = self._held.get(found.key), fingerprint(found.bot_token)
+        if held is not None and held != self._held[found.key]:
+            self._replaced(held)  # refreshed (here or by another replica)
         return found.bot_token
 
     async def answered(self, api_method: str, kwargs: Mapping[str, Any],
@@ -145,7 +154,11 @@ class Tenancy:
     def lifecycle(self) -> Callable[..., Awaitable[BoltResponse | None]]:
         """Before the gate: Slack says an installation's bot token was revoked
         (`tokens_revoked`) or the app uninstalled (`app_uninstalled`). The installation is
-        stopped — no call is made for it any more, by any replica — and its data is kept."""
+        stopped — no call is made for it any more, by any replica — and its data is kept.
+        Or an organization's admins gave the app to workspaces, or took it back
+        (`team_access_granted` / `_revoked`): the org-wide installation serves those
+        workspaces from now on, or no more (before the gate: a workspace just given is not
+        one the gate knows yet)."""
 
         async def lifecycle(req: AsyncBoltRequest, resp: BoltResponse,
                             next: Callable[[], Awaitable[None]]) -> BoltResponse | None:
@@ -153,20 +166,38 @@ class Tenancy:
             found_event = body.get("event")
             event: dict[str, Any] = found_event if isinstance(found_event, dict) else {}
             kind = event.get("type")
+            if kind in ACCESS:
+                await self._access(req, event, granted=ACCESS[str(kind)])
+                return BoltResponse(status=200, body="")
             if kind not in STOPPING:
                 await next()
                 return None
             revoked = (event.get("tokens") or {}).get("bot") if kind == "tokens_revoked" \
                 else True  # only people's tokens revoked: the bot holds none of those
-            found = await self._installations.find(
-                enterprise_id=req.context.enterprise_id, team_id=req.context.team_id,
-                org_wide=bool(req.context.is_enterprise_install))
+            found = await self._serving(req)
             if found is not None and revoked:
                 await self._installations.stop(found.key, why=str(kind))
                 self._read.pop(found.key, None)
             return BoltResponse(status=200, body="")
 
         return lifecycle
+
+    async def _serving(self, req: AsyncBoltRequest) -> Installation | None:
+        """The installation an event is for: Bolt doesn't authorize these (the token may be
+        gone already)."""
+        return await self._installations.find(
+            enterprise_id=req.context.enterprise_id, team_id=req.context.team_id,
+            org_wide=bool(req.context.is_enterprise_install))
+
+    async def _access(self, req: AsyncBoltRequest, event: dict[str, Any], *,
+                      granted: bool) -> None:
+        found = await self._serving(req)
+        given = event.get("team_ids")
+        teams = [t for t in given if isinstance(t, str) and t] if isinstance(given, list) else []
+        if found is None or not found.org_wide or not teams:
+            return  # a workspace install has one workspace: nothing to change
+        await (self._installations.grant if granted else self._installations.withdraw)(
+            found.key, teams)
 
     def middleware(self) -> Callable[..., Awaitable[BoltResponse | None]]:
         """After the gate: the request's channel and people are its installation's."""

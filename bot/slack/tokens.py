@@ -15,8 +15,10 @@ Each change of state is said once: an ERROR line (a WARNING when accepted again)
 `clusterbot_slack_tokens_refused` and the counter `clusterbot_slack_token_changes_total`
 (bot/observability/metrics.py; alert ClusterBotSlackTokenRefused), and a note in /readyz's body
 (`problem`). A new token (SIGHUP, or its file changing: bot/app/reload.py) is a new state: its
-first call goes through at once. Slack's `tokens_revoked` / `app_uninstalled` events record
-the refusal as soon as Slack says so (`refuse`).
+first call goes through at once; so does an installation's refreshed rotating token, and the
+refusal of the one it replaced ends (`retire`: otherwise the gauge and the alert would stay
+on for a token no longer used). With OAuth, a refused token stops only its installation's
+calls: the others carry their own tokens, judged each on its own.
 """
 
 from __future__ import annotations
@@ -103,6 +105,15 @@ class Tokens:
             log.warning("Slack accepts the bot token %s again (refused %s for %.0f s): "
                         "posting what waited", key, state.code, self._now() - state.since)
             self.changes("accepted")
+
+    def retire(self, key: str) -> None:
+        """Token `key` was replaced by a new one (an installation's rotating token refreshed):
+        what Slack said of it says nothing of the new one, which is judged on its own."""
+        state = self._refused.pop(key, None)
+        if state is not None:
+            log.warning("the bot token %s Slack refused (%s) is replaced by a new one: calls "
+                        "go out with the new token", key, state.code)
+            self.changes("replaced")
 
     def forget(self) -> None:
         """A new token was loaded: what was refused before says nothing about it."""

@@ -8,8 +8,15 @@ records the target once and skips it from then on. What is left is telling peopl
   and cluster, with the cluster and what it bills (nobody else would hear it keeps billing);
 - an approvals channel that can't be reached: the approval card goes to each approver by DM
   (its buttons work anywhere) and the requester is told where their request went;
-- every sweep probes each broken channel once (conversations.info); when it works again the
-  record is cleared and the pending cards are posted there (each claimed, so once).
+- what is meant for an archived channel, or one the bot was removed from (outbox `HELD`), is
+  held — notices stay pending, stored posts stay stored — not dropped;
+- Slack's own events say when a target breaks or works again (bot/slack/signals.py:
+  `channel_archive`, `member_left_channel`, `user_change` …): acted on at once (`said_gone`,
+  `said_back`), not at the next probe;
+- every sweep probes each broken channel once (conversations.info, every `RECHECK_EVERY` of
+  the host's clock); when it works again — probed or said — the record is cleared and what
+  waited goes out there (each claimed, so once): the approvals channel's pending cards, the
+  cards of clusters found at AI Reserve meanwhile, the held notices and posts.
 """
 
 from __future__ import annotations
@@ -21,18 +28,20 @@ from functools import partial
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.clock import Clock
+from bot.clock import Clock, host_time
 from bot.domain.models import ClusterRecord, LaunchRequest, RequestStatus
 from bot.services.people import People
 from bot.slack.blocks import common as common_blocks
 from bot.slack.blocks.format import money
 from bot.slack.blocks.message import Message
-from bot.slack.outbox import POST_ERRORS, Outcome, SlackOutbox, Unreachable, reason
+from bot.slack.outbox import HELD, POST_ERRORS, Outcome, SlackOutbox, Unreachable, reason
 from storage.db import Database
+from storage.outbox import FOUND
 
 log = logging.getLogger(__name__)
 
-# How often a broken channel is probed: every sweep, but not on every poll's delivery pass.
+# How often a broken channel is probed: every sweep, but not on every poll's delivery pass
+# (host time: AI Reserve's clock says nothing about Slack, and may stand still or jump).
 RECHECK_EVERY = timedelta(seconds=30)
 
 # What Slack's refusal says about the target: (of a channel, "it …"; of a person, "they …").
@@ -48,7 +57,8 @@ _WORDS = {
 
 
 # A deactivated person can be reactivated: users.info says when (`deleted` false again).
-_COMES_BACK = frozenset({"user_disabled", "account_inactive"})
+COMES_BACK = frozenset({"user_disabled", "account_inactive"})
+PostPending = Callable[[str], Awaitable[None]]  # a pending request's card, posted
 
 
 def is_channel(target: str) -> bool:
@@ -148,17 +158,17 @@ class Fallbacks:
                                    f"{quote_id}", request.requester_id,
                                    common_blocks.notice(text))
 
-    async def recheck(self, post_pending: Callable[[str], Awaitable[None]]) -> None:
+    async def recheck(self, post_pending: PostPending) -> None:
         """Probe each broken target once: a channel (conversations.info) that works again is
         cleared and, if it is the approvals channel, its pending cards are posted
         (`post_pending(request_id)`); a deactivated person (users.info) who is back is cleared."""
-        now = self._clock.now()
+        now = host_time(self._clock)
         if self._rechecked_at is not None and now - self._rechecked_at < RECHECK_EVERY:
             return
         self._rechecked_at = now
         for target, code in (await self._outbox.unreachable()).items():
             channel = is_channel(target)
-            if not channel and code not in _COMES_BACK:
+            if not channel and code not in COMES_BACK:
                 continue  # gone for good (user_not_found, a bot): the admins were told
             try:
                 info = ((await self._client.conversations_info(channel=target))["channel"]
@@ -170,12 +180,41 @@ class Fallbacks:
                 continue
             log.warning("%s works again (%s %s before): posting what waited", target,
                         "it" if channel else "they", words(code, target))
-            async with self._db.transaction() as repos:
-                await repos.outbox.reachable_again(target)
-                pending = await repos.requests.list_pending() \
-                    if target == self._approvals_channel else []
-            for request in pending:
-                await post_pending(request.id)
+            await self._works_again(target, post_pending)
+
+    async def held(self) -> set[str]:
+        """Targets whose posts are held until a person undoes what Slack refused (`HELD`)."""
+        return {t for t, code in (await self._outbox.unreachable()).items() if code in HELD}
+
+    async def said_gone(self, target: str, code: str) -> None:
+        """Slack said (an event) that `target` can't take posts (`code`): recorded now, the
+        admins told once (and of a person, the approvals channel of what they own)."""
+        await self._outbox.give_up_on(target, code)
+
+    async def said_back(self, target: str, codes: frozenset[str],
+                        post_pending: PostPending) -> bool:
+        """Slack said (an event) that what made `target` refuse posts was undone: if its
+        record says one of `codes`, it is cleared and what waited goes out. True if so."""
+        code = (await self._outbox.unreachable()).get(target)
+        if code not in codes:
+            return False
+        log.warning("%s works again, Slack says (%s %s before): posting what waited", target,
+                    "it" if is_channel(target) else "they", words(str(code), target))
+        await self._works_again(target, post_pending)
+        return True
+
+    async def _works_again(self, target: str, post_pending: PostPending) -> None:
+        """Clear `target`'s record; post the approvals channel's pending cards and queue the
+        telling of the clusters found there meanwhile (their cards were skipped); the held
+        notices and posts go on the delivery pass."""
+        async with self._db.transaction() as repos:
+            await repos.outbox.reachable_again(target)
+            pending = await repos.requests.list_pending() \
+                if target == self._approvals_channel else []
+        if is_channel(target):
+            await self._outbox.queue_refresh(FOUND, target)
+        for request in pending:
+            await post_pending(request.id)
 
     async def quietly(self, post: Awaitable[None]) -> None:
         """A post that may be skipped where it can't be seen (the admins were told)."""

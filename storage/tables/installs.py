@@ -34,6 +34,8 @@ class InstallationRow(Base, table=True):
     installed_at: datetime = Field(sa_type=UtcDateTime)
     stopped_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
     stopped_why: str | None = Field(default=None, sa_type=sa.String)
+    refresh_failing_since: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    refresh_failure: str | None = Field(default=None, sa_type=sa.String)
 
 
 INSTALLATIONS = metadata.tables["slack_installations"]
@@ -65,3 +67,17 @@ class RouteRow(Base, table=True):
 
 
 ROUTES = metadata.tables["slack_routes"]
+
+
+class OrgWorkspaceRow(Base, table=True):
+    """A workspace an org-wide installation serves: one its Enterprise organization's admins
+    gave the app to (auth.teams.list at install; `team_access_granted` / `_revoked` after)."""
+
+    __tablename__ = "slack_org_workspaces"
+
+    installation: str = Field(primary_key=True, sa_type=sa.String)  # the installation's key
+    team_id: str = Field(primary_key=True, sa_type=sa.String)
+    granted_at: datetime = Field(sa_type=UtcDateTime)
+
+
+ORG_WORKSPACES = metadata.tables["slack_org_workspaces"]

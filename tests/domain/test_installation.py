@@ -6,7 +6,9 @@ from bot.domain.installation import UNKNOWN, UNNAMED, Installed, Origin, outside
 
 HOME = Installed(team_id="T0HOME")
 HOME_IN_GRID = Installed(team_id="T0HOME", enterprise_id="E0ORG")
-ORG = Installed(enterprise_id="E0ORG", org_wide=True)
+ORG = Installed(enterprise_id="E0ORG", org_wide=True)  # single-token: its workspaces not known
+# Installed through OAuth: the workspaces the org's admins gave the app to.
+GIVEN = Installed(enterprise_id="E0ORG", org_wide=True, workspaces=frozenset({"T0ONE", "T0TWO"}))
 
 
 def origin(*ids: str) -> Origin:
@@ -25,11 +27,18 @@ def origin(*ids: str) -> Origin:
     (HOME_IN_GRID, ["T0HOME", "E0ORG"], None),
     (HOME_IN_GRID, ["T0HOME", "E0ELSE"], "E0ELSE"),
     (HOME_IN_GRID, ["T0SISTER", "E0ORG"], "T0SISTER"),  # a sister workspace of the org
-    # Org-wide: every workspace of the organization (their list is a later issue's), no other.
+    # Org-wide, its workspaces not known (single-token): every workspace of the org, no other.
     (ORG, ["T0ANY", "E0ORG"], None),
     (ORG, ["T0ANY", "E0ELSE"], "E0ELSE"),
     (ORG, ["T0ANY", "E0ORG", "E0ELSE"], "E0ELSE"),
     (ORG, ["T0ANY"], UNNAMED),
+    # Org-wide, its workspaces known: those, and only those.
+    (GIVEN, ["T0ONE", "E0ORG"], None),
+    (GIVEN, ["T0ONE", "T0TWO", "E0ORG"], None),
+    (GIVEN, ["T0THREE", "E0ORG"], "T0THREE"),  # of the org, not given the app
+    (GIVEN, ["T0ONE", "T0OUT", "E0ORG"], "T0OUT"),  # a Slack Connect guest from outside
+    (GIVEN, ["T0ONE", "E0ELSE"], "E0ELSE"),
+    (GIVEN, ["T0ONE"], UNNAMED),
     # Not known yet where we are installed: nothing goes through on a guess.
     (None, ["T0HOME"], UNKNOWN),
     (Installed(), ["T0HOME"], UNKNOWN),

@@ -127,3 +127,114 @@ async def test_a_token_an_hour_from_expiry_is_refreshed_once_across_three_replic
             assert all(a["ok"] for a in again) and slack.oauth.refreshed == 1
             used = {c.token for c in slack.calls[-3:]}
             assert first not in used and len(used) == 1
+
+
+async def test_a_refresh_that_fails_is_said_once_across_replicas_counted_and_alerted(
+        tmp_path, caplog):
+    """Slack refuses the refresh (invalid_refresh_token): one ERROR line for the three replicas,
+    the failing gauge 1 on every replica, no replica tries again before REFRESH_RETRY, the
+    token still used until it expires; once a refresh works, one WARNING and the gauge 0."""
+    from bot.services.installations import REFRESH_RETRY
+    from tests.e2e.test_metrics import scrape, value
+
+    caplog.set_level(logging.INFO)
+    clock = ManualClock(datetime.now(UTC).replace(microsecond=0))
+    async with fake_slack(clock) as slack:
+        slack.oauth.rotation = True
+        async with replicas(tmp_path, 3, database_url=None, slack=slack,
+                            env=oauth_env(slack)) as bots:
+            await install(bots[0], team=ONE)
+            [first] = slack.oauth.tokens
+            async with SlackRequests(events_url=bots[1].requests.events_url,
+                                     signing_secret=SECRET, slack=slack, team_id=ONE) as dave:
+                await dave.app_home_opened(DAVE)
+            await bots[1].rt.settle()
+            clock.advance(11 * 3600)
+            slack.oauth.refresh_refused = "invalid_refresh_token"
+
+            async def post_from_each(times: int = 1) -> None:
+                for _ in range(times):
+                    answers = await asyncio.gather(*(
+                        h.rt.slack.chat_postMessage(channel=DAVE, text="hello") for h in bots))
+                    assert all(a["ok"] for a in answers)  # the old token: good till it expires
+
+            def tried() -> int:
+                return len([c for c in slack.calls if c.method == "oauth.v2.access"
+                            and c.args.get("grant_type") == "refresh_token"])
+
+            await post_from_each(3)
+            assert tried() == 1  # one try, then no replica tries again for a while
+            clock.advance(REFRESH_RETRY.total_seconds() + 1)
+            await post_from_each()
+            assert tried() == 2
+            said = [r for r in caplog.records if "could not refresh" in r.getMessage()]
+            assert [r.levelname for r in said] == ["ERROR"]  # once, for three replicas
+            assert "invalid_refresh_token" in said[0].getMessage() and ONE in said[0].getMessage()
+            assert first not in said[0].getMessage()  # no token in the logs
+            for h in bots:
+                m = await scrape(h)
+                assert value(m, "clusterbot_slack_token_refresh_failing") == 1
+            failures = [value(await scrape(h), "clusterbot_slack_token_refresh_failures_total")
+                        for h in bots]
+            assert sum(failures) == 2
+
+            slack.oauth.refresh_refused = None  # Slack takes it again
+            clock.advance(REFRESH_RETRY.total_seconds() + 1)
+            await post_from_each(2)
+            assert slack.oauth.refreshed == 1 and tried() == 3
+            again = [r for r in caplog.records if "refreshed again" in r.getMessage()]
+            assert [r.levelname for r in again] == ["WARNING"]
+            assert value(await scrape(bots[2]), "clusterbot_slack_token_refresh_failing") == 0
+            assert first not in {c.token for c in slack.calls[-3:]}
+
+
+async def test_an_expired_token_stops_its_installation_only_and_its_refusal_ends_when_refreshed(
+        tmp_path):
+    """Issue 24's refused-token gate, per installation: T0ONE's token expires while Slack
+    refuses its refresh — Slack's token_expired stops T0ONE's calls (one sent, the next refused
+    before sending), T0TWO goes on; once the refresh works, the new token is used and the old
+    one's refusal ends (before: the refused-token gauge, its alert and /readyz's note stayed on
+    for a token no longer used)."""
+    from slack_sdk.errors import SlackApiError
+
+    from bot.services.installations import REFRESH_RETRY
+    from tests.e2e.harness import bot
+    from tests.e2e.test_metrics import scrape, value
+
+    clock = ManualClock(datetime.now(UTC).replace(microsecond=0))
+    async with fake_slack(clock) as slack:
+        slack.oauth.rotation = True
+        async with bot(tmp_path, slack=slack, clock=clock, env=oauth_env(slack)) as h:
+            await install(h, team=ONE)
+            clock.advance(6 * 3600)
+            await install(h, team=TWO)  # six hours younger than T0ONE's
+            tokens = {g.team_id: t for t, g in slack.oauth.tokens.items()}
+            for team, person in ((ONE, DAVE), (TWO, ALICE)):
+                async with SlackRequests(events_url=h.requests.events_url, signing_secret=SECRET,
+                                         slack=slack, team_id=team) as someone:
+                    await someone.app_home_opened(person)
+            await h.rt.settle()
+            slack.oauth.refresh_refused = "invalid_refresh_token"
+            clock.advance(6 * 3600 + 1)  # T0ONE's token has expired; T0TWO's has 6 hours left
+
+            def sent(token: str) -> int:
+                return len([c for c in slack.calls if c.method == "chat.postMessage"
+                            and c.token == token])
+
+            for _ in range(2):
+                with pytest.raises(SlackApiError):
+                    await h.rt.slack.chat_postMessage(channel=DAVE, text="for T0ONE")
+            assert sent(tokens[ONE]) == 1  # Slack said token_expired; the second was not sent
+            assert (await h.rt.slack.chat_postMessage(channel=ALICE, text="for T0TWO"))["ok"]
+            assert value(await scrape(h), "clusterbot_slack_tokens_refused") == 1
+
+            slack.oauth.refresh_refused = None
+            clock.advance(REFRESH_RETRY.total_seconds() + 1)
+            assert (await h.rt.slack.chat_postMessage(channel=DAVE, text="again"))["ok"]
+            [new] = [t for t, g in slack.oauth.tokens.items()
+                     if g.team_id == ONE and t != tokens[ONE]]
+            assert slack.calls[-1].token == new
+            m = await scrape(h)
+            assert value(m, "clusterbot_slack_tokens_refused") == 0
+            assert value(m, "clusterbot_slack_token_changes_total", state="replaced") == 1
+            assert sent(tokens[TWO]) == 1 and sent(tokens[ONE]) == 1

@@ -25,6 +25,7 @@ from slack_bolt.response import BoltResponse
 from slack_bolt.util.utils import get_name_for_callable
 
 from bot.domain.models import RequestStatus
+from bot.slack import signals
 from bot.slack.ids import Action, View, unpack_any
 from devslack.models import Message
 from devslack.requests import FORM, LEGACY_TOKEN, Reply, SlackRequests
@@ -280,6 +281,13 @@ def requests_for_every_listener(team: str) -> list[AsyncBoltRequest]:
     bodies.append(json.dumps({"type": "event_callback", "team_id": team, "event_id": "Ev0",
                               "authorizations": [{"team_id": team, "is_bot": True}],
                               "event": {"type": "app_home_opened", "user": BOB, "tab": "home"}}))
+    for n, kind in enumerate(signals.KINDS):  # Slack's word on channels, people and the token
+        user = {"id": BOB, "team_id": team, "deleted": True} if kind == "user_change" else BOB
+        bodies.append(json.dumps({"type": "event_callback", "team_id": team,
+                                  "event_id": f"Ev{n + 1}",
+                                  "authorizations": [{"team_id": team, "is_bot": True}],
+                                  "event": {"type": kind, "user": user, "channel": "C0GENERAL",
+                                            "tokens": {"bot": ["U0BOT"]}}}))
     return [AsyncBoltRequest(body=b, headers={"content-type": ["application/json" if
                                                                b.startswith("{") else FORM]})
             for b in bodies]

@@ -105,3 +105,22 @@ async def test_a_state_is_taken_back_once_and_not_after_it_expired(db):
     assert not await states.async_consume("made-up")
     installations._clock.advance(STATE_TTL.total_seconds())
     assert not await states.async_consume(second)  # expired
+
+
+async def test_an_org_wide_installation_keeps_the_workspaces_it_was_given(db):
+    installations, store, _ = stores(db)
+    await store.async_save(sdk(None, enterprise="E0ORG", org_wide=True, token="xoxb-org"))
+    await store.async_save(sdk("T0SOLO"))
+    await installations.grant("E0ORG", ["T0A", "T0B"])
+    await installations.grant("E0ORG", ["T0B", "T0C"])  # again: once each
+    await installations.withdraw("E0ORG", ["T0A", "T0NEVER"])
+    org = await installations.find(enterprise_id="E0ORG", team_id="T0B", org_wide=True)
+    assert org is not None and org.workspaces == {"T0B", "T0C"}
+    assert org.installed.workspaces == {"T0B", "T0C"}
+    solo = await installations.get("T0SOLO")
+    assert solo is not None and solo.installed.workspaces is None  # one workspace: its own
+    assert {i.key: i.workspaces for i in await installations.all()} == {
+        "E0ORG": {"T0B", "T0C"}, "T0SOLO": frozenset()}
+    await store.async_save(sdk(None, enterprise="E0ORG", org_wide=True, token="xoxb-again"))
+    again = await installations.get("E0ORG")  # installed again: what it was given stays
+    assert again is not None and again.workspaces == {"T0B", "T0C"}

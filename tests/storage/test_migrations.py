@@ -31,9 +31,9 @@ TABLES = {
     "quotes", "requests", "approvals", "clusters", "messages", "notices", "volumes", "audit",
     "action_claims", "request_quotes", "launch_intents", "terminations", "readiness",
     "extensions", "schema_compat", "duties", "digests", "digest_members", "templates",
-    "slack_installations", "slack_oauth_states", "slack_routes",
+    "slack_installations", "slack_oauth_states", "slack_routes", "slack_org_workspaces",
 } | NEW_IN_0005
-HEAD = "0021"
+HEAD = "0023"
 SAGA = {"request_quotes", "launch_intents"}  # 0004
 CLAIMS = {"action_claims"}  # 0006
 TERMINATIONS = {"terminations"}  # 0007
@@ -41,7 +41,8 @@ TERMINATIONS = {"terminations"}  # 0007
 LATER = SAGA | NEW_IN_0005 | CLAIMS | TERMINATIONS | {"readiness", "extensions", "schema_compat",
                                                        "duties", "digests", "digest_members",
                                                        "templates", "slack_installations",
-                                                       "slack_oauth_states", "slack_routes"}
+                                                       "slack_oauth_states", "slack_routes",
+                                                       "slack_org_workspaces"}
 
 
 def _sqlite_tables(path) -> set[str]:
