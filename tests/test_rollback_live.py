@@ -136,10 +136,14 @@ async def _runs(w: World, head: str, release: Path, planned: str, *, first: bool
     for _ in range(5 if first else 4):
         await w.advance(15 * 60)
         await wait_for(lambda: bot.running, what=f"{head} still running")
-    await wait_for(lambda: _terminated(w, planned), within=60,
+    await wait_for(lambda: _terminated(w, planned), within=180,
                    what=f"{head}: the planned run terminated by its deadline")
-    waiting = await _waiting(w)  # still waiting (no stock), and looked at again
-    assert waiting is not None and waiting[1] > looked, (head, looked, waiting)
+
+    async def looked_again() -> bool:  # still waiting (no stock), and looked at again
+        waiting = await _waiting(w)
+        return waiting is not None and waiting[1] > looked
+
+    await wait_for(looked_again, within=180, what=f"{head}: the waiting request looked at")
     assert await bot.stop() == 0, bot.logs()[-2000:]
     logs = bot.logs()
     assert "Traceback" not in logs and "raised an exception" not in logs, (head, logs[-3000:])

@@ -186,7 +186,9 @@ async def test_db_status_says_what_is_pending_and_whether_running_replicas_survi
         assert code == 3, lines
         [pending] = [line for line in lines if line.startswith("pending: ")]
         assert pending.startswith("pending: 0014") and pending.endswith(head_revision()), lines
-        assert "replicas at 0013 keep running after it: yes" in lines
+        # 0016 and 0018 are not compatible with the code before them (issue 26 item 2).
+        assert any(line.startswith("replicas at 0013 keep running after it: no")
+                   for line in lines), lines
     finally:
         await db.dispose()
 
