@@ -1,5 +1,5 @@
-"""`python -m benchmarks [ack] [sweep] [storage] [envelope] [saga] [replicas] [scale]
-[charts] [stock] [storm]`: run the
+"""`python -m benchmarks [ack] [burst] [sweep] [storage] [envelope] [saga] [replicas] [scale]
+[charts] [stock] [storm] [quiet] [first_install]`: run the
 benchmarks (all by default), report.
 
 The report goes to stdout; the bot's own log is kept to errors so it doesn't drown the figures
@@ -19,8 +19,11 @@ from typing import Any
 
 from benchmarks import (
     ack,
+    burst,
     charts,
     envelope,
+    first_install,
+    quiet,
     replicas,
     saga,
     scale,
@@ -33,6 +36,7 @@ from benchmarks.report import Table
 
 BENCHMARKS: dict[str, Callable[[], Coroutine[Any, Any, list[Table]]]] = {
     "ack": ack.run,
+    "burst": burst.run,
     "sweep": sweep.run,
     "storage": storage.run,
     "envelope": envelope.run,
@@ -42,6 +46,8 @@ BENCHMARKS: dict[str, Callable[[], Coroutine[Any, Any, list[Table]]]] = {
     "charts": charts.run,
     "stock": stock.run,
     "storm": storm.run,
+    "quiet": quiet.run,
+    "first_install": first_install.run,
 }
 
 

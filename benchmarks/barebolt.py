@@ -1,12 +1,14 @@
 """`python -m benchmarks.barebolt`: the baseline — a bare Bolt AsyncApp whose `/cluster`
-listener only acks, served by Bolt's own aiohttp server. Same signing secret and Slack API URL
-as the bot (env SLACK_SIGNING_SECRET, SLACK_BOT_TOKEN, SLACK_API_URL); prints the same
-"listening for Slack on <url>/slack/events" line the bot logs, then serves until SIGTERM."""
+listener and button listener only ack, served by Bolt's own aiohttp server. Same signing secret
+and Slack API URL as the bot (env SLACK_SIGNING_SECRET, SLACK_BOT_TOKEN, SLACK_API_URL);
+prints the same "listening for Slack on <url>/slack/events" line the bot logs, then serves until
+SIGTERM."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import re
 
 from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
@@ -21,6 +23,10 @@ async def main() -> None:
 
     @app.command("/cluster")
     async def command(ack: AsyncAck) -> None:
+        await ack()
+
+    @app.action(re.compile(".*"))
+    async def click(ack: AsyncAck) -> None:
         await ack()
 
     await serve_until_sigterm(

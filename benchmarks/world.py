@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import json
 import os
 import re
 import signal
@@ -22,6 +23,7 @@ import sqlalchemy as sa
 
 from bot.reserve.schemas import Cluster
 from bot.services.observing import observe, record_from_wire
+from bot.slack.ids import Action, ClusterRef
 from storage.db import Database
 from storage.rows import row_values
 from storage.tables.clusters import CLUSTERS
@@ -101,6 +103,25 @@ def signed(text: str, n: int, sink: str) -> tuple[bytes, dict[str, str]]:
         "is_enterprise_install": "false", "response_url": f"{sink}/sink/{n}",
         "trigger_id": f"{n}.bench",
     }).encode()
+    return _signed(body)
+
+
+def signed_click(cluster_id: str, n: int, sink: str) -> tuple[bytes, dict[str, str]]:
+    """A click on a cluster's Status button, signed as Slack signs an interactive payload."""
+    payload = {
+        "type": "block_actions", "api_app_id": "A0001", "token": "legacy",
+        "user": {"id": ALICE, "username": "alice", "name": "alice", "team_id": "T0001"},
+        "team": {"id": "T0001", "domain": "devslack"}, "trigger_id": f"{n}.bench",
+        "container": {"type": "message", "message_ts": "1.000001", "channel_id": GENERAL},
+        "channel": {"id": GENERAL, "name": "general"}, "response_url": f"{sink}/sink/{n}",
+        "actions": [{"type": "button", "action_id": Action.CLUSTER_STATUS, "block_id": "b",
+                     "value": ClusterRef(cluster_id=cluster_id).pack(),
+                     "action_ts": f"{time.time():.6f}"}],
+    }
+    return _signed(urlencode({"payload": json.dumps(payload)}).encode())
+
+
+def _signed(body: bytes) -> tuple[bytes, dict[str, str]]:
     ts = str(int(time.time()))
     digest = hmac.new(SECRET.encode(), f"v0:{ts}:".encode() + body, hashlib.sha256).hexdigest()
     return body, {"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": f"v0={digest}",
@@ -117,6 +138,7 @@ class World:
     bot: Child | None = None
     seeded: int = 0
     counter: int = 0
+    log_level: str = "DEBUG"  # the scale benchmark reads each sweep's DEBUG line
 
     def bot_env(self) -> dict[str, str]:
         return child_env() | {
@@ -125,7 +147,7 @@ class World:
             "AIRESERVE_API_URL": self.sim.base_url, "AIRESERVE_API_KEY": self.sim.api_key,
             "APPROVALS_CHANNEL": "C0APPROVALS", "APPROVERS": "U0BOB,U0CAROL",
             "POLL_INTERVAL_SECONDS": str(POLL_SECONDS), "PORT": "0", "INTERNAL_PORT": "0",
-            "LOG_LEVEL": "DEBUG"}
+            "LOG_LEVEL": self.log_level}
 
     async def start_bot(self) -> str:
         self.bot = Child([sys.executable, "-m", "bot", "serve"], self.bot_env(),

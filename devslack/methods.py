@@ -110,22 +110,31 @@ def _extra(args: Args) -> dict[str, Any]:
 # -- chat.* ---------------------------------------------------------------------------------
 
 
-def chat_post_message(store: MethodStore, args: Args) -> dict[str, Any]:
+def _post(store: MethodStore, args: Args, via: str, *, ephemeral: bool = False) -> Message:
+    """chat.postMessage and chat.postEphemeral: checked in Slack's order (channel, user,
+    blocks, text), then posted."""
     channel = store.resolve_channel(required(args, "channel"))
-    blocks = store.checked_blocks("chat.postMessage", args, need_text=True)
+    user = store.user(required(args, "user")) if ephemeral else None
+    blocks = store.checked_blocks(via, args, need_text=True)
     text = str(args.get("text") or "")
     if not (text or blocks or args.get("attachments")):
         raise SlackError("no_text")
-    message = store.post(
+    return store.post(
         channel=channel,
         text=text,
         blocks=blocks or [],
-        via="chat.postMessage",
+        via=via,
         thread_ts=str(args["thread_ts"]) if args.get("thread_ts") else None,
-        reply_broadcast=flag(args.get("reply_broadcast")),
+        reply_broadcast=False if ephemeral else flag(args.get("reply_broadcast")),
+        ephemeral_to=None if user is None else user.id,
         extra=_extra(args),
     )
-    return {"channel": channel, "ts": message.ts, "message": store.message_body(message)}
+
+
+def chat_post_message(store: MethodStore, args: Args) -> dict[str, Any]:
+    message = _post(store, args, "chat.postMessage")
+    return {"channel": message.channel, "ts": message.ts,
+            "message": store.message_body(message)}
 
 
 def chat_update(store: MethodStore, args: Args) -> dict[str, Any]:
@@ -155,22 +164,7 @@ def chat_delete(store: MethodStore, args: Args) -> dict[str, Any]:
 
 
 def chat_post_ephemeral(store: MethodStore, args: Args) -> dict[str, Any]:
-    channel = store.resolve_channel(required(args, "channel"))
-    user = store.user(required(args, "user"))
-    blocks = store.checked_blocks("chat.postEphemeral", args, need_text=True)
-    text = str(args.get("text") or "")
-    if not (text or blocks or args.get("attachments")):
-        raise SlackError("no_text")
-    message = store.post(
-        channel=channel,
-        text=text,
-        blocks=blocks or [],
-        via="chat.postEphemeral",
-        thread_ts=str(args["thread_ts"]) if args.get("thread_ts") else None,
-        ephemeral_to=user.id,
-        extra=_extra(args),
-    )
-    return {"message_ts": message.ts}
+    return {"message_ts": _post(store, args, "chat.postEphemeral", ephemeral=True).ts}
 
 
 def chat_schedule_message(store: MethodStore, args: Args) -> dict[str, Any]:

@@ -23,7 +23,6 @@ import json
 import secrets
 import time
 from collections.abc import Mapping
-from types import TracebackType
 from typing import Any
 from urllib.parse import urlencode
 
@@ -32,6 +31,7 @@ from slack_sdk.signature import SignatureVerifier
 
 from bot.clock import Clock, SystemClock
 from devslack.blockkit import action_entry, typed_state
+from devslack.closing import Closing
 from devslack.models import Message, SlackError
 from devslack.reply import Reply
 from devslack.webapi import FakeSlack
@@ -54,7 +54,7 @@ def signed_headers(
     }
 
 
-class SlackRequests:
+class SlackRequests(Closing):
     """A client for the bot's `/slack/events` that speaks exactly as Slack does."""
 
     def __init__(
@@ -86,17 +86,6 @@ class SlackRequests:
         self._event_prefix = secrets.token_hex(3).upper()
         self._event_ids = itertools.count(1)
         self._last: tuple[bytes, dict[str, str]] | None = None  # for resend()
-
-    async def __aenter__(self) -> SlackRequests:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def aclose(self) -> None:
         if self._owns_session and self._session is not None:

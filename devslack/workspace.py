@@ -10,16 +10,16 @@ async with FakeSlack() as slack:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from types import TracebackType
 from typing import Any
 
+from devslack.closing import Closing
 from devslack.models import Message, SlackError, SlackUser
 from devslack.reply import Reply
 from devslack.requests import SlackRequests
 from devslack.webapi import FakeSlack
 
 
-class LocalWorkspace:
+class LocalWorkspace(Closing):
     """One person at a time typing into one channel of a FakeSlack, through a signed client."""
 
     def __init__(
@@ -42,15 +42,7 @@ class LocalWorkspace:
         self.channel: str = slack.resolve_channel(channel)
         self.settle_quiet = settle_quiet
 
-    async def __aenter__(self) -> LocalWorkspace:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def aclose(self) -> None:
         await self.requests.aclose()
 
     # -- who and where -----------------------------------------------------------------------

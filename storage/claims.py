@@ -59,6 +59,16 @@ class ClaimRepo:
         )).first()
         return inserted is not None
 
+    async def record_all(self, keys: Collection[ClaimKey], *, actor_id: str,
+                         now: datetime) -> None:
+        """Record many keys as done in one statement; those recorded already stay as they are."""
+        if keys:
+            await self._session.execute(
+                insert(self._session, ACTION_CLAIMS)
+                .values([{**key.model_dump(), "actor_id": actor_id, "claimed_at": now,
+                          "done_at": now} for key in keys])
+                .on_conflict_do_nothing())
+
     async def forget(self, *, actions: Collection[str], before: datetime) -> int:
         """Delete the claims of `actions` taken before `before`; how many went."""
         result = await self._session.execute(

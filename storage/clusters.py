@@ -12,7 +12,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.domain.errors import UnknownResource
 from bot.domain.models import ClusterRecord, ClusterState
-from storage.rows import field_values, raw_columns, row_values, to_domain, to_domain_many
+from storage.rows import (
+    Remembered,
+    field_values,
+    raw_columns,
+    row_values,
+    to_domain,
+    to_domain_many,
+)
 from storage.statements import MANAGED, insert, rowcount
 from storage.tables.clusters import CLUSTERS
 
@@ -114,17 +121,20 @@ class ClusterRepo:
     async def list_live(self, *, offset: int = 0, limit: int | None = None,
                         with_lifetime: bool = False,
                         owners: Collection[str] | None = None,
-                        project: str | None = None) -> list[ClusterRecord]:
+                        project: str | None = None,
+                        remembered: Remembered[ClusterRecord] | None = None,
+                        ) -> list[ClusterRecord]:
         """Clusters that may still bill (provisioning…terminating), oldest first; `limit` of
         them from the `offset`-th on (a page of `/cluster list`); `with_lifetime`: only those
         approved for a number of hours (an envelope); `owners`: only theirs; `project`: only
-        that project's."""
+        that project's; `remembered`: the rows as this caller read them last (storage/rows.py),
+        so an unchanged row is not converted again."""
         stmt = _of_project(sa.select(CLUSTERS).where(CLUSTERS.c.status.in_(_LIVE)), project)
         if with_lifetime:
             stmt = stmt.where(CLUSTERS.c.lifetime_hours.is_not(None))
         return await self._list(_owned(stmt, owners)
                                 .order_by(CLUSTERS.c.created_at, CLUSTERS.c.id)
-                                .offset(offset).limit(limit))
+                                .offset(offset).limit(limit), remembered=remembered)
 
     async def list_degraded(self) -> list[ClusterRecord]:
         """Clusters degraded now (the escalation sweep's, bot/services/duty.py; a storm's size)."""
@@ -226,11 +236,12 @@ class ClusterRepo:
         )
         return found[0] if found else None
 
-    async def _list(self, stmt: sa.Select[Any]) -> list[ClusterRecord]:
+    async def _list(self, stmt: sa.Select[Any], *,
+                    remembered: Remembered[ClusterRecord] | None = None) -> list[ClusterRecord]:
         raw = stmt.with_only_columns(*raw_columns(CLUSTERS))
         rows = (await self._session.execute(raw)).all()
         return await to_domain_many(ClusterRecord, CLUSTERS, rows,
-                                    self._session.get_bind().dialect)
+                                    self._session.get_bind().dialect, remembered=remembered)
 
 
 def _owned(stmt: sa.Select[Any], owners: Collection[str] | None) -> sa.Select[Any]:

@@ -9,6 +9,7 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from storage.outbox import UNDELIVERABLE
 from storage.tables.clusters import CLUSTERS
 from storage.tables.installs import INSTALLATIONS
 from storage.tables.outbox import NOTICES, OUTBOX
@@ -57,3 +58,14 @@ async def refresh_failing(session: AsyncSession) -> int:
     """Installations whose rotating token's last refresh failed."""
     return int(await session.scalar(sa.select(sa.func.count()).select_from(INSTALLATIONS).where(
         INSTALLATIONS.c.refresh_failing_since.is_not(None))) or 0)
+
+
+async def undeliverable_by_reason(session: AsyncSession) -> dict[str, int]:
+    """Slack targets recorded undeliverable (storage/outbox.py `UNDELIVERABLE`), by Slack's code:
+    an archived channel (`is_archived`), one the bot left (`not_in_channel`), a person gone."""
+    rows = await session.execute(sa.select(OUTBOX.c.payload).where(OUTBOX.c.kind == UNDELIVERABLE))
+    found: dict[str, int] = {}
+    for (payload,) in rows:
+        reason = str((payload or {}).get("reason"))
+        found[reason] = found.get(reason, 0) + 1
+    return found

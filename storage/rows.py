@@ -15,7 +15,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from functools import cache
-from typing import Any, TypeVar, get_args
+from typing import Any, Generic, TypeVar, get_args
 
 import sqlalchemy as sa
 from pydantic import BaseModel, TypeAdapter
@@ -68,23 +68,43 @@ def raw_columns(table: sa.Table) -> list[sa.ColumnElement[Any]]:
     return [sa.type_coerce(c, sa.types.NullType()).label(c.name) for c in table.c]
 
 
+class Remembered(Generic[M]):
+    """The domain models of the rows one query read last time, by key (the first column): a
+    row read again exactly as it was gives back the same (frozen) model, not converted again —
+    a quiet watch sweep reads thousands of cluster rows that haven't changed. Holds only the
+    rows of the last read."""
+
+    def __init__(self) -> None:
+        self._rows: dict[Any, tuple[tuple[Any, ...], M]] = {}
+
+
 async def to_domain_many(model_cls: type[M], table: sa.Table, rows: Sequence[sa.Row[Any]],
-                         dialect: sa.Dialect) -> list[M]:
+                         dialect: sa.Dialect, *, remembered: Remembered[M] | None = None
+                         ) -> list[M]:
     """The domain models of `rows` read through `raw_columns(table)`, in one batch: the
     column types' own result processing, then `to_domain`; on a thread when there are many (a
-    thousand cluster rows take tens of milliseconds of CPU the event loop must not spend)."""
+    thousand cluster rows take tens of milliseconds of CPU the event loop must not spend).
+    With `remembered`, a row equal to the one read last time under its key is not converted."""
     names = [c.name for c in table.c]
     processors = [(i, p) for i, c in enumerate(table.c)
                   if (p := c.type._cached_result_processor(dialect, None)) is not None]
 
+    def one(row: Sequence[Any]) -> M:
+        values = list(row)
+        for i, process in processors:
+            values[i] = process(values[i])
+        return to_domain(model_cls, dict(zip(names, values, strict=True)))
+
     def convert() -> list[M]:
-        models = []
+        if remembered is None:
+            return [one(row) for row in rows]
+        before, now = remembered._rows, {}
         for row in rows:
-            values = list(row)
-            for i, process in processors:
-                values[i] = process(values[i])
-            models.append(to_domain(model_cls, dict(zip(names, values, strict=True))))
-        return models
+            raw = tuple(row)
+            seen = before.get(raw[0])
+            now[raw[0]] = seen if seen is not None and seen[0] == raw else (raw, one(raw))
+        remembered._rows = now
+        return [now[row[0]][1] for row in rows]
 
     return convert() if len(rows) < MANY_ROWS else await asyncio.to_thread(convert)
 

@@ -36,10 +36,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # The image test (minutes, mostly waiting on downloads and disk) goes first: xdist hands out
-    # work in this order (after the groups: the two procs lanes, the biggest, start first, one
-    # worker each), so it starts at once on another and overlaps the suite instead of trailing.
-    items.sort(key=lambda item: item.get_closest_marker("image") is None)  # a stable sort
+    # The image test (minutes, mostly waiting on downloads and disk) goes first, then the `slow`
+    # ones (tens of seconds each), then the rest in collection order: xdist hands out work in this
+    # order (after the groups: the two procs lanes, the biggest, start first, one worker each), so
+    # the long tests start at once and overlap the suite instead of trailing it alone at the end
+    # (tests/test_*.py come last in collection order, and several of them are long).
+    items.sort(key=_start_order)  # a stable sort
     # `make test` runs the suite on parallel workers (pytest-xdist, --dist loadgroup). Tests that
     # start real processes wait on real seconds (a bot polls every second, AI Reserve boots a
     # node in five): mostly waiting, they would make a long tail run one after another. They
@@ -64,6 +66,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             from _pytest.nodeid import NodeId
 
             item._id = NodeId.parse(f"{item.nodeid}@{group}")
+
+
+def _start_order(item: pytest.Item) -> int:
+    return 0 if item.get_closest_marker("image") else 1 if item.get_closest_marker("slow") else 2
 
 
 LANES = ("timed", "restarts")
@@ -120,6 +126,16 @@ def pg_url(pg_server: PgServer) -> Iterator[str]:
         yield pg_server.url(name)
     finally:
         pg_server.drop_database(name)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def empty_database_url(request: pytest.FixtureRequest) -> str | None:
+    """None (a bot process's default SQLite file) or `pg_url`: for the real-process tests,
+    whose bots migrate the empty database themselves."""
+    if request.param == "postgres":
+        url: str = request.getfixturevalue("pg_url")
+        return url
+    return None
 
 
 @pytest.fixture(scope="session")

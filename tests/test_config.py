@@ -190,6 +190,18 @@ def test_the_workload_key_comes_from_a_file_and_a_bad_one_is_one_line(tmp_path):
     assert settings.workload_key is not None and settings.workload_key.get_secret_value() == key
     [line] = problems({"WORKLOAD_KEY": "hunter2-not-a-key"})
     assert line.startswith("WORKLOAD_KEY:") and "Fernet" in line and "hunter2" not in line
+    assert "`cluster-bot new-key`" in line  # what makes one, with the bot's own libraries
+
+
+def test_new_key_prints_a_new_workload_key_each_time(capsys):
+    keys = []
+    for _ in range(2):
+        assert main(["new-key"]) == 0
+        keys.append(capsys.readouterr().out)
+    assert keys[0] != keys[1] and all(key.endswith("\n") for key in keys)
+    for key in keys:  # each one a key the setting takes
+        settings = load_settings({"WORKLOAD_KEY": key.strip()})
+        assert settings.workload_key is not None
 
 
 def test_without_a_workload_key_one_is_derived_from_the_signing_secret_or_app_token():

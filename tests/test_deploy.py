@@ -239,8 +239,8 @@ def test_the_unit_is_hardened_and_takes_secrets_as_credentials():
                        ("ProtectSystem", "strict"), ("StateDirectory", "cluster-bot"),
                        ("PrivateTmp", "yes"), ("CapabilityBoundingSet", "")):
         assert unit.get(key) == [value], key
-    assert unit["ExecStart"] == ["/opt/cluster-bot/bin/cluster-bot serve"]
-    assert unit["ExecStartPre"] == ["/opt/cluster-bot/bin/cluster-bot migrate"]
+    assert unit["ExecStart"] == ["/opt/cluster-bot/current/bin/cluster-bot serve"]
+    assert unit["ExecStartPre"] == ["/opt/cluster-bot/current/bin/cluster-bot migrate"]
     credentials = [c.split(":", 1)[0] for c in unit["LoadCredential"]]
     assert set(credentials) <= set(SECRET_SETTINGS)
     assert {"SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "AIRESERVE_API_KEY"} <= set(credentials)
@@ -257,7 +257,7 @@ def test_systemd_analyze_verify_passes(tmp_path):
     if not here.exists():
         pytest.skip("no cluster-bot script beside this Python (package not installed)")
     unit = tmp_path / UNIT.name
-    unit.write_text(UNIT.read_text().replace("/opt/cluster-bot/bin/cluster-bot", str(here)))
+    unit.write_text(UNIT.read_text().replace("/opt/cluster-bot/current/bin/cluster-bot", str(here)))
     result = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True,
                             text=True, timeout=60, check=False)
     assert result.returncode == 0 and result.stdout + result.stderr == "", result.stderr

@@ -102,5 +102,5 @@ def test_database_url_is_a_file_everywhere():
                 env.get("DATABASE_URL_FILE") == f"{mount['mountPath']}/DATABASE_URL"), name
     # systemd: a credential (SECRETS_DIR=%d), SQLite in the state directory without its file.
     unit = unit_settings()
-    assert "DATABASE_URL:/etc/cluster-bot/credentials/database_url" in unit["LoadCredential"]
+    assert "DATABASE_URL:/etc/cluster-bot/secrets/DATABASE_URL" in unit["LoadCredential"]
     assert unit["SetCredential"] == ["DATABASE_URL:sqlite:///cluster-bot.db"]

@@ -13,16 +13,8 @@ from tests.procs import ALICE, BOB, wait_for, world
 pytestmark = pytest.mark.procs(lane="restarts")  # kills and restarts: tests/conftest.py
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def database_url(request: pytest.FixtureRequest) -> str | None:
-    if request.param == "postgres":
-        url: str = request.getfixturevalue("pg_url")
-        return url
-    return None
-
-
-async def test_a_bot_process_launches_survives_sigkill_and_restarts(tmp_path, database_url):
-    async with world(tmp_path, database_url=database_url) as w:
+async def test_a_bot_process_launches_survives_sigkill_and_restarts(tmp_path, empty_database_url):
+    async with world(tmp_path, database_url=empty_database_url) as w:
         bot = await w.bot()
         assert (await bot.get("/healthz"))[0] == 200
 

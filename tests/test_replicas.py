@@ -14,7 +14,9 @@ import pytest
 
 from tests import replicas
 
-pytestmark = pytest.mark.procs  # real processes: one at a time (tests/conftest.py)
+# Kills and restarts replicas and counts posts (0 duplicated, 0 missed), with generous deadlines:
+# the restarts lane (tests/conftest.py), which also balances the two lanes' lengths.
+pytestmark = pytest.mark.procs(lane="restarts")
 
 
 @pytest.mark.slow

@@ -156,6 +156,9 @@ async def test_an_upgrade_and_a_rollback_side_by_side_lose_nothing_and_post_noth
         assert _reminders(w) == 1 + 2 * 3  # one per cluster per hour, across every swap
 
 
+# Exit codes and what the database holds, no wall-clock bound: the restarts lane (which also
+# balances the two lanes' lengths: tests/conftest.py).
+@pytest.mark.procs(lane="restarts")
 @pytest.mark.postgres
 async def test_this_build_refuses_a_database_ahead_by_an_incompatible_revision(tmp_path,
                                                                                pg_url):

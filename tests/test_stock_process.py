@@ -19,21 +19,13 @@ pytestmark = pytest.mark.procs(lane="restarts")  # kills and restarts: tests/con
 STOCK = {"accelerator": "h100-sxm-80gb", "location": "us-tx"}
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def database_url(request: pytest.FixtureRequest) -> str | None:
-    if request.param == "postgres":
-        url: str = request.getfixturevalue("pg_url")
-        return url
-    return None
-
-
 async def requests_of(w: World) -> list[LaunchRequest]:
     async with w.database() as db, db.transaction() as repos:
         return await repos.requests.list_by_status(list(RequestStatus))
 
 
-async def test_a_wait_survives_sigkill_and_launches_once(tmp_path, database_url):
-    async with world(tmp_path, database_url=database_url) as w:
+async def test_a_wait_survives_sigkill_and_launches_once(tmp_path, empty_database_url):
+    async with world(tmp_path, database_url=empty_database_url) as w:
         await w.sim.admin("capacity", {**STOCK, "availability": "none", "placeableNodes": 0})
         first = await w.bot("first")
         await first.requests.slash(text="quote h100x8 nodes=2 location=us-tx", user_id=ALICE,

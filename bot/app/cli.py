@@ -266,6 +266,15 @@ def cmd_audit_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_new_key(_: argparse.Namespace) -> int:
+    """A new WORKLOAD_KEY (a Fernet key) on stdout: with the bot's own `cryptography`, so the
+    host's Python needs none."""
+    from cryptography.fernet import Fernet
+
+    print(Fernet.generate_key().decode())  # noqa: T201
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cluster-bot", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {describe()}")
@@ -284,6 +293,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     database.add_parser("status", help="the revision, this build's head, pending or ahead "
                         "revisions, and whether this build can run on it (exit 0 yes, 3 after "
                         "migrating, 2 no)").set_defaults(func=cmd_db_status)
+    sub.add_parser("new-key", help="print a new key for WORKLOAD_KEY (or "
+                   "WORKLOAD_KEY_PREVIOUS's successor)").set_defaults(func=cmd_new_key)
     export = sub.add_parser("audit-export", help="a month's audit trail as CSV")
     export.add_argument("--month", default=None, help="YYYY-MM (default: this month, UTC)")
     export.add_argument("--out", default="-", help="the CSV file to write (default: stdout)")

@@ -151,8 +151,7 @@ class Settings(BaseSettings):
                 check_key(value.get_secret_value())
             except (ValueError, TypeError):
                 raise ValueError("not a Fernet key (32 bytes, urlsafe base64: make one with "
-                                 "`python -c 'from cryptography.fernet import Fernet; "
-                                 "print(Fernet.generate_key().decode())'`)") from None
+                                 "`cluster-bot new-key`)") from None
         return value
 
     @field_validator("database_url")

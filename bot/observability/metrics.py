@@ -75,6 +75,10 @@ class Metrics:
             "clusterbot_slack_tokens_refused", "Bot tokens Slack refuses now (invalid_auth, "
             "account_inactive, token_revoked …): Slack calls stopped but a probe, posts kept "
             "queued", registry=r)
+        self.slack_unreachable_targets = Gauge(
+            "clusterbot_slack_unreachable_targets", "Channels and people Slack refuses posts "
+            "to, by Slack's code (is_archived, not_in_channel: their posts held until given "
+            "back; user_disabled …)", ["reason"], registry=r)
         self.slack_token_changes = Counter(
             "clusterbot_slack_token_changes", "A bot token refused by Slack, accepted again, or "
             "replaced while refused (a rotating token refreshed)",
@@ -170,6 +174,7 @@ class Metrics:
             burn = await gauges.burn_cents_per_hour(repos.session)
             backlog = await gauges.outbox_backlog(repos.session)
             failing = await gauges.refresh_failing(repos.session)
+            unreachable = await gauges.undeliverable_by_reason(repos.session)
             month = await repos.clusters.list_in_period(start, end)
         for state in ClusterState:
             self.clusters.labels(state=state.value).set(states.get(state.value, 0))
@@ -177,6 +182,9 @@ class Metrics:
         self.month_accrued.set(sum(spend.accrued_in(c, start, end) for c in month))
         self.outbox_pending.set(backlog.pending)
         self.token_refresh_failing.set(failing)
+        self.slack_unreachable_targets.clear()
+        for code in ("is_archived", "not_in_channel", *unreachable):
+            self.slack_unreachable_targets.labels(reason=code).set(unreachable.get(code, 0))
         ages = [0.0]
         if backlog.oldest_post is not None:
             ages.append((wall_clock() - backlog.oldest_post).total_seconds())

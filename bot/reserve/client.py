@@ -37,6 +37,7 @@ from bot.clock import Clock, SystemClock
 from bot.reserve.errors import TransportError
 from bot.reserve.port import StatusFilter
 from bot.reserve.retry import (
+    Known,
     Observe,
     OnSkip,
     RetryPolicy,
@@ -102,11 +103,10 @@ def _seg(value: str) -> str:
     return _quote(value, safe="")
 
 
-def _status_param(status: StatusFilter) -> str | None:
-    if status is None:
-        return None
-    items = [status] if isinstance(status, str) else list(status)
-    return ",".join(str(s) for s in items)  # StrEnum members print as their wire value
+def _cluster_params(status: StatusFilter, page_size: int | None) -> dict[str, str]:
+    statuses = [status] if isinstance(status, str) else list(status or ())
+    return ({} if status is None else {"status": ",".join(map(str, statuses))}  # StrEnum: value
+            | ({} if page_size is None else {"limit": str(page_size)}))
 
 
 def _shape(shape: ShapeRequest | Shape | str, gpus_per_node: int | None, nodes: int | None
@@ -225,20 +225,19 @@ class AsyncAIReserveClient:
     async def get_cluster(self, cluster_id: str) -> Cluster:
         return await self._http.call(Cluster, "GET", f"/clusters/{_seg(cluster_id)}")
 
-    def iter_clusters(
-        self, status: StatusFilter = None, *, page_size: int | None = None,
-        on_skip: OnSkip | None = None,
-    ) -> AsyncIterator[Cluster]:
-        params: dict[str, str] = {}
-        if (value := _status_param(status)) is not None:
-            params["status"] = value
-        if page_size is not None:
-            params["limit"] = str(page_size)
-        return self._http.paginate(Cluster, "/clusters", params, on_skip=on_skip)
+    def iter_clusters(self, status: StatusFilter = None, *, page_size: int | None = None,
+                      on_skip: OnSkip | None = None) -> AsyncIterator[Cluster]:
+        return self._http.paginate(Cluster, "/clusters", _cluster_params(status, page_size),
+                                   on_skip=on_skip)
 
-    async def list_clusters(
-        self, status: StatusFilter = None, *, page_size: int | None = None
-    ) -> list[Cluster]:
+    def cluster_pages(self, status: StatusFilter = None, *, page_size: int | None = None,
+                      on_skip: OnSkip | None = None, known: Known | None = None
+                      ) -> AsyncIterator[list[Cluster]]:
+        return self._http.pages(Cluster, "/clusters", _cluster_params(status, page_size),
+                                on_skip=on_skip, known=known)
+
+    async def list_clusters(self, status: StatusFilter = None, *,
+                            page_size: int | None = None) -> list[Cluster]:
         return [c async for c in self.iter_clusters(status, page_size=page_size)]
 
     async def terminate_cluster(self, cluster_id: str) -> Cluster:

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Iterable
 from datetime import datetime
 from typing import Protocol
 
-from bot.reserve.retry import OnSkip, Sent, SkippedItem, UnexpectedResponse, counting_sent
+from bot.reserve.retry import Known, OnSkip, Sent, SkippedItem, UnexpectedResponse, counting_sent
 from bot.reserve.schemas import (
     Accelerator,
     Account,
@@ -26,8 +26,8 @@ from bot.reserve.schemas import (
     Volume,
 )
 
-__all__ = ["MAX_PAGE_SIZE", "ClusterProvider", "OnSkip", "Sent", "SkippedItem", "StatusFilter",
-           "UnexpectedResponse", "counting_sent"]
+__all__ = ["MAX_PAGE_SIZE", "ClusterProvider", "Known", "OnSkip", "Sent", "SkippedItem",
+           "StatusFilter", "UnexpectedResponse", "counting_sent"]
 
 MAX_PAGE_SIZE = 200  # contract: list endpoints take ?limit= up to 200 (default 50)
 
@@ -101,6 +101,13 @@ class ClusterProvider(Protocol):
         """Every cluster (newest first), across all pages (`page_size` per page, at most
         MAX_PAGE_SIZE; None: the server's default). An item that does not parse is skipped
         (logged, and given to `on_skip` with its id and the field), never the whole listing."""
+        ...
+
+    def cluster_pages(self, status: StatusFilter = None, *, page_size: int | None = None,
+                      on_skip: OnSkip | None = None, known: Known | None = None
+                      ) -> AsyncIterator[list[Cluster]]:
+        """`iter_clusters` a page at a time, as each arrives; an item `known` recognises (its
+        raw JSON object: the caller holds it, parsed, as it is) is left out, unparsed."""
         ...
 
     async def terminate_cluster(self, cluster_id: str) -> Cluster:

@@ -172,6 +172,8 @@ class SkippedItem:
 
 
 OnSkip = Callable[[SkippedItem], None]
+# Whether the caller already holds a listed item (its raw JSON object), parsed, as it is now.
+Known = Callable[[dict[str, Any]], bool]
 
 ID_SHOWN = 64  # a skipped item's id in the log: enough to find it, never a payload
 
@@ -345,33 +347,49 @@ class Transport:
         self, model: type[M], path: str, params: Mapping[str, str] | None = None, *,
         on_skip: OnSkip | None = None,
     ) -> AsyncIterator[M]:
-        """Every item of a `{data, nextCursor}` list, following `nextCursor` until null.
+        """Every item of a `{data, nextCursor}` list, following `nextCursor` until null (the
+        items of `pages`, one by one)."""
+        async for page in self.pages(model, path, params, on_skip=on_skip):
+            for item in page:
+                yield item
+
+    async def pages(
+        self, model: type[M], path: str, params: Mapping[str, str] | None = None, *,
+        on_skip: OnSkip | None = None, known: Known | None = None,
+    ) -> AsyncIterator[list[M]]:
+        """Each page of a `{data, nextCursor}` list as it arrives, following `nextCursor` until
+        null.
 
         A bad item is one bad item: one that does not parse is skipped with one log line (its
         id and the field, never the payload) and handed to `on_skip`; the rest of the page is
-        used. A page that is not a page at all (not JSON, an HTML error) still raises.
+        used. A page that is not a page at all (not JSON, an HTML error) still raises. An item
+        `known` recognises (the caller holds it, parsed, exactly as it is) is left out unparsed:
+        a quiet sweep of thousands of clusters validates none of them.
 
-        Items are validated as they are taken, and the event loop gets a turn every
-        PARSE_CHUNK of them: a page of 200 clusters is ~30 ms of pydantic, too long to hold
-        Slack's acks up in one piece."""
+        The event loop gets a turn every PARSE_CHUNK items validated: a page of 200 clusters
+        is ~30 ms of pydantic, too long to hold Slack's acks up in one piece."""
         seen: set[str] = set()
         cursor: str | None = None
         while True:
             query = {**(params or {}), **({"cursor": cursor} if cursor else {})}
             page = await self.call(Page[dict[str, Any]], "GET", path, params=query)
-            for n, item in enumerate(page.data, 1):
+            parsed: list[M] = []
+            validated = 0
+            for item in page.data:
+                if known is not None and known(item):
+                    continue
+                validated += 1
                 try:
-                    parsed = model.model_validate(item)
+                    parsed.append(model.model_validate(item))
                 except ValidationError as exc:
                     skipped = skipped_item(item, exc)
                     log.warning("GET %s: skipped item %r, field %s: %s", path,
                                 skipped.id or "<no readable id>", skipped.field, skipped.reason)
                     if on_skip is not None:
                         on_skip(skipped)
-                else:
-                    yield parsed
-                if n % PARSE_CHUNK == 0:
+                if validated % PARSE_CHUNK == 0:
                     await asyncio.sleep(0)
+            yield parsed
             if not page.next_cursor:
                 return
             if page.next_cursor in seen:  # a buggy server would otherwise loop us forever

@@ -39,10 +39,12 @@ from bot.services.audit import ended_elsewhere
 from bot.services.duty import DutyService
 from bot.services.observing import connection_details, observe, observed_fields, state_of
 from bot.services.provider_errors import is_provider_outage
+from bot.services.quiet import QuietClusters
 from bot.services.readiness import ReadinessService
 from bot.services.unreadable import note_unreadable, readable_again
 from storage.db import Database
 from storage.repositories import Repos
+from storage.rows import Remembered
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +75,9 @@ class WatchService:
         # So does escalating degraded clusters nobody is on (bot/services/duty.py), after the
         # notices it follows are delivered.
         self.duty: DutyService | None = None
+        # What the last sweeps read and found quiet: not converted or parsed again unchanged.
+        self._rows: Remembered[ClusterRecord] = Remembered()
+        self._quiet = QuietClusters()
 
     async def sync_live(self, *, on_page: PageHook | None = None, deliver: bool = True) -> int:
         """One poll of every cluster that may still bill; deliver what changed. Returns how
@@ -91,9 +96,9 @@ class WatchService:
         others). A live record missing from the listing is read by id (which also tells one
         that ended or vanished)."""
         async with self._db.transaction() as repos:
-            live = {r.id: r for r in await repos.clusters.list_live()}
+            live = {r.id: r for r in await repos.clusters.list_live(remembered=self._rows)}
+        self._quiet.begin(live)
         listed: set[str] = set()
-        page: list[Cluster] = []
         # Listed but not parseable (logged by the client): kept as last known, not read by id
         # (the same bad answer again), counted toward telling people (bot/services/unreadable).
         skipped: dict[str, SkippedItem] = {}
@@ -102,14 +107,16 @@ class WatchService:
             if item.id is not None:
                 skipped[item.id] = item
 
+        def known(item: dict[str, Any]) -> bool:  # quiet as it was: listed, not parsed
+            if self._quiet.known(item):
+                listed.add(item["id"])
+                return True
+            return False
+
         try:
-            async for wire in self._provider.iter_clusters(LISTED, page_size=PAGE_SIZE,
-                                                           on_skip=skip):
-                page.append(wire)
-                if len(page) == PAGE_SIZE:
-                    await self._sync_page(page, live, listed, on_page, tell=deliver)
-                    page = []
-            await self._sync_page(page, live, listed, on_page, tell=deliver)
+            async for page in self._provider.cluster_pages(LISTED, page_size=PAGE_SIZE,
+                                                           on_skip=skip, known=known):
+                await self._sync_page(page, live, listed, on_page, tell=deliver)
         except api.ApiError as exc:
             # What was listed is synced; the rest waits for the next poll (no GET storm).
             # An outage is said once by AI Reserve's reachability, not at every poll.
@@ -147,8 +154,17 @@ class WatchService:
         listed.update(w.id for _, w in mine)
         now = self._clock.now()
         # Pure and CPU-bound: compared in a thread, the event loop keeps answering Slack.
-        due = await asyncio.to_thread(
-            lambda: [w for r, w in mine if self._due(r, w, now=now)])
+
+        def judge() -> list[Cluster]:
+            due = []
+            for record, wire in mine:
+                is_due = self._due(record, wire, now=now)
+                self._quiet.judged(record, wire, due=is_due)
+                if is_due:
+                    due.append(wire)
+            return due
+
+        due = await asyncio.to_thread(judge)
         await self._gather(self.sync(w.id, wire=w, deliver=False, tell=tell) for w in due)
 
     async def _poll_each(self, ids: list[str], *, unreadable: dict[str, SkippedItem],
@@ -184,7 +200,7 @@ class WatchService:
     def _due(self, before: ClusterRecord, wire: Cluster, *, now: datetime) -> bool:
         """Whether `sync` would do anything for `wire`: a changed observation, a notice to
         queue, or the connection DM to send."""
-        after = observe(wire, previous=before.status)
+        after = carry(before.observed, observe(wire, previous=before.status))
         if self._changes(before, wire, after) or self._notices(before, after, now=now):
             return True
         return (after.status is ClusterState.RUNNING and before.connection_sent_at is None

@@ -5,6 +5,6 @@ Owns: parsing a payload, calling one service and rendering its answer (app, comm
 views, home); the notifier that renders stored state and delivers it through a claimed outbox,
 by lane and paced to Slack's limits (notifier, outbox, notices, pacing, …).
 May import: bot.services, bot.domain, bot.clock, bot.logs; storage only in the notifier's
-delivery modules (notifier, outbox, notices, digests, duty, asks, unreachable:
+delivery modules (notifier, outbox, senders, notices, digests, duty, asks, unreachable:
 tests/test_architecture.py names them); never bot.jobs or bot.app.
 """

@@ -34,7 +34,7 @@ from bot.logs import begin
 from bot.services.container import Services
 from bot.slack import actions, commands, errors, home, inbound, views
 from bot.slack.gate import only_installation
-from bot.slack.inflight import ACK_SENT, InFlight
+from bot.slack.inflight import ACK_SENT, WORK_SLOTS, InFlight, WorkSlots
 from bot.slack.oauth import oauth_routes
 from bot.slack.once import once
 from bot.slack.origin import kind_of
@@ -64,17 +64,21 @@ def _bolt_logger() -> logging.Logger:
 
 class AckingApp(AsyncApp):
     """Bolt's AsyncApp, told when a request's answer is handed back (HTTP and Socket Mode both
-    come through `async_dispatch`): the ack time for the metrics, and the event a listener's
-    work after its ack waits for (bot/slack/inflight.py).
+    come through `async_dispatch`): the ack time for the metrics, the event a listener's
+    work after its ack waits for, and the slots that work takes turns in (bot/slack/inflight.py).
 
     Not a Bolt middleware: Bolt runs middleware one after the other *before* the listener, and
     their `next()` returns at once, so a middleware can't see the ack."""
 
     on_ack: Callable[[str, float], None] | None = None
+    work_slots: WorkSlots | None = None
 
     async def async_dispatch(self, req: AsyncBoltRequest) -> BoltResponse:
         started = time.monotonic()
         req.context[ACK_SENT] = sent = asyncio.Event()
+        if self.work_slots is None:
+            self.work_slots = WorkSlots()
+        req.context[WORK_SLOTS] = self.work_slots
         try:
             return await super().async_dispatch(req)
         finally:
@@ -150,7 +154,7 @@ def build_app(*, services: Services, client: AsyncWebClient, signing_secret: str
         app.middleware(tenancy.middleware())
     # A repeated delivery (Slack's retry of an event, a proxy's of a command) is acked and
     # dropped here, once for every listener; after request_context, so its line has the id.
-    app.middleware(once(services.deliveries))
+    app.middleware(once(services.deliveries, inflight))
 
     commands.register(app, services, dm_channel)
     actions.register(app, services)

@@ -17,16 +17,13 @@ import json
 import logging
 from typing import Any
 
-from slack_sdk.web.async_client import AsyncWebClient
-
-from bot.clock import Clock
 from bot.domain.digest import still_degraded, storms
 from bot.domain.models import ClusterRecord, MessageRef
 from bot.domain.watch import Notice, NoticeKind
 from bot.slack.blocks import digest as digest_blocks
 from bot.slack.duty import NOTICE, PROGRESS, notice_subject, top_subject
-from bot.slack.outbox import POST_ERRORS, SlackOutbox, reason
-from storage.db import Database
+from bot.slack.outbox import POST_ERRORS, reason
+from bot.slack.senders import OutboxSender
 
 log = logging.getLogger(__name__)
 
@@ -34,14 +31,7 @@ DIGEST = "digest"  # messages kind: a storm's digest, by digest id
 _PENDING_SEEN = 1000  # degraded notices looked at per pass (a storm of 250 fits)
 
 
-class StormDigests:
-    def __init__(self, *, client: AsyncWebClient, db: Database, outbox: SlackOutbox,
-                 clock: Clock) -> None:
-        self._client = client
-        self._db = db
-        self._outbox = outbox
-        self._clock = clock
-
+class StormDigests(OutboxSender):
     async def gather(self) -> bool:
         """Open a digest where a storm starts; put each waiting degraded notice's cluster in
         its channel's open digest. True when some went into a digest (to show it now)."""

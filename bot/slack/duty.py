@@ -6,17 +6,14 @@ from __future__ import annotations
 
 import logging
 
-from slack_sdk.web.async_client import AsyncWebClient
-
-from bot.clock import Clock
 from bot.domain.duty import Duty, Escalation
 from bot.domain.models import ClusterRecord, MessageRef
 from bot.domain.watch import NoticeKind
 from bot.slack.blocks import duty as duty_blocks
 from bot.slack.blocks import notices as notice_blocks
 from bot.slack.blocks.story import story_post
-from bot.slack.outbox import POST_ERRORS, SlackOutbox, reason
-from storage.db import Database
+from bot.slack.outbox import POST_ERRORS, reason
+from bot.slack.senders import OutboxSender
 
 log = logging.getLogger(__name__)
 
@@ -32,14 +29,7 @@ def top_subject(record: ClusterRecord) -> str:
     return record.request_id or f"cluster:{record.id}"
 
 
-class DutyNotices:
-    def __init__(self, *, client: AsyncWebClient, db: Database, outbox: SlackOutbox,
-                 clock: Clock) -> None:
-        self._client = client
-        self._db = db
-        self._outbox = outbox
-        self._clock = clock
-
+class DutyNotices(OutboxSender):
     async def _top(self, record: ClusterRecord) -> MessageRef | None:
         async with self._db.transaction() as repos:
             return await repos.messages.get(PROGRESS, top_subject(record))

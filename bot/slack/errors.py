@@ -27,7 +27,7 @@ from bot.logs import log_context
 from bot.slack.answers import NoAnswer
 from bot.slack.blocks.common import error_message, notice
 from bot.slack.blocks.message import Message
-from bot.slack.inflight import ACK_SENT, AckFirst
+from bot.slack.inflight import ACK_SENT, RECORDED, WORK_SLOTS, AckFirst
 
 log = logging.getLogger(__name__)
 
@@ -76,13 +76,17 @@ def answering(func: Listener) -> Callable[[AsyncArgs], Awaitable[None]]:
     names = inspect.getfullargspec(func).args
 
     async def listener(args: AsyncArgs) -> None:
-        ack = AckFirst(args.ack, args.context.get(ACK_SENT))
+        context = args.context
+        ack = AckFirst(args.ack, context.get(ACK_SENT), context.get(RECORDED),
+                       context.get(WORK_SLOTS))
         try:
             await func(**{name: ack if name == "ack" else getattr(args, name) for name in names})
         except Exception as exc:
             if args.ack.response is None:  # failed before its ack: Slack still gets a 200
                 await args.ack()
             await on_error(exc, args.body, args.respond, args.client)
+        finally:
+            ack.release()
 
     listener.__name__ = listener.__qualname__ = func.__name__
     return listener

@@ -12,6 +12,11 @@ would run before that poll and hold up its own answer and every other one due. S
 `ack` (`AckFirst`) returns only once the ack has left Bolt: `AckingApp.async_dispatch`
 (bot/slack/app.py) sets the event stored under `ACK_SENT` in the request's context one turn of
 the loop after Bolt hands the answer back, once the route has written it.
+
+And only WORK_AT_ONCE listeners' work after their acks runs at once (`WorkSlots`); the rest
+waits its turn without taking the event loop. Acks are ~1 ms of CPU, a `/cluster list` page
+~10 ms: under a burst that is more work than one core does, and every ready task takes its turn
+on the loop, so without a bound the acks — Slack's 3 seconds — queued behind the work.
 """
 
 from __future__ import annotations
@@ -26,21 +31,49 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 
 ACK_SENT = "ack_sent"  # the request context's key for the event set once its ack has left
+# The request context's key for the task recording its delivery after the ack (bot/slack/once.py)
+RECORDED = "delivery_recorded"
+WORK_SLOTS = "work_slots"  # the request context's key for the app's WorkSlots
+WORK_AT_ONCE = 16  # listeners working after their acks at once (the DB pool holds 5 + 10)
+
+
+class WorkSlots(asyncio.Semaphore):
+    """How many listeners work after their acks at once (one per app)."""
+
+    def __init__(self, size: int = WORK_AT_ONCE) -> None:
+        super().__init__(size)
 
 
 class AckFirst(AsyncAck):
-    """A listener's `ack`: acks, then waits until the answer is on its way to Slack."""
+    """A listener's `ack`: acks, then waits until the answer is on its way to Slack, the
+    delivery is recorded (`recorded`: bot/slack/once.py) and a work slot is free (`slots`), so
+    the work after it begins then. `release()` (the listener is done) frees the slot."""
 
-    def __init__(self, ack: AsyncAck, sent: asyncio.Event | None) -> None:
+    def __init__(self, ack: AsyncAck, sent: asyncio.Event | None,
+                 recorded: asyncio.Task[None] | None = None,
+                 slots: WorkSlots | None = None) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         self._ack = ack
         self._sent = sent
+        self._recorded = recorded
+        self._slots = slots
+        self._holding = False
 
     async def __call__(self, *args: Any, **kwargs: Any) -> BoltResponse:
         self.response = await self._ack(*args, **kwargs)
         if self._sent is not None:
             await self._sent.wait()
+        if self._recorded is not None:
+            await asyncio.wait({self._recorded})  # never raises; not cancelled with us
+        if self._slots is not None and not self._holding:
+            await self._slots.acquire()
+            self._holding = True
         return self.response
+
+    def release(self) -> None:
+        if self._holding and self._slots is not None:
+            self._holding = False
+            self._slots.release()
 
 
 class InFlight:

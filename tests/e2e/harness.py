@@ -113,6 +113,59 @@ class Harness:
     async def fail_node(self, cluster_id: str, rank: int = 1, mode: str = "unhealthy") -> None:
         await self.sim_admin(f"clusters/{cluster_id}/nodes/{rank}/fail", {"mode": mode})
 
+    async def approved_while_launch_fails(self, status: int, count: int) -> LaunchRequest:
+        """Request a launch and approve it while AI Reserve answers `status` to the next
+        `count` launch calls; the request as stored right after the click."""
+        card = await self.request()
+        await self.sim_admin("faults", {"route": "POST /v1/clusters", "status": status,
+                                        "count": count})
+        await self.click(card, Action.APPROVE, user=BOB)
+        [request] = await self.requests_in_db()
+        return request
+
+    async def adopted_cluster(self) -> str:
+        """A cluster launched at AI Reserve outside the bot, adopted by a reconcile; its id."""
+        quote = await self.rt.provider.quote_cluster("a100-sxm-80gb", 8, 2)
+        cluster = await self.rt.provider.launch_cluster(quote.id, idempotency_key="outside")
+        await self.rt.services.reconciling.reconcile()
+        await self.rt.settle()
+        return cluster.id
+
+    async def fail_for_good(self, cluster_id: str, rank: int = 1) -> None:
+        """Node `rank` fails and AI Reserve can't recover it; a sweep later the bot has seen it."""
+        await self.sim_admin(f"clusters/{cluster_id}/nodes/{rank}/recoverable", {"value": False})
+        await self.fail_node(cluster_id, rank)
+        await self.advance(30)
+
+    async def approved_without_room(self) -> None:
+        """A 4-node request approved while AI Reserve can place only 2 nodes: the launch fails."""
+        self.sim.engine.set_capacity(accelerator="h100-sxm-80gb", location="us-tx",
+                                     placeable_nodes=2)
+        card = await self.request()  # 4 nodes
+        await self.click(card, Action.APPROVE, user=BOB)
+
+    async def unpaid_running_cluster(self) -> tuple[str, datetime]:
+        """A running cluster (one hour charged when it became ready) on an account whose balance
+        is now zero; its id and when it became ready."""
+        cluster_id = await self.running_cluster()
+        ready = self.sim.engine.get_cluster(cluster_id).ready_at
+        assert ready is not None
+        await self.sim_admin("account", {"balanceCents": 0})
+        return cluster_id, ready
+
+    async def degraded_cluster(self, *, recoverable: bool = True) -> tuple[str, Message]:
+        """A running cluster (automatic recovery off) whose node 1 failed a sweep ago; its id
+        and its degraded notice."""
+        cluster_id = await self.running_cluster()
+        if recoverable:
+            await self.fail_node(cluster_id)
+            await self.advance(30)
+        else:
+            await self.fail_for_good(cluster_id)
+        assert (await self.record(cluster_id)).status.value == "degraded"
+        [notice] = await self.notices(cluster_id, "is degraded")
+        return cluster_id, notice
+
     async def requests_in_db(self) -> list[LaunchRequest]:
         async with self.rt.db.transaction() as repos:
             return await repos.requests.list_by_status(list(RequestStatus))

@@ -141,10 +141,7 @@ async def test_price_changed_at_launch_asks_again_showing_old_and_new_price(tmp_
 
 async def test_capacity_unavailable_keeps_the_request_for_a_retry(tmp_path):
     async with bot(tmp_path) as h:
-        h.sim.engine.set_capacity(accelerator="h100-sxm-80gb", location="us-tx",
-                                  placeable_nodes=2)
-        card = await h.request()  # 4 nodes
-        await h.click(card, Action.APPROVE, user=BOB)
+        await h.approved_without_room()
         assert h.sim.engine.list_clusters() == []
         [request] = await h.requests_in_db()
         assert request.status is RequestStatus.LAUNCH_FAILED

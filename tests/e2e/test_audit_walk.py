@@ -5,6 +5,8 @@ person who acted — its subject, the rate, and a readable detail (on/off, the c
 the size, the reason). Reads of the audit trail and its export are recorded too. A command,
 button or form added without a line in these tables fails the first test."""
 
+import pytest
+
 from bot.domain.claims import launch_attempt, recovery_version
 from bot.domain.commands import USAGE
 from bot.domain.models import Actor, RequestStatus
@@ -141,6 +143,7 @@ class Walk:
         return h.cards()[-1], pending
 
 
+@pytest.mark.slow  # a longer scenario: scheduled early (tests/conftest.py)
 async def test_every_command_and_button_writes_its_row(tmp_path):
     async with bot(tmp_path) as h:
         walk = Walk(h)

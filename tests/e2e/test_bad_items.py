@@ -40,6 +40,13 @@ def warnings_about(caplog: pytest.LogCaptureFixture, *words: str) -> list[loggin
             and all(w in r.getMessage() for w in words)]
 
 
+async def sweep_logged(h: Harness, caplog: pytest.LogCaptureFixture) -> None:
+    """One sweep, with only its warnings in `caplog`."""
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        await h.advance(SWEEP)
+
+
 def assert_no_trace(caplog: pytest.LogCaptureFixture) -> None:
     assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR], \
         [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
@@ -55,9 +62,7 @@ async def test_one_malformed_cluster_blinds_nothing_and_keeps_its_figures(tmp_pa
         await h.fail_node(other)
         await h.fail_node(third)
 
-        caplog.clear()
-        with caplog.at_level(logging.WARNING):
-            await h.advance(SWEEP)
+        await sweep_logged(h, caplog)
         # The others' notices arrive in the very sweep that skipped the bad one.
         assert len(await h.notices(other, "degraded")) == 1
         assert len(await h.notices(third, "degraded")) == 1
@@ -121,9 +126,7 @@ async def test_a_wrong_type_in_one_field_is_one_line(tmp_path, caplog):
         await h.sim_admin("faults/items", {"clusterId": bad, "field": "billing.accruedCents",
                                            "value": "a lot"})
         await h.fail_node(other)
-        caplog.clear()
-        with caplog.at_level(logging.WARNING):
-            await h.advance(SWEEP)
+        await sweep_logged(h, caplog)
         lines = warnings_about(caplog, bad)
         assert len(lines) == 1 and "billing.accruedCents" in lines[0].getMessage()
         assert "a lot" not in lines[0].getMessage()  # the field, never its value
@@ -140,9 +143,7 @@ async def test_an_unknown_status_is_read_and_the_state_kept(tmp_path, caplog):
         await h.sim_admin("faults/items", {"clusterId": bad, "field": "status",
                                            "value": "hibernating"})
         await h.fail_node(other)
-        caplog.clear()
-        with caplog.at_level(logging.WARNING):
-            await h.advance(SWEEP)
+        await sweep_logged(h, caplog)
         lines = warnings_about(caplog, bad)
         assert len(lines) == 1 and "doesn't know" in lines[0].getMessage()
         assert_no_trace(caplog)
@@ -184,9 +185,7 @@ async def test_a_cluster_whose_id_is_unreadable_is_counted_by_its_read_by_id(tmp
     async with bot(tmp_path) as h:
         bad, _, _ = await three_running(h)
         await h.sim_admin("faults/items", {"clusterId": bad, "field": "id", "value": 42})
-        caplog.clear()
-        with caplog.at_level(logging.WARNING):
-            await h.advance(SWEEP)
+        await sweep_logged(h, caplog)
         assert len(warnings_about(caplog, bad)) == 1  # the read by id; the listing had no id
         assert_no_trace(caplog)
         for _ in range(UNREADABLE_SWEEPS - 1):

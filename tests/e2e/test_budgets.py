@@ -5,6 +5,8 @@ launching — so approvals at the same instant can never commit more than the bu
 import asyncio
 import copy
 
+import pytest
+
 from bot.domain.models import RequestStatus
 from bot.slack.ids import Action
 from tests.e2e.harness import ALICE, BOB, CAROL, DAVE, bot
@@ -16,6 +18,7 @@ SHAPE = "quote h100x8 nodes=2"
 EACH = "$874.02"
 
 
+@pytest.mark.slow  # a longer scenario: scheduled early (tests/conftest.py)
 async def test_twenty_approvals_at_once_against_a_budget_that_fits_three(tmp_path, database_url):
     async with bot(tmp_path, policy=policy(budgets={"users": {ALICE: 3000}}),
                    database_url=database_url) as h:

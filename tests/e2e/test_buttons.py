@@ -123,11 +123,7 @@ async def test_extend_stale_dm_and_repeated_payload_extend_once(tmp_path, databa
 
 async def test_recover_repeated_and_stale_spend_one_attempt(tmp_path):
     async with bot(tmp_path) as h:
-        cluster_id = await h.running_cluster()
-        await h.sim_admin(f"clusters/{cluster_id}/nodes/1/recoverable", {"value": False})
-        await h.fail_node(cluster_id)
-        await h.advance(30)
-        [degraded] = await h.notices(cluster_id, "degraded")
+        cluster_id, degraded = await h.degraded_cluster(recoverable=False)
         calls = counted(h, "recover_cluster")
         await deliver(h, degraded, Action.RECOVER, user=ALICE, apart=20)
         assert h.sim.engine.get_cluster(cluster_id).recovery.attempts_used == 1
@@ -143,11 +139,7 @@ async def test_recover_repeated_and_stale_spend_one_attempt(tmp_path):
 async def test_recover_bound_to_the_attempt_count_it_was_shown(tmp_path):
     # An attempt made some other way (a command here) makes the notice's button stale.
     async with bot(tmp_path) as h:
-        cluster_id = await h.running_cluster()
-        await h.sim_admin(f"clusters/{cluster_id}/nodes/1/recoverable", {"value": False})
-        await h.fail_node(cluster_id)
-        await h.advance(30)
-        [degraded] = await h.notices(cluster_id, "degraded")
+        cluster_id, degraded = await h.degraded_cluster(recoverable=False)
         await h.slash(f"recover {cluster_id}", user=ALICE)
         for _ in range(3):
             await h.advance(30)
@@ -158,10 +150,7 @@ async def test_recover_bound_to_the_attempt_count_it_was_shown(tmp_path):
 
 async def test_auto_recovery_on_repeated_and_stale_calls_once(tmp_path):
     async with bot(tmp_path) as h:
-        cluster_id = await h.running_cluster()
-        await h.fail_node(cluster_id)
-        await h.advance(30)
-        [degraded] = await h.notices(cluster_id, "degraded")
+        cluster_id, degraded = await h.degraded_cluster()
         calls = counted(h, "set_auto_recovery")
         await deliver(h, degraded, Action.AUTORECOVER_ON, user=BOB)
         await h.click(degraded, Action.AUTORECOVER_ON, user=ALICE)
@@ -206,10 +195,7 @@ async def test_approve_and_reject_repeated_and_stale_decide_once(tmp_path):
 
 async def test_retry_repeated_and_stale_launch_once(tmp_path):
     async with bot(tmp_path) as h:
-        h.sim.engine.set_capacity(accelerator="h100-sxm-80gb", location="us-tx",
-                                  placeable_nodes=2)
-        card = await h.request()  # 4 nodes: no room
-        await h.click(card, Action.APPROVE, user=BOB)
+        await h.approved_without_room()
         failed = copy.deepcopy(h.cards()[-1])
         assert Action.RETRY_LAUNCH in h.text_of(failed)
         h.sim.engine.set_capacity(accelerator="h100-sxm-80gb", location="us-tx",
@@ -234,23 +220,20 @@ async def test_keep_running_repeated_and_stale_noted_once(tmp_path):
 
 async def test_claim_is_for_approvers_once_and_refusals_are_audited(tmp_path):
     async with bot(tmp_path) as h:
-        quote = await h.rt.provider.quote_cluster("a100-sxm-80gb", 8, 2)
-        cluster = await h.rt.provider.launch_cluster(quote.id, idempotency_key="outside")
-        await h.rt.services.reconciling.reconcile()
-        await h.rt.settle()
-        card = copy.deepcopy(await h.top(cluster.id))
+        cluster_id = await h.adopted_cluster()
+        card = copy.deepcopy(await h.top(cluster_id))
         await h.click(card, Action.CLAIM, user=DAVE)  # not an approver
         assert told(h, DAVE, "Only an approver can claim")
-        assert (await h.record(cluster.id)).owner_id is None
+        assert (await h.record(cluster_id)).owner_id is None
         [refused] = await audit(h, "claim", "refused")
-        assert refused.actor_id == DAVE and refused.subject_id == cluster.id
-        await h.slash(f"logs {cluster.id}", user=DAVE)  # still nobody's: no logs for Dave
+        assert refused.actor_id == DAVE and refused.subject_id == cluster_id
+        await h.slash(f"logs {cluster_id}", user=DAVE)  # still nobody's: no logs for Dave
         assert told(h, DAVE, "Only the owner")
 
         await deliver(h, card, Action.CLAIM, user=BOB)
         await h.click(card, Action.CLAIM, user=CAROL)
         assert told(h, CAROL, f"Already claimed by <@{BOB}>")
-        assert (await h.record(cluster.id)).owner_id == BOB
+        assert (await h.record(cluster_id)).owner_id == BOB
         assert len(await audit(h, "claim")) == 1
 
 

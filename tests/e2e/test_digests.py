@@ -6,6 +6,8 @@ line. The digest is stored: three replicas post it once."""
 
 import asyncio
 
+import pytest
+
 from aireserve_sim.config import SimConfig
 from aireserve_sim.embedded import EmbeddedSimulator
 from bot.clock import ManualClock
@@ -13,6 +15,10 @@ from bot.domain.digest import STORM_THRESHOLD
 from bot.slack.ids import Action
 from tests.e2e.harness import ALICE, BOB, DAVE, GENERAL, LEADS, START, fake_slack, replicas
 from tests.e2e.harness import bot as one_bot
+
+# Each test builds a storm of clusters through the whole bot: long ones, scheduled early
+# (tests/conftest.py).
+pytestmark = pytest.mark.slow
 
 STORM = STORM_THRESHOLD + 2
 

@@ -34,18 +34,6 @@ async def audit_rows(h, action):
         return [e for e in await repos.audit.list(limit=500) if e.action == action]
 
 
-async def degraded_cluster(h, *, recoverable=True):
-    """A running cluster (automatic recovery off) whose node 1 just failed; its notice."""
-    cluster_id = await h.running_cluster()
-    if not recoverable:
-        await h.sim_admin(f"clusters/{cluster_id}/nodes/1/recoverable", {"value": False})
-    await h.fail_node(cluster_id)
-    await h.advance(30)
-    assert (await h.record(cluster_id)).status.value == "degraded"
-    [notice] = await h.notices(cluster_id, "is degraded")
-    return cluster_id, notice
-
-
 async def minutes(h, n, step=10):
     for _ in range(n // step):
         await h.advance(step * 60)
@@ -54,7 +42,7 @@ async def minutes(h, n, step=10):
 async def test_unacknowledged_escalates_once_with_the_money_lost_and_again_when_exhausted(
         tmp_path):
     async with bot(tmp_path, policy=POLICY) as h:
-        cluster_id, notice = await degraded_cluster(h, recoverable=False)
+        cluster_id, notice = await h.degraded_cluster(recoverable=False)
         buttons = [b.action_id for b in h.slack.find_buttons(notice)]
         assert Action.ACKNOWLEDGE in buttons and Action.SNOOZE in buttons
         record = await h.record(cluster_id)
@@ -92,7 +80,7 @@ async def test_unacknowledged_escalates_once_with_the_money_lost_and_again_when_
 
 async def test_acknowledged_is_not_escalated_and_the_notice_says_who(tmp_path):
     async with bot(tmp_path, policy=POLICY) as h:
-        cluster_id, notice = await degraded_cluster(h)
+        cluster_id, notice = await h.degraded_cluster()
         old_copy = copy.deepcopy(notice)  # as another person's screen still shows it
         await h.click(notice, Action.ACKNOWLEDGE, user=DAVE)  # on-call: neither owner nor approver
         assert "Acknowledged: you are on" in h.text_of(h.slack.ephemerals(DAVE)[-1])
@@ -112,7 +100,7 @@ async def test_acknowledged_is_not_escalated_and_the_notice_says_who(tmp_path):
 
 async def test_snooze_delays_the_escalation_by_an_hour(tmp_path):
     async with bot(tmp_path, policy=POLICY) as h:
-        cluster_id, notice = await degraded_cluster(h)
+        cluster_id, notice = await h.degraded_cluster()
         await minutes(h, AFTER - 10)
         old_copy = copy.deepcopy(notice)
         await h.click(notice, Action.SNOOZE, user=DAVE)  # not the owner nor an approver
@@ -133,7 +121,7 @@ async def test_snooze_delays_the_escalation_by_an_hour(tmp_path):
 
 async def test_recovered_in_time_is_not_escalated(tmp_path):
     async with bot(tmp_path, policy=POLICY) as h:
-        cluster_id, notice = await degraded_cluster(h)
+        cluster_id, notice = await h.degraded_cluster()
         await h.click(notice, Action.RECOVER, user=ALICE)
         await minutes(h, 30, step=5)
         assert (await h.record(cluster_id)).status.value == "running"
@@ -148,7 +136,7 @@ async def test_recovered_in_time_is_not_escalated(tmp_path):
 
 async def test_a_second_episode_escalates_again_once(tmp_path):
     async with bot(tmp_path, policy=POLICY) as h:
-        cluster_id, notice = await degraded_cluster(h)
+        cluster_id, notice = await h.degraded_cluster()
         await minutes(h, AFTER + 10)
         assert len(escalations(h)) == 1
         await h.click(notice, Action.RECOVER, user=ALICE)
@@ -165,7 +153,7 @@ async def test_a_restart_between_escalations_does_not_escalate_twice(tmp_path):
     clock = ManualClock(START)
     async with EmbeddedSimulator(SimConfig.fast(), clock) as sim, fake_slack(clock) as slack:
         async with bot(tmp_path, slack=slack, sim=sim, policy=POLICY) as first:
-            cluster_id, _ = await degraded_cluster(first)
+            cluster_id, _ = await first.degraded_cluster()
             await minutes(first, AFTER + 10)
             assert len(escalations(first)) == 1
         async with bot(tmp_path, slack=slack, sim=sim, policy=POLICY) as second:
@@ -177,6 +165,6 @@ async def test_a_restart_between_escalations_does_not_escalate_twice(tmp_path):
 
 async def test_without_a_target_nobody_is_escalated(tmp_path):
     async with bot(tmp_path) as h:
-        await degraded_cluster(h)
+        await h.degraded_cluster()
         await minutes(h, 180)
         assert [m for m in h.slack.all_messages() if "Escalated" in h.text_of(m)] == []

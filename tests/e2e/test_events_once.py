@@ -8,7 +8,9 @@ asked of AI Reserve, audit rows.
 
 import asyncio
 
-from bot.domain.claims import EVENT, Delivery
+import sqlalchemy as sa
+
+from bot.domain.claims import EVENT, PAYLOAD, Delivery
 from bot.domain.models import RequestStatus
 from bot.jobs import sweeps
 from bot.services.deliveries import KEEP
@@ -132,3 +134,68 @@ async def test_an_extend_preview_resent_by_a_retrying_proxy_is_shown_once(tmp_pa
         await h.rt.settle()
         previews = [m for m in h.slack.ephemerals(ALICE) if "+1 h ≈ $62.43" in words(m)]
         assert len(previews) == 1
+
+
+async def test_a_command_acks_before_its_delivery_is_recorded_and_acts_after(tmp_path):
+    """Issue 24.6: the INSERT recording a command's delivery stood between it and its ack, so in
+    a burst the commands queued for the database while clicks (which record nothing) acked at
+    once. Now the ack goes out while the write is held; the work waits for the write."""
+    async with bot(tmp_path) as h:
+        deliveries = h.rt.services.deliveries
+        real_remember, real_first = deliveries.remember, deliveries.first
+        real_quote = h.rt.provider.quote_cluster
+        release = asyncio.Event()
+        order: list[str] = []
+
+        async def remember(delivery):
+            await release.wait()  # the database is slow to take the write
+            order.append("recorded")
+            return await real_remember(delivery)
+
+        async def first(delivery):
+            order.append("checked")
+            return await real_first(delivery)
+
+        async def quote_cluster(*args, **kwargs):
+            order.append("quoted")
+            return await real_quote(*args, **kwargs)
+
+        deliveries.remember, deliveries.first = remember, first
+        h.rt.provider.quote_cluster = quote_cluster
+        help_reply = await asyncio.wait_for(h.requests.slash(text="help", user_id=ALICE), 10)
+        assert help_reply.status == 200 and "/cluster" in help_reply.body
+        quote_reply = await asyncio.wait_for(
+            h.requests.slash(text="quote h100x8 nodes=2", user_id=ALICE), 10)
+        assert quote_reply.status == 200 and "Pricing" in quote_reply.body
+        assert order == []  # acked, and nothing acted on: the writes are still held
+        release.set()
+        await h.rt.settle()
+        assert order == ["recorded", "recorded", "quoted"]
+        # Recorded all the same: a retrying proxy's resend of the quote is checked and dropped.
+        await h.requests.resend(retry_num=1)
+        await h.rt.settle()
+        assert order == ["recorded", "recorded", "quoted", "checked"]
+        assert len([m for m in h.slack.ephemerals(ALICE)
+                    if Action.QUOTE_REQUEST_LAUNCH in h.text_of(m)]) == 1
+
+
+async def test_deliveries_arriving_together_are_recorded_in_one_transaction(tmp_path):
+    async with bot(tmp_path) as h:
+        deliveries = h.rt.services.deliveries
+        keys = [Delivery(kind=PAYLOAD, id=f"burst{n}") for n in range(20)]
+        inserts: list[str] = []
+
+        def seen(conn, cursor, statement, *args):
+            if statement.lstrip().upper().startswith("INSERT INTO ACTION_CLAIMS"):
+                inserts.append(statement)
+
+        sa.event.listen(h.rt.db.engine.sync_engine, "before_cursor_execute", seen)
+        try:
+            await asyncio.gather(*(deliveries.remember(d) for d in [*keys, keys[0]]))
+        finally:
+            sa.event.remove(h.rt.db.engine.sync_engine, "before_cursor_execute", seen)
+        assert len(inserts) == 1, inserts
+        async with h.rt.db.transaction() as repos:
+            assert all([await repos.claims.get(d.key) is not None for d in keys])
+        # A retry of any of them is a repeat: dropped.
+        assert not await deliveries.first(keys[3].model_copy(update={"retried": True}))

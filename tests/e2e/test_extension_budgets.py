@@ -15,6 +15,7 @@ import re
 import sys
 from dataclasses import dataclass
 
+import pytest
 import yaml
 
 from bot.domain.extension import ExtensionStatus, tier_hours
@@ -108,6 +109,7 @@ async def check(h, figures: Figures, base: dict[str, int]) -> None:
     assert ok, (spent, exts, rows)
 
 
+@pytest.mark.slow  # a longer scenario: scheduled early (tests/conftest.py)
 async def test_extensions_and_approvals_never_overspend_nor_skip_an_approver(tmp_path,
                                                                              database_url):
     # A fixed seed, so that every run checks the same 40 steps and they are known to reach every

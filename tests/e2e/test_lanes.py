@@ -45,12 +45,18 @@ async def test_an_approval_card_refused_past_the_retries_is_queued_and_posted_la
         assert len(h.cards()) == 1
 
 
+async def _failed_with_edits_refused(h) -> str:
+    """A running cluster whose node just failed, while Slack refuses message edits past the
+    retries; its id."""
+    cluster_id = await h.running_cluster()
+    await h.fail_node(cluster_id, rank=1)
+    h.slack.fail_next("chat.update", error="ratelimited", retry_after=1, count=PAST_THE_RETRIES)
+    return cluster_id
+
+
 async def test_a_cluster_edit_refused_in_a_sweep_is_queued_not_raised_and_shows_later(tmp_path):
     async with bot(tmp_path) as h:
-        cluster_id = await h.running_cluster()
-        await h.fail_node(cluster_id, rank=1)
-        h.slack.fail_next("chat.update", error="ratelimited", retry_after=1,
-                          count=PAST_THE_RETRIES)
+        cluster_id = await _failed_with_edits_refused(h)
         h.clock.advance(30)
         # The job's sweep: stores the observation and queues the edit; Slack isn't called.
         await h.rt.services.watching.sync_live(deliver=False)
@@ -65,10 +71,7 @@ async def test_a_cluster_edit_refused_in_a_sweep_is_queued_not_raised_and_shows_
 
 async def test_an_edit_refused_inline_is_queued_and_the_sweep_carries_on(tmp_path):
     async with bot(tmp_path) as h:
-        cluster_id = await h.running_cluster()
-        await h.fail_node(cluster_id, rank=1)
-        h.slack.fail_next("chat.update", error="ratelimited", retry_after=1,
-                          count=PAST_THE_RETRIES)
+        cluster_id = await _failed_with_edits_refused(h)
         await h.advance(30)  # inline edit refused past the retries: no SlackApiError here
         h.clock.advance(5)
         await h.rt.services.watching.deliver()

@@ -402,6 +402,7 @@ async def lifecycle(tmp_path: Any, seed: int) -> Check:
         return check
 
 
+@pytest.mark.slow  # a longer scenario: scheduled early (tests/conftest.py)
 @pytest.mark.parametrize("seeds", HALVES, ids=["first-half", "second-half"])
 async def test_every_dollar_figure_matches_the_ledger(tmp_path, seeds):
     tried, mismatches, uncharged = 0, [], 0

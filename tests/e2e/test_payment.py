@@ -11,10 +11,7 @@ from tests.e2e.harness import ALICE, APPROVALS, bot
 
 async def test_past_due_notices_then_the_reminder_then_the_grace_termination(tmp_path):
     async with bot(tmp_path) as h:
-        cluster_id = await h.running_cluster()  # $62.43/h, one hour charged at readyAt
-        ready = h.sim.engine.get_cluster(cluster_id).ready_at
-        assert ready is not None
-        await h.sim_admin("account", {"balanceCents": 0})
+        cluster_id, ready = await h.unpaid_running_cluster()  # $62.43/h
 
         async def at(offset):
             h.clock.set(ready + offset)
@@ -52,10 +49,7 @@ async def test_past_due_notices_then_the_reminder_then_the_grace_termination(tmp
 
 async def test_a_topped_up_account_is_not_reminded(tmp_path):
     async with bot(tmp_path) as h:
-        cluster_id = await h.running_cluster()
-        ready = h.sim.engine.get_cluster(cluster_id).ready_at
-        assert ready is not None
-        await h.sim_admin("account", {"balanceCents": 0})
+        cluster_id, ready = await h.unpaid_running_cluster()
         h.clock.set(ready + timedelta(hours=1, seconds=5))
         await h.rt.services.watching.sync_live()
         await h.rt.settle()

@@ -4,6 +4,7 @@ refused and no envelope is billed beyond its approved hours."""
 
 from __future__ import annotations
 
+from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 
 import pytest
@@ -34,19 +35,27 @@ class SkewedClock(ManualClock):
         self._base.set(when - self._skew)
 
 
-@pytest.mark.parametrize("skew_minutes", [20, -20])
-async def test_a_skewed_bot_launches_a_valid_quote_and_ends_its_envelope_in_time(
-        tmp_path, skew_minutes):
+@asynccontextmanager
+async def launched(tmp_path, provider_time: ManualClock, host: ManualClock):
+    """A bot on `host`'s clock against AI Reserve on `provider_time`, with a 3-hour envelope
+    enforced; a 2-node launch approved. Yields the simulator, the harness, the request."""
     limits = {"accelerators": ["h100"], "max_nodes": 4, "max_lifetime_hours": 3,
               "enforce_lifetime": True}
-    provider_time = ManualClock(START)
-    host = SkewedClock(provider_time, timedelta(minutes=skew_minutes))
     async with EmbeddedSimulator(SimConfig.fast(), provider_time) as sim, \
             fake_slack(host) as slack, \
             bot(tmp_path, slack=slack, sim=sim, clock=host, policy=policy(limits=limits)) as h:
         card = await h.request(quote_text="quote h100x8 nodes=2")
         await h.click(card, Action.APPROVE, user=BOB)
         [request] = await h.requests_in_db()
+        yield sim, h, request
+
+
+@pytest.mark.parametrize("skew_minutes", [20, -20])
+async def test_a_skewed_bot_launches_a_valid_quote_and_ends_its_envelope_in_time(
+        tmp_path, skew_minutes):
+    provider_time = ManualClock(START)
+    host = SkewedClock(provider_time, timedelta(minutes=skew_minutes))
+    async with launched(tmp_path, provider_time, host) as (sim, h, request):
         # Launched from the quote that was approved: not refused as expired, not re-priced.
         assert request.status is RequestStatus.LAUNCHED, request.last_error
         assert request.previous_hourly_cents is None and len(h.cards()) == 1
@@ -74,15 +83,8 @@ async def test_the_envelope_sweep_reads_ai_reserves_clock_when_no_answer_came_si
     deadline, while the host's moves a second and no answer has told the bot (no listing
     since): the envelope sweep reads the clock itself (GET /health) and terminates before the
     hour beyond the envelope is charged. Before, it judged on the estimate: 70 minutes behind."""
-    limits = {"accelerators": ["h100"], "max_nodes": 4, "max_lifetime_hours": 3,
-              "enforce_lifetime": True}
     provider_time, host = ManualClock(START), ManualClock(START)  # moved apart below
-    async with EmbeddedSimulator(SimConfig.fast(), provider_time) as sim, \
-            fake_slack(host) as slack, \
-            bot(tmp_path, slack=slack, sim=sim, clock=host, policy=policy(limits=limits)) as h:
-        card = await h.request(quote_text="quote h100x8 nodes=2")
-        await h.click(card, Action.APPROVE, user=BOB)
-        [request] = await h.requests_in_db()
+    async with launched(tmp_path, provider_time, host) as (sim, h, request):
         cluster_id = request.cluster_id
         assert cluster_id is not None
         for clock in (provider_time, host):

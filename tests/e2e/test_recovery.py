@@ -41,11 +41,7 @@ def said(h, user, containing):
 async def exhausted_cluster(h):
     """A running cluster whose node 1 can't come back: degraded, then three failed attempts —
     the first from the degraded notice's Recover button (so its claim remembers an answer)."""
-    cluster_id = await h.running_cluster()
-    await h.sim_admin(f"clusters/{cluster_id}/nodes/1/recoverable", {"value": False})
-    await h.fail_node(cluster_id)
-    await h.advance(30)
-    [degraded] = await h.notices(cluster_id, "is degraded")
+    cluster_id, degraded = await h.degraded_cluster(recoverable=False)
     await h.click(degraded, Action.RECOVER, user=ALICE)
     await h.advance(30)
     for _ in range(2):
@@ -123,9 +119,7 @@ async def test_old_buttons_and_commands_after_exhaustion_answer_the_truth_and_ca
 async def exhausted_unseen(h):
     """Every attempt spent at AI Reserve (its console) while the bot did not poll."""
     cluster_id = await h.running_cluster()
-    await h.sim_admin(f"clusters/{cluster_id}/nodes/1/recoverable", {"value": False})
-    await h.fail_node(cluster_id)
-    await h.advance(30)
+    await h.fail_for_good(cluster_id)
     for _ in range(3):
         h.sim.engine.recover(cluster_id)
         h.clock.advance(30)  # nobody polls

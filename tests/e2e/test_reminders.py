@@ -64,24 +64,21 @@ async def test_downtime_gives_one_catch_up_reminder_per_cluster_then_hourly(tmp_
 
 async def test_untracked_cluster_is_adopted_reported_and_reminded_to_approvers(tmp_path):
     async with bot(tmp_path) as h:
-        quote = await h.rt.provider.quote_cluster("a100-sxm-80gb", 8, 2)
-        cluster = await h.rt.provider.launch_cluster(quote.id, idempotency_key="outside")
-        await h.rt.services.reconciling.reconcile()
-        await h.rt.settle()
-        card = await h.top(cluster.id)
+        cluster_id = await h.adopted_cluster()
+        card = await h.top(cluster_id)
         assert card.channel == APPROVALS
         assert "$" in h.text_of(card) and Action.CLAIM in h.text_of(card)
         await h.rt.services.reconciling.reconcile()  # adopted once, reported once
-        assert len([m for m in h.slack.messages(APPROVALS) if cluster.id in h.text_of(m)]) == 1
+        assert len([m for m in h.slack.messages(APPROVALS) if cluster_id in h.text_of(m)]) == 1
         await h.advance(60)
-        ready = h.sim.engine.get_cluster(cluster.id).ready_at
+        ready = h.sim.engine.get_cluster(cluster_id).ready_at
         await until(h, ready + timedelta(hours=1))
         assert len(reminders(h, BOB)) == 1 and len(reminders(h, CAROL)) == 1
         await h.click(card, Action.CLAIM, user=ALICE)  # not an approver: refused
         assert "Only an approver can claim" in h.text_of(h.slack.ephemerals(ALICE)[-1])
-        assert (await h.record(cluster.id)).owner_id is None
+        assert (await h.record(cluster_id)).owner_id is None
         await h.click(card, Action.CLAIM, user=BOB)
-        assert (await h.record(cluster.id)).owner_id == BOB
+        assert (await h.record(cluster_id)).owner_id == BOB
         await until(h, ready + timedelta(hours=2))
         assert len(reminders(h, BOB)) == 2 and len(reminders(h, CAROL)) == 1
 

@@ -43,22 +43,16 @@ async def test_restart_mid_launch_resumes_with_the_same_key(tmp_path, database_u
 
 async def test_provider_timeouts_on_launch_are_resolved_with_the_same_key(tmp_path):
     async with bot(tmp_path) as h:
-        card = await h.request()
         # AI Reserve carries the launch out but answers 504: the client re-sends with the same
         # Idempotency-Key and gets the original launch back.
-        await h.sim_admin("faults", {"route": "POST /v1/clusters", "status": 504, "count": 1})
-        await h.click(card, Action.APPROVE, user=BOB)
-        [request] = await h.requests_in_db()
+        request = await h.approved_while_launch_fails(504, 1)
         assert request.status is RequestStatus.LAUNCHED
         assert len(h.sim.engine.list_clusters()) == 1
 
 
 async def test_provider_down_at_launch_keeps_the_intent_and_retries_later(tmp_path):
     async with bot(tmp_path) as h:
-        card = await h.request()
-        await h.sim_admin("faults", {"route": "POST /v1/clusters", "status": 503, "count": 10})
-        await h.click(card, Action.APPROVE, user=BOB)
-        [request] = await h.requests_in_db()
+        request = await h.approved_while_launch_fails(503, 10)
         assert request.status is RequestStatus.LAUNCHING
         assert "retrying" in (request.last_error or "")
         assert h.sim.engine.list_clusters() == []

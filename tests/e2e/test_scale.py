@@ -69,7 +69,7 @@ async def test_a_thousand_clusters_sweep_and_list_without_a_stall(tmp_path):
         assert {w.status.value for w in wires} == {"running"}
         posted, stored = len(h.slack.calls), h.clock.now()
         listed: list[str] = []
-        real = h.rt.provider.iter_clusters
+        real = h.rt.provider.cluster_pages
         gets: list[str] = []
         real_get = h.rt.provider.get_cluster
 
@@ -81,7 +81,7 @@ async def test_a_thousand_clusters_sweep_and_list_without_a_stall(tmp_path):
             gets.append(cluster_id)
             return await real_get(cluster_id)
 
-        h.rt.provider.iter_clusters = counted  # type: ignore[method-assign]
+        h.rt.provider.cluster_pages = counted  # type: ignore[method-assign]
         h.rt.provider.get_cluster = counted_get  # type: ignore[method-assign]
         for _ in range(2):
             await _advance(h, 5)

@@ -39,9 +39,7 @@ async def test_losing_a_node_ends_serving_until_the_end(tmp_path):
     async with bot(tmp_path) as h:
         cluster_id = await serving_cluster(h)
         rate = (await h.record(cluster_id)).hourly_cents
-        await h.sim_admin(f"clusters/{cluster_id}/nodes/1/recoverable", {"value": False})
-        await h.fail_node(cluster_id)
-        await h.advance(30)
+        await h.fail_for_good(cluster_id)
         record = await h.record(cluster_id)
         assert record.status.value == "degraded"
         lost_at = record.observed.episode_started_at

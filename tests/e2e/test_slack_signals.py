@@ -21,6 +21,7 @@ from bot.clock import ManualClock
 from bot.jobs.sweeps import deliver_outbox, watch_clusters
 from bot.slack.ids import Action
 from tests.e2e.harness import ALICE, APPROVALS, BOB, DAVE, GENERAL, START, bot, fake_slack
+from tests.e2e.test_metrics import scrape, value
 from tests.e2e.test_undeliverable import calls_reaching, containing, submit_request
 
 POLICY = yaml.safe_dump({"approvals_channel": APPROVALS, "approvers": {"users": [BOB]},
@@ -76,6 +77,8 @@ async def test_a_cluster_found_while_the_approvals_channel_was_archived_is_carde
         await passes(h, 3)  # found, recorded; its card is held, the channel never tried
         assert posts_to(h, APPROVALS) == [] and found_cards(h) == []
         assert (await h.record(found)).owner_id is None
+        held = "clusterbot_slack_unreachable_targets"  # the alert ClusterBotSlackChannelHeld
+        assert value(await scrape(h), held, reason="is_archived") == 1
 
         h.slack.archived.discard(APPROVALS)
         started = time.perf_counter()
@@ -85,6 +88,7 @@ async def test_a_cluster_found_while_the_approvals_channel_was_archived_is_carde
         assert found in h.text_of(card) and Action.CLAIM in h.text_of(card)
         await passes(h, 4)
         assert len(found_cards(h)) == 1 and await records(h) == {}
+        assert value(await scrape(h), held, reason="is_archived") == 0
         await said(h, {"type": "channel_unarchive", "channel": APPROVALS, "user": DAVE})
         assert len(found_cards(h)) == 1  # said twice: still once
         assert len(containing(h.slack.dms(DAVE), h, f"<#{APPROVALS}>")) == 1  # told once

@@ -52,10 +52,7 @@ async def test_notify_takes_a_channel_typed_by_name(tmp_path):
 
 async def test_a_cluster_ended_for_payment_says_what_was_unpaid(tmp_path):
     async with bot(tmp_path) as h:
-        cluster_id = await h.running_cluster()
-        ready = h.sim.engine.get_cluster(cluster_id).ready_at
-        assert ready is not None
-        await h.sim_admin("account", {"balanceCents": 0})
+        cluster_id, ready = await h.unpaid_running_cluster()
         for offset in (timedelta(hours=1, seconds=5), timedelta(hours=2, seconds=5),
                        timedelta(hours=2, minutes=2)):
             h.clock.set(ready + offset)

@@ -32,6 +32,14 @@ def stock_back(h):
                               placeable_nodes=8)
 
 
+async def one_waiting(h):
+    """No stock, and one approved request waiting for it (as stored)."""
+    no_stock(h)
+    await wait_request(h)
+    [request] = await h.requests_in_db()
+    return request
+
+
 async def wait_request(h, *, hours="12", user=ALICE, approve=True):
     """Quote a shape with no stock, press Wait for stock, ask for `hours`; Bob approves."""
     await h.slash(SHAPE, user=user)
@@ -56,9 +64,7 @@ async def sweep(h, seconds=0):
 
 async def test_no_stock_waits_then_launches_once_at_the_approved_rate(tmp_path):
     async with bot(tmp_path) as h:
-        no_stock(h)
-        await wait_request(h)
-        [request] = await h.requests_in_db()
+        request = await one_waiting(h)
         assert request.status is RequestStatus.WAITING
         assert request.wait_until == h.clock.now() + timedelta(hours=12)
         assert h.sim.engine.list_clusters() == []
@@ -97,9 +103,7 @@ async def test_one_quote_a_round_serves_every_waiter_of_a_shape(tmp_path):
 
 async def test_a_higher_rate_asks_the_approvers_again(tmp_path):
     async with bot(tmp_path) as h:
-        no_stock(h)
-        await wait_request(h)
-        [request] = await h.requests_in_db()
+        request = await one_waiting(h)
         # The market moved: what was approved is now 100 ¢/h below AI Reserve's rate.
         async with h.rt.db.transaction() as repos:
             await repos.session.execute(sa.update(RequestRow).where(
@@ -119,9 +123,7 @@ async def test_a_higher_rate_asks_the_approvers_again(tmp_path):
 
 async def test_withdraw_stops_the_wait(tmp_path):
     async with bot(tmp_path) as h:
-        no_stock(h)
-        await wait_request(h)
-        [request] = await h.requests_in_db()
+        request = await one_waiting(h)
         await h.slash("waiting")
         listed = h.last_ephemeral(ALICE, containing="Waiting for stock (1)")
         assert request.id in h.text_of(listed)
@@ -135,9 +137,7 @@ async def test_withdraw_stops_the_wait(tmp_path):
 
 async def test_waiting_shows_in_list_and_home(tmp_path):
     async with bot(tmp_path) as h:
-        no_stock(h)
-        await wait_request(h)
-        [request] = await h.requests_in_db()
+        request = await one_waiting(h)
         await h.slash("list")
         assert "1 request waiting for stock" in h.text_of(h.slack.ephemerals(ALICE)[-1])
         facts = await h.rt.services.home.facts(ALICE)

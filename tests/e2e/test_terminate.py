@@ -115,12 +115,7 @@ async def test_a_failed_terminate_survives_a_restart(tmp_path, database_url):
 async def test_real_process_retries_a_failing_terminate_across_a_kill(tmp_path, database_url):
     async with world(tmp_path, database_url=database_url) as w:
         bot_process = await w.bot()
-        card = await w.request_launch(bot_process)
-        await bot_process.requests.click(card, Action.APPROVE, user_id="U0BOB")
-        await wait_for(w.sim.clusters, what="the launch")
-        await w.advance(120)
-        await wait_for(lambda: any("ssh -p" in w.text_of(m) for m in w.slack.dms(ALICE)),
-                       what="the cluster running")
+        await _launch_running(w, bot_process)
         await w.sim.fault(DELETE, status=500, count=3)
         top = await _terminate_button(w)
         await bot_process.requests.click(top, Action.TERMINATE, user_id=ALICE)
@@ -142,6 +137,16 @@ async def test_real_process_retries_a_failing_terminate_across_a_kill(tmp_path, 
         assert len([m for m in w.slack.dms(ALICE) if "still billing" in w.text_of(m)]) == 1
 
 
+async def _launch_running(w, bot_process):
+    """Request a launch, approve it, and wait until the owner has the SSH details."""
+    card = await w.request_launch(bot_process)
+    await bot_process.requests.click(card, Action.APPROVE, user_id="U0BOB")
+    await wait_for(w.sim.clusters, what="the launch")
+    await w.advance(120)
+    await wait_for(lambda: any("ssh -p" in w.text_of(m) for m in w.slack.dms(ALICE)),
+                   what="the cluster running")
+
+
 async def _terminate_button(w):
     """The cluster's message once it shows it running: the delivery sweep edits it (queued
     with the observation), a moment after the SSH details DM."""
@@ -155,12 +160,7 @@ async def _terminate_button(w):
 async def test_two_replicas_make_each_attempt_once_and_tell_once(tmp_path, database_url):
     async with world(tmp_path, database_url=database_url) as w:
         first = await w.bot()
-        card = await w.request_launch(first)
-        await first.requests.click(card, Action.APPROVE, user_id="U0BOB")
-        await wait_for(w.sim.clusters, what="the launch")
-        await w.advance(120)
-        await wait_for(lambda: any("ssh -p" in w.text_of(m) for m in w.slack.dms(ALICE)),
-                       what="the cluster running")
+        await _launch_running(w, first)
         second = await w.bot()
         await w.sim.fault(DELETE, status=500, count=3)
         await w.sim.fault(DELETE, delay_seconds=0.0, count=1000)  # counts the calls after

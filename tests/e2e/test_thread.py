@@ -100,10 +100,7 @@ async def test_two_approvals_then_a_budget_refusal_at_approval(tmp_path):
 
 async def test_a_capacity_failure_and_its_retry_are_in_the_thread(tmp_path):
     async with bot(tmp_path) as h:
-        h.sim.engine.set_capacity(accelerator="h100-sxm-80gb", location="us-tx",
-                                  placeable_nodes=2)
-        card = await h.request()  # 4 nodes
-        await h.click(card, Action.APPROVE, user=BOB)
+        await h.approved_without_room()
         h.sim.engine.set_capacity(accelerator="h100-sxm-80gb", location="us-tx",
                                   placeable_nodes=8)
         await h.click(h.cards()[-1], Action.RETRY_LAUNCH, user=ALICE)

@@ -19,6 +19,14 @@ async def terminated(h, cluster_id):
     assert (await h.record(cluster_id)).status.value == "terminated"
 
 
+async def orphan_listed(h, containing):
+    """A volume left by its terminated cluster, and `/cluster volumes` showing it."""
+    cluster_id, volume_id = await attached_volume(h)
+    await terminated(h, cluster_id)
+    await h.slash("volumes")
+    return volume_id, h.last_ephemeral(ALICE, containing=containing)
+
+
 async def test_list_shows_holder_cost_and_age_and_hides_grow_while_attached(tmp_path):
     async with bot(tmp_path) as h:
         cluster_id, volume_id = await attached_volume(h)
@@ -79,10 +87,7 @@ async def test_shrink_same_size_unknown_id_and_stranger_change_nothing(tmp_path)
 
 async def test_grow_button_asks_the_size_and_grows_once(tmp_path):
     async with bot(tmp_path) as h:
-        cluster_id, volume_id = await attached_volume(h)
-        await terminated(h, cluster_id)
-        await h.slash("volumes")
-        listed = h.last_ephemeral(ALICE, containing=Action.GROW_VOLUME)
+        volume_id, listed = await orphan_listed(h, Action.GROW_VOLUME)
         await h.click(listed, Action.GROW_VOLUME, user=ALICE)
         modal = h.slack.last_view(ALICE)
         assert GrowRef.unpack(modal["private_metadata"]).size_gb == 1000
@@ -105,10 +110,7 @@ async def test_grow_button_asks_the_size_and_grows_once(tmp_path):
 
 async def test_stale_grow_button_on_an_attached_volume_says_why(tmp_path):
     async with bot(tmp_path) as h:
-        cluster_id, volume_id = await attached_volume(h)
-        await terminated(h, cluster_id)
-        await h.slash("volumes")
-        listed = h.last_ephemeral(ALICE, containing=Action.GROW_VOLUME)
+        volume_id, listed = await orphan_listed(h, Action.GROW_VOLUME)
         await h.running_cluster(f"quote h100x8 nodes=2 volume={volume_id}")
         await h.slash("volumes")  # the list is read fresh: the volume is held again
         views = len(h.slack.calls_to("views.open"))
@@ -119,10 +121,7 @@ async def test_stale_grow_button_on_an_attached_volume_says_why(tmp_path):
 
 async def test_delete_from_the_list(tmp_path):
     async with bot(tmp_path) as h:
-        cluster_id, volume_id = await attached_volume(h)
-        await terminated(h, cluster_id)
-        await h.slash("volumes")
-        listed = h.last_ephemeral(ALICE, containing=Action.DELETE_VOLUME)
+        volume_id, listed = await orphan_listed(h, Action.DELETE_VOLUME)
         await h.click(listed, Action.DELETE_VOLUME, user=ALICE)
         assert h.sim.engine.get_volume(volume_id).status.value in ("deleting", "deleted")
         await h.slash("volumes")

@@ -70,9 +70,7 @@ async def test_announced_once_across_a_restart(tmp_path, database_url):
 async def test_three_failed_attempts_then_exhausted_then_its_terminate_button(tmp_path):
     async with bot(tmp_path) as h:
         cluster_id = await h.running_cluster()
-        await h.sim_admin(f"clusters/{cluster_id}/nodes/1/recoverable", {"value": False})
-        await h.fail_node(cluster_id)
-        await h.advance(30)
+        await h.fail_for_good(cluster_id)
         for _ in range(3):
             await h.slash(f"recover {cluster_id}", user=ALICE)
             await h.advance(30)
@@ -92,10 +90,7 @@ async def test_three_failed_attempts_then_exhausted_then_its_terminate_button(tm
 
 async def test_auto_recovery_turned_on_from_the_notice(tmp_path):
     async with bot(tmp_path) as h:
-        cluster_id = await h.running_cluster()
-        await h.fail_node(cluster_id)
-        await h.advance(30)
-        [degraded] = await h.notices(cluster_id, "degraded")
+        cluster_id, degraded = await h.degraded_cluster()
         await h.click(degraded, Action.AUTORECOVER_ON, user=BOB)
         for _ in range(6):
             await h.advance(30)

@@ -82,29 +82,18 @@ async def test_not_found_is_a_lookup_error_and_unauthenticated_a_permission_erro
         await client.get_account()
 
 
-async def test_rate_limited_retry_after_in_seconds(fake_api, make_client):
-    fake_api.reply("GET", "/account",
-                   (429, error_body("rate_limited", 429), {"Retry-After": "7"}))
-    with pytest.raises(e.RateLimited) as caught:
+@pytest.mark.parametrize(("status", "code", "cls", "header", "seconds"), [
+    (429, "rate_limited", e.RateLimited, "7", 7.0),
+    # an HTTP-date 30 s after the clock's now
+    (429, "rate_limited", e.RateLimited, format_datetime(START.replace(second=30), usegmt=True),
+     30.0),
+    (503, "service_unavailable", e.ServiceUnavailable, "2", 2.0),
+], ids=["rate-limited-seconds", "rate-limited-http-date", "unavailable-seconds"])
+async def test_retry_after_is_kept(fake_api, make_client, status, code, cls, header, seconds):
+    fake_api.reply("GET", "/account", (status, error_body(code, status), {"Retry-After": header}))
+    with pytest.raises(cls) as caught:
         await make_client(max_retries=0).get_account()
-    assert caught.value.retry_after == 7.0
-
-
-async def test_rate_limited_retry_after_as_http_date(fake_api, make_client):
-    when = format_datetime(START.replace(second=30), usegmt=True)  # 30 s after the clock's now
-    fake_api.reply("GET", "/account",
-                   (429, error_body("rate_limited", 429), {"Retry-After": when}))
-    with pytest.raises(e.RateLimited) as caught:
-        await make_client(max_retries=0).get_account()
-    assert caught.value.retry_after == 30.0
-
-
-async def test_service_unavailable_keeps_retry_after(fake_api, make_client):
-    fake_api.reply("GET", "/account",
-                   (503, error_body("service_unavailable", 503), {"Retry-After": "2"}))
-    with pytest.raises(e.ServiceUnavailable) as caught:
-        await make_client(max_retries=0).get_account()
-    assert caught.value.retry_after == 2.0
+    assert caught.value.retry_after == seconds
 
 
 @pytest.mark.parametrize(("status", "cls"), [

@@ -65,12 +65,18 @@ async def _approve_slowly(w: World, bot: BotProcess, *, status: int | None = Non
     await bot.requests.click(card, Action.APPROVE, user_id=BOB)
 
 
+async def _mid_launch(w: World) -> BotProcess:
+    """A bot whose approved launch AI Reserve has carried out but not yet answered (SLOW)."""
+    bot = await w.bot()
+    await _approve_slowly(w, bot)
+    await wait_for(w.sim.clusters, what="AI Reserve to carry the launch out")
+    return bot
+
+
 @pytest.mark.parametrize("expired", [False, True], ids=["quote-valid", "quote-expired"])
 async def test_sigkill_while_the_provider_holds_the_answer(tmp_path, expired):
     async with world(tmp_path) as w:
-        bot = await w.bot()
-        await _approve_slowly(w, bot)
-        await wait_for(w.sim.clusters, what="AI Reserve to carry the launch out")
+        bot = await _mid_launch(w)
         assert await bot.kill() == -signal.SIGKILL
         if expired:
             await w.advance(16 * 60)
@@ -82,9 +88,7 @@ async def test_sigkill_while_the_provider_holds_the_answer(tmp_path, expired):
 @pytest.mark.postgres
 async def test_sigkill_mid_launch_on_postgresql(tmp_path, pg_url):
     async with world(tmp_path, database_url=pg_url) as w:
-        bot = await w.bot()
-        await _approve_slowly(w, bot)
-        await wait_for(w.sim.clusters, what="AI Reserve to carry the launch out")
+        bot = await _mid_launch(w)
         assert await bot.kill() == -signal.SIGKILL
         await w.advance(16 * 60)
         await bot.start()
@@ -115,9 +119,7 @@ async def test_sigkill_before_the_launch_ran_and_the_quote_expired(tmp_path):
 
 async def test_sigterm_mid_launch_then_restart_completes_the_launch_linked(tmp_path):
     async with world(tmp_path) as w:
-        bot = await w.bot()
-        await _approve_slowly(w, bot)
-        await wait_for(w.sim.clusters, what="AI Reserve to carry the launch out")
+        bot = await _mid_launch(w)
         await bot.stop(signal.SIGTERM)
         await bot.start()
         await _settled(w, bot)
@@ -125,7 +127,5 @@ async def test_sigterm_mid_launch_then_restart_completes_the_launch_linked(tmp_p
 
 async def test_sigterm_mid_launch_exits_0(tmp_path):
     async with world(tmp_path) as w:
-        bot = await w.bot()
-        await _approve_slowly(w, bot)
-        await wait_for(w.sim.clusters, what="AI Reserve to carry the launch out")
+        bot = await _mid_launch(w)
         assert await bot.stop(signal.SIGTERM) == 0

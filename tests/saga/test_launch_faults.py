@@ -75,10 +75,7 @@ async def test_a_stored_5xx_is_resolved_by_a_lookup_then_a_fresh_key(tmp_path, d
 
 async def test_one_unstored_500_is_resolved_with_the_same_key(tmp_path, database_url):
     async with bot(tmp_path, database_url=database_url) as h:
-        card = await h.request()
-        await h.sim_admin("faults", {"route": "POST /v1/clusters", "status": 500, "count": 1})
-        await h.click(card, Action.APPROVE, user=BOB)
-        [request] = await h.requests_in_db()
+        request = await h.approved_while_launch_fails(500, 1)
         assert request.status is RequestStatus.LAUNCHED
         assert len(h.sim.engine.list_clusters()) == 1
         [intent] = await _intents(h, request.id)
@@ -87,10 +84,7 @@ async def test_one_unstored_500_is_resolved_with_the_same_key(tmp_path, database
 
 async def test_504s_after_the_launch_ran_are_resolved_by_the_lookup(tmp_path, database_url):
     async with bot(tmp_path, database_url=database_url) as h:
-        card = await h.request()
-        await h.sim_admin("faults", {"route": "POST /v1/clusters", "status": 504, "count": 50})
-        await h.click(card, Action.APPROVE, user=BOB)
-        [request] = await h.requests_in_db()
+        request = await h.approved_while_launch_fails(504, 50)
         assert request.status is RequestStatus.LAUNCHED
         [cluster] = h.sim.engine.list_clusters()
         [intent] = await _intents(h, request.id)  # no fresh key: the cluster was found
@@ -99,10 +93,7 @@ async def test_504s_after_the_launch_ran_are_resolved_by_the_lookup(tmp_path, da
 
 async def test_an_unconfirmed_launch_is_resolved_within_a_minute(tmp_path, database_url):
     async with bot(tmp_path, database_url=database_url) as h:
-        card = await h.request()
-        await h.sim_admin("faults", {"route": "POST /v1/clusters", "status": 503, "count": 100})
-        await h.click(card, Action.APPROVE, user=BOB)
-        [request] = await h.requests_in_db()
+        request = await h.approved_while_launch_fails(503, 100)
         assert request.status is RequestStatus.LAUNCHING
         assert "retrying with the same request key" in (request.last_error or "")
         assert "retrying with the same request key" in _progress_texts(h)

@@ -273,6 +273,8 @@ def outcome_line(
                 RequestStatus.LAUNCHED: " — launched"}.get(status, "")
         if status is RequestStatus.LAUNCHED and req.cluster_id:
             tail = f" — launched as {code(escaped(req.cluster_id, ID_MAX))}"
+        elif status is RequestStatus.LAUNCHING and req.last_error:  # stored, not taken yet
+            tail = f" — stored, not launched yet: {_reason(req).rstrip('.')}"
         if req.decided_by is None and not approvers(req, approvals):
             return f":white_check_mark: {auto_approved(policy).capitalize()}{tail}"
         who = deciders(req, approvals, Decision.APPROVE)

@@ -6,6 +6,8 @@ workload's own output; the bot never writes env values into them)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from slack_sdk.models.blocks import Block
 
 from bot.domain.idle import DEFAULT_KEEP_HOURS, IdleState
@@ -46,6 +48,15 @@ def _why(n: Notice) -> str:
     return f"no new log line since {when(f.idle_since)}" if f.idle_since else "no new log line"
 
 
+def last_lines(log_lines: Sequence[str], *, budget: int, empty: str) -> Block:
+    """Rank 0's last lines in a code block: each clipped, the oldest dropped past `budget`."""
+    lines = [escaped(line, LINE_MAX).replace("```", "'''") for line in log_lines]
+    while lines and sum(len(line) + 1 for line in lines) > budget:
+        lines.pop(0)
+    shown = "\n".join(lines) if lines else empty
+    return section(f"*The last lines of rank 0:*\n```{shown}```")
+
+
 def idle_dm(n: Notice, c: ClusterRecord) -> Message:
     """The owner's DM: idle since when and why, what the idle time billed, what each further
     hour costs, the last lines — Terminate, or Keep for N h."""
@@ -57,11 +68,7 @@ def idle_dm(n: Notice, c: ClusterRecord) -> Message:
             f"billed *{money(f.waiting_cents or 0)}* ({marks}); each further hour costs "
             f"*{money(c.hourly_cents)}* until it is terminated.")
     blocks: list[Block] = [section(body)]
-    lines = [escaped(line, LINE_MAX).replace("```", "'''") for line in f.log_lines]
-    while lines and sum(len(line) + 1 for line in lines) > LINES_BUDGET:
-        lines.pop(0)
-    shown = "\n".join(lines) if lines else "(no new lines)"
-    blocks.append(section(f"*The last lines of rank 0:*\n```{shown}```"))
+    blocks.append(last_lines(f.log_lines, budget=LINES_BUDGET, empty="(no new lines)"))
     hours = f.keep_hours or DEFAULT_KEEP_HOURS
     if f.terminate_at is not None:
         blocks.append(context(f":warning: The spend policy terminates it at "

@@ -14,11 +14,10 @@ from bot.domain.readiness import ReadinessState, ReadinessWatch, outage_charges
 from bot.domain.watch import Notice
 from bot.slack.blocks.cluster import TERMINABLE, cluster_ref, terminate_button
 from bot.slack.blocks.format import *
-from bot.slack.blocks.idle import idle_line
+from bot.slack.blocks.idle import idle_line, last_lines
 from bot.slack.blocks.message import *
 from bot.slack.ids import Action, ReadinessRef
 
-LINE_MAX = 300
 LINES_BUDGET = 2600
 
 
@@ -118,11 +117,7 @@ def not_serving_dm(n: Notice, c: ClusterRecord) -> Message:
                 f"line hasn't appeared*. Not serving has billed {_billed(n, c)} so far; it "
                 f"bills {hourly(c.hourly_cents)} until terminated.")
     blocks: list[Block] = [section(body)]
-    lines = [escaped(line, LINE_MAX).replace("```", "'''") for line in f.log_lines]
-    while lines and sum(len(line) + 1 for line in lines) > LINES_BUDGET:
-        lines.pop(0)
-    shown = "\n".join(lines) if lines else "(no lines yet)"
-    blocks.append(section(f"*The last lines of rank 0:*\n```{shown}```"))
+    blocks.append(last_lines(f.log_lines, budget=LINES_BUDGET, empty="(no lines yet)"))
     if c.status in TERMINABLE:
         value = ReadinessRef(cluster_id=c.id, prompt=f.prompt or 1).pack()
         blocks.append(context("*Keep waiting* gives it the same limit again; I'll post "

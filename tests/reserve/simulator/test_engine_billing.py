@@ -12,15 +12,7 @@ from aireserve_sim.engine import SimulatorEngine
 from bot.clock import ManualClock
 from bot.reserve import errors as e
 from bot.reserve.schemas import Cluster, ClusterStatus, PaymentStatus, Quote, VolumeStatus
-from tests.reserve.simulator.test_engine_support import (
-    PROVISION,
-    charges,
-    event_types,
-    launch,
-    make,
-    quote,
-    running,
-)
+from tests.reserve.simulator.test_engine_support import *
 
 HOUR = timedelta(hours=1)
 

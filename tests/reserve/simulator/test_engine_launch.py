@@ -19,16 +19,7 @@ from bot.reserve.schemas import (
     StorageRequest,
     VolumeStatus,
 )
-from tests.reserve.simulator.test_engine_support import (
-    H100,
-    PROVISION,
-    SSH_KEY,
-    START,
-    launch,
-    make,
-    quote,
-    running,
-)
+from tests.reserve.simulator.test_engine_support import *
 
 
 def test_launch_creates_a_provisioning_cluster_and_consumes_the_quote():

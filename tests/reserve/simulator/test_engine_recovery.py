@@ -8,16 +8,7 @@ import pytest
 
 from bot.reserve import errors as e
 from bot.reserve.schemas import ClusterStatus, NodeStatus, RecoveryState, VolumeStatus
-from tests.reserve.simulator.test_engine_support import (
-    PROVISION,
-    START,
-    charges,
-    event_types,
-    launch,
-    make,
-    quote,
-    running,
-)
+from tests.reserve.simulator.test_engine_support import *
 
 # --- before admission -----------------------------------------------------------------------
 

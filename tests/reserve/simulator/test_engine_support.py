@@ -21,6 +21,10 @@ from bot.reserve.schemas import (
     StorageRequest,
 )
 
+# What an engine test gets from `from tests.reserve.simulator.test_engine_support import *`.
+__all__ = ["H100", "PROVISION", "SSH_KEY", "START", "charges", "event_types", "launch", "make",
+           "quote", "quote_req", "running"]
+
 START = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
 H100 = "h100-sxm-80gb"
 SSH_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGm2kQ9v alice@example"

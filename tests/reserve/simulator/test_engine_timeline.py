@@ -19,17 +19,7 @@ from bot.reserve.schemas import (
     QuoteRequest,
     ShapeRequest,
 )
-from tests.reserve.simulator.test_engine_support import (
-    H100,
-    PROVISION,
-    SSH_KEY,
-    START,
-    event_types,
-    launch,
-    make,
-    quote,
-    running,
-)
+from tests.reserve.simulator.test_engine_support import *
 
 # --- the timeline ---------------------------------------------------------------------------
 

@@ -16,15 +16,7 @@ from bot.reserve.schemas import (
     VolumeStatus,
     VolumeUpdateRequest,
 )
-from tests.reserve.simulator.test_engine_support import (
-    PROVISION,
-    START,
-    charges,
-    launch,
-    make,
-    quote,
-    running,
-)
+from tests.reserve.simulator.test_engine_support import *
 
 HOUR = timedelta(hours=1)
 
