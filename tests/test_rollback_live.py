@@ -1,24 +1,27 @@
 """The release before is a way back, with live rows (issue 26 item 2): THIS build writes what
-only it writes — planned runs (an envelope that ends in termination), an idle-only readiness row
-(`pattern` NULL, state `none`), a request waiting for stock (status `waiting`), an open digest —
-then every earlier release in tests/releases.py RELEASES (its `bot/` and `storage/` from git
-history) is started in turn on that database, as a rollback would, and either
+only it writes — a planned run (an envelope that ends in termination) with an idle rule and no
+readiness pattern (an idle-only readiness row: `pattern` NULL, state `none`), a request waiting
+for stock (status `waiting`), an open digest — then the release an operator would roll back
+to (the last entry of tests/releases.py RELEASES: its `bot/` and `storage/` from git history)
+is started on that database, and so is the newest release the schema turns away. Each either
 
 - refuses: exit 2, one line, no traceback, nothing changed; or
-- runs and does its money duties: its planned run is terminated at AI Reserve by its deadline,
-  the waiting request is looked at again (the stock sweep), and no sweep raises on the new
-  values (the old code's sweeps meeting a status or a NULL they never wrote).
+- runs and does its money duties: the planned run is terminated at AI Reserve before its hour
+  is up (AI Reserve's clock held inside the envelope's margin: billed exactly its hour), the
+  waiting request is looked at again (the stock sweep), and no sweep raises on the new values
+  (a status or a NULL the old code never wrote).
 
 Which of the two is not the release's choice: the schema records the oldest code that may run
 on it (storage/migrations' markers, `schema_compat`); a release older than that must refuse,
-a newer one must run. On SQLite and PostgreSQL, one world each (tests/procs.py)."""
+a newer one must run. Every release's `db status` and `migrate` on this schema:
+tests/test_rollback_releases.py; forward from each: tests/test_upgrade_releases.py. On SQLite
+and PostgreSQL, one world each (tests/procs.py)."""
 
 from __future__ import annotations
 
-import asyncio
 import re
 import time
-from datetime import UTC, datetime
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -32,14 +35,20 @@ from storage.migrations import head_revision, oldest_compatible
 from tests.e2e.harness import launch_without_ssh
 from tests.procs import ALICE, APPROVALS, BOB, GENERAL, BotProcess, World, wait_for, world
 from tests.releases import RELEASES, must_run
-from tests.test_money_clock_process import launch
+from tests.test_money_clock_process import HOUR, MARGIN, billed_after_all, launch, sim_now
 from tests.test_rollback_releases import _archive
 
-pytestmark = pytest.mark.procs
+# Exit codes and what AI Reserve billed, no wall-clock bound (AI Reserve's clock stands still
+# while the release acts): the restarts lane (tests/conftest.py).
+pytestmark = [pytest.mark.procs(lane="restarts"), pytest.mark.slow]
 _LISTENING = re.compile(r"listening for Slack on ")
 POLICY = yaml.safe_dump({"approvals_channel": APPROVALS, "approvers": {"users": [BOB]},
                          "limits": {"max_lifetime_hours": 24}})
 STOCK = {"accelerator": "h100-sxm-80gb", "location": "us-tx"}
+FAST_SLACK = {"SLACK_RATE_LIMITS": "off"}  # FakeSlack has none: each post at once
+PREVIOUS = RELEASES[-1]  # what an operator rolls back to
+# The newest release this build's schema turns away (or the oldest listed, if none must).
+TURNED_AWAY = next((r for r in reversed(RELEASES) if not must_run(r[0])), RELEASES[0])
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -85,68 +94,68 @@ async def _terminated(w: World, cluster_id: str) -> bool:
                if c["id"] == cluster_id)
 
 
-async def _live_rows(w: World, planned: int) -> list[str]:
-    """This build writes the rows older code never wrote; returns the planned runs' ids (the
-    k-th ends after k hours)."""
-    bot = await w.bot("this-build", policy=POLICY)
-    runs = [(await launch(w, bot, f"quote h100x8 nodes=2 hours={k}"))[0]
-            for k in range(1, planned + 1)]
-    idle, _ = await launch(w, bot, "quote h100x8 nodes=2",
-                           **{FIELD_IDLE_MINUTES: {FIELD_IDLE_MINUTES: "600"}})
+async def _live_rows(w: World) -> tuple[str, timedelta]:
+    """This build writes the rows older code never wrote; returns the planned run (1 h) and
+    how far AI Reserve's clock is from its end."""
+    bot = await w.bot("this-build", policy=POLICY, env=FAST_SLACK)
+    # One cluster for both: a planned hour with an idle rule and no readiness pattern.
+    run, ready = await launch(w, bot, "quote h100x8 nodes=2 hours=1",
+                              **{FIELD_IDLE_MINUTES: {FIELD_IDLE_MINUTES: "600"}})
     await _wait_for_stock(w, bot)
-    now = datetime.now(UTC)
+    now = await sim_now(w)
     async with w.database() as db, db.transaction() as repos:
-        watch = await repos.readiness.get(idle)
+        watch = await repos.readiness.get(run)
         assert watch is not None and watch.pattern is None and watch.idle is not None
         digest = await repos.digests.open(GENERAL, now=now)
-        await repos.digests.join(digest.id, [idle], now=now)
+        await repos.digests.join(digest.id, [run], now=now)
     assert await bot.stop() == 0
-    return runs
+    return run, ready + HOUR - now
 
 
-async def _started(bot: BotProcess) -> bool:
-    return bot.returncode is not None or bool(_LISTENING.search(bot.logs()))
+async def _releases(w: World, releases: dict[str, Path]) -> dict[str, BotProcess]:
+    """Each release's `serve` on this world, started together; once each serves or exited."""
+    bots = {head: await w.bot(f"release-{head}", wait=False,
+                              env={**FAST_SLACK, "PYTHONPATH": str(release)})
+            for head, release in releases.items()}
+
+    def started() -> bool:
+        return all(bot.returncode is not None or _LISTENING.search(bot.logs())
+                   for bot in bots.values())
+    # An import of the whole bot each: seconds, a minute on a machine as loaded as CI's can be.
+    await wait_for(started, within=120, what=f"{', '.join(bots)} started")
+    return bots
 
 
-async def _release(w: World, head: str, release: Path) -> BotProcess:
-    """The release's `serve` on this world, once it serves or exited."""
-    bot = await w.bot(f"release-{head}", env={"PYTHONPATH": str(release)}, wait=False)
-    # An import of the whole bot: seconds, minutes on a machine as loaded as CI's can be.
-    await wait_for(lambda: _started(bot), within=180, what=f"{head} started")
-    return bot
-
-
-async def _refuses(w: World, head: str, release: Path, cores: asyncio.Semaphore) -> str:
-    async with cores:
-        bot = await _release(w, head, release)
-        code = await bot.wait()
+async def _refuses(bot: BotProcess) -> str:
+    code = await bot.wait()
     said = bot.logs().strip()
-    assert code == 2 and len(said.splitlines()) == 1, (head, code, said)
+    assert code == 2 and len(said.splitlines()) == 1, (bot.name, code, said)
     assert "Traceback" not in said, said
     return said
 
 
-async def _runs(w: World, head: str, release: Path, planned: str, *, first: bool) -> None:
-    """Its planned run ends within the next hour: terminated in time, the waiting request
-    looked at again, no sweep raised, and a clean stop."""
-    bot = await _release(w, head, release)
+async def _runs(w: World, bot: BotProcess, planned: str, left: timedelta) -> str:
+    """Its money duties on this build's rows: the planned run terminated before its hour is
+    up, the waiting request looked at again, no sweep raised, a clean stop."""
+    assert bot.returncode is None, bot.logs()
     [_, looked] = await _waiting(w) or (None, 0)
-    # The hour in quarters (the sweeps see each); the first turn a quarter more: the runs
-    # became ready a few minutes after the clock's start.
-    for _ in range(5 if first else 4):
-        await w.advance(15 * 60)
-        await wait_for(lambda: bot.running, what=f"{head} still running")
-    await wait_for(lambda: _terminated(w, planned), within=180,
-                   what=f"{head}: the planned run terminated by its deadline")
+    # Both clocks to inside the envelope's margin, short of the hour's end; AI Reserve's clock
+    # then stands still: only a release that ends the run by its deadline gets past this.
+    await w.advance((left - MARGIN + timedelta(seconds=30)).total_seconds())
+    await wait_for(lambda: _terminated(w, planned), within=120,
+                   what=f"{bot.name}: the planned run terminated by its deadline")
 
     async def looked_again() -> bool:  # still waiting (no stock), and looked at again
         waiting = await _waiting(w)
         return waiting is not None and waiting[1] > looked
 
-    await wait_for(looked_again, within=180, what=f"{head}: the waiting request looked at")
+    await wait_for(looked_again, within=120, what=f"{bot.name}: the waiting request looked at")
     assert await bot.stop() == 0, bot.logs()[-2000:]
     logs = bot.logs()
-    assert "Traceback" not in logs and "raised an exception" not in logs, (head, logs[-3000:])
+    assert "Traceback" not in logs and "raised an exception" not in logs, logs[-3000:]
+    billed = await billed_after_all(w, planned)
+    assert billed == 1, f"{bot.name}: the planned 1 h run was billed {billed} h"
+    return "runs: the planned run ended in its hour (billed 1 h), the waiting request looked at"
 
 
 async def _schema(w: World) -> list[tuple[str, str]]:
@@ -156,34 +165,32 @@ async def _schema(w: World) -> list[tuple[str, str]]:
             "JOIN schema_compat c ON c.revision = v.version_num"))]
 
 
-@pytest.mark.slow
-async def test_each_earlier_release_runs_its_money_duties_on_live_rows_or_refuses(
+async def test_the_previous_release_runs_its_money_duties_on_live_rows_or_refuses(
         tmp_path: Path, database_url: str | None) -> None:
     releases = {head: (commit, _archive(commit, tmp_path / f"release-{head}"))
-                for head, commit in RELEASES}
+                for head, commit in (PREVIOUS, TURNED_AWAY)}
     missing = [commit for commit, where in releases.values() if where is None]
     if missing:
         pytest.skip(f"commits {missing} are not in this clone: fetch its history")
-    running = [head for head in releases if must_run(head)]
-    refusing = [head for head in releases if not must_run(head)]
+    assert not must_run(TURNED_AWAY[0]), "no listed release is turned away: pick another"
     outcome: dict[str, str] = {}
+    started = time.monotonic()
     async with world(tmp_path, database_url=database_url) as w:
-        runs = dict(zip(running, await _live_rows(w, len(running)), strict=True))
+        planned, left = await _live_rows(w)
         before = await _schema(w)
-        started = time.monotonic()
-        cores = asyncio.Semaphore(2)  # two at a time (2 cores): they only read
-        said = await asyncio.gather(*(_refuses(w, head, releases[head][1] or tmp_path, cores)
-                                      for head in refusing))
-        took = time.monotonic() - started
-        assert await _schema(w) == before == [(head_revision(), oldest_compatible(
-            head_revision()))]  # nothing changed
-        outcome |= {head: f"refuses, exit 2 ({took:.1f} s, together): {line}"
-                    for head, line in zip(refusing, said, strict=True)}
-        for head in running:
-            started = time.monotonic()
-            await _runs(w, head, releases[head][1] or tmp_path, runs[head],
-                        first=head == running[0])
-            outcome[head] = f"runs ({time.monotonic() - started:.1f} s)"
-    print("".join(f"\n{head} {releases[head][0]}: {outcome[head]}"  # noqa: T201 (-s)
-                  for head in releases))
-    assert set(outcome) == set(releases)
+        assert before == [(head_revision(), oldest_compatible(head_revision()))]
+        # Both start together (one import each, side by side); the turned-away one only reads.
+        bots = await _releases(w, {head: where or tmp_path
+                                   for head, (_, where) in releases.items()})
+        turned_away = bots.pop(TURNED_AWAY[0])
+        outcome[TURNED_AWAY[0]] = f"refuses, exit 2: {await _refuses(turned_away)}"
+        previous = bots[PREVIOUS[0]]
+        if must_run(PREVIOUS[0]):
+            outcome[PREVIOUS[0]] = await _runs(w, previous, planned, left)
+        else:
+            outcome[PREVIOUS[0]] = f"refuses, exit 2: {await _refuses(previous)}"
+        assert await _schema(w) == before  # neither changed the schema
+    print("".join(f"\n{head} {releases[head][0]}: {said}"  # noqa: T201 (-s)
+                  for head, said in outcome.items()),
+          f"\n{time.monotonic() - started:.1f} s wall")
+
