@@ -17,9 +17,7 @@ answered other than 200 or not within 60 s counts as failed (and as infinitely s
 from __future__ import annotations
 
 import asyncio
-import json
 import math
-import re
 import sys
 import tempfile
 import time
@@ -30,9 +28,8 @@ from pathlib import Path
 import aiohttp
 
 from benchmarks.report import Table, percentile
-from benchmarks.world import LISTENING, POLL_SECONDS, Child, World, child_env, signed, signed_click
+from benchmarks.world import LISTENING, POLL_SECONDS, Child, World, open_world, signed, signed_click
 from tests.pg import PgServer, PgUnavailable
-from tests.procs import SimProcess
 
 CLUSTERS = 1000
 BURSTS = 5  # per program, alternately
@@ -117,20 +114,7 @@ async def run() -> list[Table]:
                 database_url = server.url(server.create_database())
             except PgUnavailable:
                 server, database_url = None, f"sqlite:///{tmp / 'bot.db'}"
-            slack_child = Child([sys.executable, "-m", "benchmarks.slackproc"], child_env(),
-                                tmp / "slack.log", tmp)
-            await slack_child.start()
-            stack.push_async_callback(slack_child.stop)
-            slack = json.loads((await slack_child.wait_for(re.compile(r"\{.*\}")))[0])
-            sim = SimProcess(tmp, profile="fast")
-            stack.push_async_callback(sim.stop)
-            await sim.start()
-            await sim.admin("account", {"balanceCents": 10**12})
-            session = await stack.enter_async_context(aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=0)))
-            w = World(tmp=tmp, session=session, sim=sim, slack=slack,
-                      database_url=database_url, log_level="INFO")
-            stack.push_async_callback(w.stop_bot)
+            w = await open_world(stack, tmp, database_url, log_level="INFO")
             await w.grow_to(CLUSTERS)
             clusters = [c["id"] for c in (await w.list_raw())[0]]
             bot_url = await w.start_bot()

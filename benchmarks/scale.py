@@ -20,7 +20,6 @@ measured is a quiet one unless a node was failed on purpose.
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import re
 import statistics
@@ -32,8 +31,6 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import aiohttp
-
 from benchmarks.report import Table, percentile
 from benchmarks.world import (
     LISTENING,
@@ -42,10 +39,10 @@ from benchmarks.world import (
     Child,
     World,
     child_env,
+    open_world,
     rss_mib,
     signed,
 )
-from tests.procs import SimProcess
 
 SIZES = (100, 1000, 5000)
 SWEEPS = 3  # measured per size, after one warm-up sweep
@@ -197,20 +194,7 @@ async def run() -> list[Table]:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         async with AsyncExitStack() as stack:
-            slack_child = Child([sys.executable, "-m", "benchmarks.slackproc"], child_env(),
-                                tmp / "slack.log", tmp)
-            await slack_child.start()
-            stack.push_async_callback(slack_child.stop)
-            slack = json.loads((await slack_child.wait_for(re.compile(r"\{.*\}")))[0])
-            sim = SimProcess(tmp, profile="fast")
-            stack.push_async_callback(sim.stop)
-            await sim.start()
-            await sim.admin("account", {"balanceCents": 10**12})
-            session = await stack.enter_async_context(aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=0)))
-            w = World(tmp=tmp, session=session, sim=sim, slack=slack,
-                      database_url=f"sqlite:///{tmp / 'bot.db'}")
-            stack.push_async_callback(w.stop_bot)
+            w = await open_world(stack, tmp, f"sqlite:///{tmp / 'bot.db'}")
 
             first = time.perf_counter()
             await w.start_bot()  # the first start migrates a new database

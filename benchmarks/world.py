@@ -13,6 +13,7 @@ import re
 import signal
 import sys
 import time
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -199,3 +200,24 @@ class World:
         finally:
             await db.dispose()
         self.seeded = n
+
+
+async def open_world(stack: AsyncExitStack, tmp: Path, database_url: str,
+                     log_level: str = "DEBUG") -> World:
+    """FakeSlack and the simulator (its account funded) in processes of their own, a session
+    without a connection limit, and a World whose bot, like the rest, stops with `stack`."""
+    slack_child = Child([sys.executable, "-m", "benchmarks.slackproc"], child_env(),
+                        tmp / "slack.log", tmp)
+    await slack_child.start()
+    stack.push_async_callback(slack_child.stop)
+    slack = json.loads((await slack_child.wait_for(re.compile(r"\{.*\}")))[0])
+    sim = SimProcess(tmp, profile="fast")
+    stack.push_async_callback(sim.stop)
+    await sim.start()
+    await sim.admin("account", {"balanceCents": 10**12})
+    session = await stack.enter_async_context(aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=0)))
+    w = World(tmp=tmp, session=session, sim=sim, slack=slack, database_url=database_url,
+              log_level=log_level)
+    stack.push_async_callback(w.stop_bot)
+    return w

@@ -13,6 +13,8 @@ from __future__ import annotations
 from typing import TypedDict
 
 from bot.clock import Clock
+from bot.domain.errors import DomainError
+from bot.domain.models import Actor, ClusterRecord
 from bot.services.audit import AuditLog
 from bot.services.people import People
 from storage.db import Database
@@ -35,3 +37,11 @@ class ActingService:
         self._people = people
         self._audit = audit
         self._clock = clock
+
+    async def _owner_or_approver(self, record: ClusterRecord, actor: Actor,
+                                 refusal: str) -> None:
+        """Raise `refusal` unless the actor owns `record` or is an approver (where `record`
+        comes from: its installation's)."""
+        if actor.user_id != record.owner_id and actor.user_id not in \
+                await self._people.approvers_for(record):
+            raise DomainError(refusal)

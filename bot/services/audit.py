@@ -55,6 +55,13 @@ class AuditLog:
         async with self._db.transaction() as repos:
             await repos.audit.add(entry)
 
+    async def kept_billing(self, *, actor: Actor, action: str, record: ClusterRecord,
+                           kept: str) -> None:
+        """Someone chose to keep `record` billing: what they `kept`, and its cost meanwhile."""
+        await self.write(actor=actor, action=action, subject_id=record.id, outcome="ok",
+                         amount_cents=record.hourly_cents,
+                         detail=f"{kept}; it bills {money(record.hourly_cents)}/h meanwhile")
+
 
 class Audited(Protocol):
     _audit: AuditLog

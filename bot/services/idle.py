@@ -139,9 +139,8 @@ class IdleService(ActingService):
             watch = await repos.readiness.get(cluster_id)
             if record is None or watch is None or watch.idle is None:
                 raise DomainError(f"I know no idle rule for `{cluster_id[:64]}`.")
-            if actor.user_id != record.owner_id and actor.user_id not in \
-                    await self._people.approvers_for(record):
-                raise DomainError("Only the cluster's owner or an approver can keep it.")
+            await self._owner_or_approver(
+                record, actor, "Only the cluster's owner or an approver can keep it.")
             if watch.idle_state is IdleState.TERMINATING or not record.status.is_live:
                 raise DomainError(f"`{cluster_id}` is already being terminated "
                                   f"({record.status.value}); keeping it changes nothing.")
@@ -152,10 +151,9 @@ class IdleService(ActingService):
                         to=IdleState.ACTIVE, now=now, kept_until=until,
                         idle_terminate_at=None):
                 raise DomainError("That idle notice was already answered.")
-        await self._audit.write(actor=actor, action="keep_idle", subject_id=cluster_id,
-                                outcome="ok", amount_cents=record.hourly_cents,
-                                detail=f"kept {hours} h while idle (until {until:%H:%M} UTC); "
-                                       f"it bills {money(record.hourly_cents)}/h meanwhile")
+        await self._audit.kept_billing(
+            actor=actor, action="keep_idle", record=record,
+            kept=f"kept {hours} h while idle (until {until:%H:%M} UTC)")
         await self._notifier.refresh_cluster(cluster_id)
         return record
 

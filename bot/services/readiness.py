@@ -26,7 +26,6 @@ from bot.domain.errors import DomainError
 from bot.domain.idle import IdleState
 from bot.domain.models import Actor, ClusterRecord, ClusterState
 from bot.domain.patterns import search
-from bot.domain.policy import money
 from bot.domain.ports import Notifier
 from bot.domain.readiness import (
     ReadinessState,
@@ -259,9 +258,8 @@ class ReadinessService(ActingService):
             watch = await repos.readiness.get(cluster_id)
             if record is None or watch is None:
                 raise DomainError(f"I know no readiness check for `{cluster_id[:64]}`.")
-            if actor.user_id != record.owner_id and actor.user_id not in \
-                    await self._people.approvers_for(record):
-                raise DomainError("Only the cluster's owner or an approver can say that.")
+            await self._owner_or_approver(
+                record, actor, "Only the cluster's owner or an approver can say that.")
             if watch.state is not ReadinessState.WATCHING:
                 raise DomainError(f"`{cluster_id}` is {watch.state.value} now; nothing to "
                                   "wait for.")
@@ -269,8 +267,7 @@ class ReadinessService(ActingService):
             if not await repos.readiness.keep_waiting(cluster_id, prompt=prompt, until=until,
                                                       now=now):
                 raise DomainError("That question was already answered.")
-        await self._audit.write(actor=actor, action="keep_waiting", subject_id=cluster_id,
-                                outcome="ok", amount_cents=record.hourly_cents,
-                                detail=f"readiness limit extended {watch.limit_minutes} min; "
-                                       f"it bills {money(record.hourly_cents)}/h meanwhile")
+        await self._audit.kept_billing(
+            actor=actor, action="keep_waiting", record=record,
+            kept=f"readiness limit extended {watch.limit_minutes} min")
         return record

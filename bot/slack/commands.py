@@ -9,33 +9,7 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.domain import audit_csv
-from bot.domain.commands import (
-    USAGE,
-    AuditCommand,
-    AuditExportCommand,
-    AutoRecoverCommand,
-    ConnectCommand,
-    ExtendCommand,
-    GrowVolumeCommand,
-    HelpCommand,
-    ListCommand,
-    LogsCommand,
-    NotifyCommand,
-    QuoteCommand,
-    RecoverCommand,
-    SpendCommand,
-    StatusCommand,
-    TemplateDeleteCommand,
-    TemplateListCommand,
-    TemplateQuoteCommand,
-    TemplateSaveCommand,
-    TerminateCommand,
-    VolumesCommand,
-    WaitCommand,
-    WaitingCommand,
-    WithdrawCommand,
-)
+from bot.domain import audit_csv, commands
 from bot.domain.errors import InvalidCommand
 from bot.services.container import Services
 from bot.slack import parsing, uploads
@@ -72,14 +46,15 @@ def register(app: AsyncApp, services: Services,
             await ack(**common.error_message(exc.user_message, usage=exc.usage).as_kwargs(),
                       **EPHEMERAL)
             return
-        if isinstance(cmd, HelpCommand):
+        if isinstance(cmd, commands.HelpCommand):
             await ack(**common.help_message(unknown=cmd.unknown).as_kwargs(), **EPHEMERAL)
             return
         actor = actor_of(command)
         now = services.clock.now
         reply: Message
-        if isinstance(cmd, TemplateQuoteCommand | QuoteCommand):
-            if isinstance(cmd, TemplateQuoteCommand):  # read after the ack: Slack waits 3 s
+        if isinstance(cmd, commands.TemplateQuoteCommand | commands.QuoteCommand):
+            # read after the ack: Slack waits 3 s
+            if isinstance(cmd, commands.TemplateQuoteCommand):
                 await ack(text=f"Pricing template `{cmd.template}` at AI Reserve…",
                           **EPHEMERAL)
                 template = await services.templates.find(name=cmd.template, actor=actor)
@@ -93,20 +68,20 @@ def register(app: AsyncApp, services: Services,
                                                  channel_id=command["channel_id"])
             outlook = await services.quoting.outlook(quote)
             reply = quote_blocks.quote_card(quote, now=now(), outlook=outlook)
-        elif isinstance(cmd, TemplateSaveCommand):
+        elif isinstance(cmd, commands.TemplateSaveCommand):
             await ack()
             saved = await services.templates.save(name=cmd.name, cluster_id=cmd.cluster_id,
                                                   team=cmd.team, actor=actor)
             reply = common.notice(template_blocks.saved_words(saved))
-        elif isinstance(cmd, TemplateListCommand):
+        elif isinstance(cmd, commands.TemplateListCommand):
             await ack()
             reply = template_blocks.template_list(
                 await services.templates.visible(actor.user_id), user_id=actor.user_id)
-        elif isinstance(cmd, TemplateDeleteCommand):
+        elif isinstance(cmd, commands.TemplateDeleteCommand):
             await ack()
             gone = await services.templates.delete(name=cmd.name, actor=actor)
             reply = common.notice(f"Template `{gone.name}` is deleted.")
-        elif isinstance(cmd, ListCommand):
+        elif isinstance(cmd, commands.ListCommand):
             await ack()
             live = await services.clusters.live_page(cmd.page)
             reply = listing.cluster_list_with_buttons(
@@ -115,35 +90,35 @@ def register(app: AsyncApp, services: Services,
             waits = len(await services.stock_service().waiting())
             if waits:
                 reply = stock_blocks.with_list_line(reply, waits)
-        elif isinstance(cmd, StatusCommand):
+        elif isinstance(cmd, commands.StatusCommand):
             await ack(text=f"Looking up `{cmd.cluster_id}`…", **EPHEMERAL)
             record, nodes = await services.clusters.status(cmd.cluster_id)
             reply = cluster_blocks.cluster_status(record, now=now(), nodes=nodes)
-        elif isinstance(cmd, TerminateCommand):
+        elif isinstance(cmd, commands.TerminateCommand):
             await ack()
             record = await services.termination.check(cluster_id=cmd.cluster_id, actor=actor)
             reply = cluster_blocks.terminate_prompt(record, now=now())
-        elif isinstance(cmd, RecoverCommand):
+        elif isinstance(cmd, commands.RecoverCommand):
             await ack(text=f"Asking AI Reserve to recover `{cmd.cluster_id}`…", **EPHEMERAL)
             await services.recovery.recover(cluster_id=cmd.cluster_id, actor=actor)
             reply = common.notice(f"Recovery attempt started on `{cmd.cluster_id}`; progress "
                                   "is posted in the cluster's thread.")
-        elif isinstance(cmd, AutoRecoverCommand):
+        elif isinstance(cmd, commands.AutoRecoverCommand):
             await ack()
             record = await services.recovery.set_auto(cluster_id=cmd.cluster_id, actor=actor,
                                                       on=cmd.on)
             reply = common.notice(recovery_blocks.auto_recovery_said(record, on=cmd.on))
-        elif isinstance(cmd, NotifyCommand):
+        elif isinstance(cmd, commands.NotifyCommand):
             await ack()
             channel_id = cmd.channel_id or await _channel_named(client, cmd.channel_name or "")
             await services.stewardship.notify(cluster_id=cmd.cluster_id,
                                               channel_id=channel_id, actor=actor)
             reply = common.notice(f"<#{channel_id}> will get `{cmd.cluster_id}`'s notices.")
-        elif isinstance(cmd, AuditCommand):
+        elif isinstance(cmd, commands.AuditCommand):
             await ack()
             entries = await services.clusters.audit(subject_id=cmd.subject_id, actor=actor)
             reply = audit_blocks.audit_list(entries, subject_id=cmd.subject_id, now=now())
-        elif isinstance(cmd, AuditExportCommand):
+        elif isinstance(cmd, commands.AuditExportCommand):
             await ack(text="Preparing the audit trail as a CSV file…", **EPHEMERAL)
             month, entries = await services.clusters.audit_month(month=cmd.month, actor=actor)
             channel = await dm_channel(actor.user_id)
@@ -154,31 +129,31 @@ def register(app: AsyncApp, services: Services,
                 initial_comment=f"The audit trail of {month}: {len(entries)} entries.")
             reply = common.notice(f"The audit trail of {month} ({len(entries)} entries) is in "
                                   "your DM as a CSV file.")
-        elif isinstance(cmd, ExtendCommand):
+        elif isinstance(cmd, commands.ExtendCommand):
             await ack()
             # Judged, not done: the answer states the dollars and who decides, with a Confirm.
             record, judged = await services.extensions.preview(cluster_id=cmd.cluster_id,
                                                                actor=actor, hours=cmd.hours)
             reply = extension_blocks.extend_preview(record, judged)
-        elif isinstance(cmd, WithdrawCommand):
+        elif isinstance(cmd, commands.WithdrawCommand):
             await ack()
             request = await services.approvals.withdraw(request_id=cmd.request_id, actor=actor)
             reply = common.notice(story_blocks.withdrawn_words(request.id))
-        elif isinstance(cmd, WaitCommand):
+        elif isinstance(cmd, commands.WaitCommand):
             await ack()
             request = await services.stock_service().wait(request_id=cmd.request_id,
                                                           hours=cmd.hours, actor=actor)
             reply = common.notice(stock_blocks.waiting_said(request))
-        elif isinstance(cmd, WaitingCommand):
+        elif isinstance(cmd, commands.WaitingCommand):
             await ack()
             waiting = await services.stock_service().waiting_with_quotes()
             reply = stock_blocks.waiting_list(waiting, viewer=actor.user_id, now=now())
-        elif isinstance(cmd, ConnectCommand):
+        elif isinstance(cmd, commands.ConnectCommand):
             await ack(text=f"Reading `{cmd.cluster_id}`'s connection details…", **EPHEMERAL)
             record = await services.stewardship.connect(cluster_id=cmd.cluster_id, actor=actor)
             reply = common.notice(f"Sent `{record.id}`'s connection details to "
                                   f"<@{record.owner_id}> by DM.")
-        elif isinstance(cmd, SpendCommand):
+        elif isinstance(cmd, commands.SpendCommand):
             await ack()
             report = await services.clusters.spend(month=cmd.month)
             await respond(**spend_blocks.spend_report(report, now=now(), by=cmd.by).as_kwargs(),
@@ -191,17 +166,17 @@ def register(app: AsyncApp, services: Services,
                                       f"({exc.response.get('error')}); the figures above stand.")
             else:
                 return
-        elif isinstance(cmd, VolumesCommand):
+        elif isinstance(cmd, commands.VolumesCommand):
             await ack(text="Reading the volumes at AI Reserve…", **EPHEMERAL)
             reply = volume_blocks.volume_list(await services.volumes.listing(), now=now())
-        elif isinstance(cmd, GrowVolumeCommand):
+        elif isinstance(cmd, commands.GrowVolumeCommand):
             await ack(text=f"Growing `{cmd.volume_id}` to {cmd.size_gb:,} GB…", **EPHEMERAL)
             volume = await services.volumes.grow(volume_id=cmd.volume_id, size_gb=cmd.size_gb,
                                                  actor=actor)
             reply = common.notice(f"Volume `{volume.id}` is {volume.size_gb:,} GB now; it "
                                   f"bills {money(volume.monthly_cents)}/month from here on.")
         else:
-            assert isinstance(cmd, LogsCommand)
+            assert isinstance(cmd, commands.LogsCommand)
             await ack(text=f"Fetching node {cmd.node}'s log…", **EPHEMERAL)
             logs = await services.stewardship.logs(cluster_id=cmd.cluster_id, node=cmd.node,
                                                    actor=actor)
@@ -223,5 +198,5 @@ async def _channel_named(client: AsyncWebClient, name: str) -> str:
         raise InvalidCommand(f"I can't find a public channel `#{name}`; pick the channel from "
                              "Slack's list as you type `#` so it is linked (a private one "
                              "needs me invited first).", bad_part=f"#{name}",
-                             usage=USAGE["notify"])
+                             usage=commands.USAGE["notify"])
     return found

@@ -11,32 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from bot.domain import extension, policies, templates
-from bot.domain.commands import (
-    SHORT_ACCELERATORS,
-    USAGE,
-    AuditCommand,
-    AuditExportCommand,
-    AutoRecoverCommand,
-    Command,
-    ConnectCommand,
-    ExtendCommand,
-    GrowVolumeCommand,
-    HelpCommand,
-    ListCommand,
-    LogsCommand,
-    NotifyCommand,
-    QuoteCommand,
-    RecoverCommand,
-    SpendCommand,
-    StatusCommand,
-    TemplateQuoteCommand,
-    TerminateCommand,
-    VolumesCommand,
-    WaitCommand,
-    WaitingCommand,
-    WithdrawCommand,
-)
+from bot.domain import commands, extension, policies, templates
 from bot.domain.errors import InvalidCommand
 from bot.domain.readiness import ORCHESTRATORS
 from bot.slack.parsing_templates import parse_template
@@ -57,7 +32,7 @@ QUOTE_KEYS = ("nodes", "storage", "volume", "location", "disk", "orchestrator", 
 
 
 
-def _parse_wait(args: list[str]) -> WaitCommand:
+def _parse_wait(args: list[str]) -> commands.WaitCommand:
     """`wait <request-id> hours=<H>` (or a bare number): the hours are checked by the service
     against the policy's maximum."""
     if not args or not _ID.match(args[0]):
@@ -68,21 +43,21 @@ def _parse_wait(args: list[str]) -> WaitCommand:
         raise _fail("Say how many hours to wait for stock after the request id, e.g. "
                     "`hours=12`.", " ".join(args[2:])[:40], "wait")
     hours = args[1].lower()
-    return WaitCommand(args[0], hours.removeprefix("hours="))
+    return commands.WaitCommand(args[0], hours.removeprefix("hours="))
 
 
-def parse(text: str) -> Command:
+def parse(text: str) -> commands.Command:
     text = (text or "").strip()
     if len(text) > MAX_TEXT:
         raise InvalidCommand(f"That command is {len(text)} characters long; "
                              f"`/cluster` commands are at most {MAX_TEXT}.",
-                             bad_part=text[:40] + "…", usage=USAGE["help"])
+                             bad_part=text[:40] + "…", usage=commands.USAGE["help"])
     if not text:
-        return HelpCommand()
+        return commands.HelpCommand()
     if not text.isascii():
         bad = next(ch for ch in text if not ch.isascii())
         raise InvalidCommand(f"`/cluster` commands use plain ASCII; I can't read `{bad}`.",
-                             bad_part=bad, usage=USAGE["help"])
+                             bad_part=bad, usage=commands.USAGE["help"])
     verb, *args = text.split()
     verb = verb.lower()
     if verb == "quote":
@@ -96,10 +71,12 @@ def parse(text: str) -> Command:
     if verb in ("status", "terminate", "recover"):
         cluster_id = _one_id(args, verb)
         if verb == "status":
-            return StatusCommand(cluster_id)
-        return TerminateCommand(cluster_id) if verb == "terminate" else RecoverCommand(cluster_id)
+            return commands.StatusCommand(cluster_id)
+        if verb == "terminate":
+            return commands.TerminateCommand(cluster_id)
+        return commands.RecoverCommand(cluster_id)
     if verb == "connect":
-        return ConnectCommand(_one_id(args, verb))
+        return commands.ConnectCommand(_one_id(args, verb))
     if verb == "withdraw":
         if not args:
             raise _fail("`/cluster withdraw` needs the id of your launch request (it is on the "
@@ -108,10 +85,10 @@ def parse(text: str) -> Command:
             raise _fail(f"`{args[0][:40]}` is not a request id (like `lr_3f9a0c1d2e4b`).",
                         args[0], verb)
         _no_more(args[1:], verb)
-        return WithdrawCommand(args[0])
+        return commands.WithdrawCommand(args[0])
     if verb == "waiting":
         _no_more(args, verb)
-        return WaitingCommand()
+        return commands.WaitingCommand()
     if verb == "wait":
         return _parse_wait(args)
     if verb == "extend":
@@ -119,20 +96,20 @@ def parse(text: str) -> Command:
         if len(args) != 2:
             raise _fail("Say how many hours to add after the cluster id, e.g. "
                         "`/cluster extend clu_9xQe1 12`.", " ".join(args[2:])[:40], verb)
-        return ExtendCommand(cluster_id, extension.check_hours(args[1]))
+        return commands.ExtendCommand(cluster_id, extension.check_hours(args[1]))
     if verb == "autorecover":
         cluster_id = _one_id(args[:1], verb)
         switch = " ".join(args[1:]).lower()
         if switch not in ("on", "off"):
             raise _fail(f"Say `on` or `off` after the cluster id, not `{switch[:20]}`.",
                         switch, verb)
-        return AutoRecoverCommand(cluster_id, on=switch == "on")
+        return commands.AutoRecoverCommand(cluster_id, on=switch == "on")
     if verb == "notify":
         cluster_id = _one_id(args[:1], verb)
         channel = _channel(args[1:], verb)
         if channel.startswith("#"):  # typed, not picked: the Slack adapter looks the name up
-            return NotifyCommand(cluster_id, "", channel_name=channel[1:])
-        return NotifyCommand(cluster_id, channel)
+            return commands.NotifyCommand(cluster_id, "", channel_name=channel[1:])
+        return commands.NotifyCommand(cluster_id, channel)
     if verb == "logs":
         cluster_id = _one_id(args[:1], verb)
         node = 0
@@ -143,29 +120,29 @@ def parse(text: str) -> Command:
                             verb)
             node = _whole(option["value"], "node", "a node rank (0 is the primary)", verb)
         _no_more(args[2:], verb)
-        return LogsCommand(cluster_id, node)
+        return commands.LogsCommand(cluster_id, node)
     if verb == "audit" and args and args[0].lower() == "export":
         _no_more(args[2:], "audit export")
         if args[1:] and not _MONTH.match(args[1]):
             raise _fail(f"`{args[1][:20]}` is not a month: write `YYYY-MM`, e.g. `2026-11`.",
                         args[1], "audit export")
-        return AuditExportCommand(args[1] if args[1:] else None)
+        return commands.AuditExportCommand(args[1] if args[1:] else None)
     if verb == "audit":
         _no_more(args[1:], verb)
-        return AuditCommand(_one_id(args, verb) if args else None)
+        return commands.AuditCommand(_one_id(args, verb) if args else None)
     if verb == "spend":
         return _parse_spend(args)
     if verb == "volumes":
         _no_more(args, verb)
-        return VolumesCommand()
+        return commands.VolumesCommand()
     if verb == "volume":
         return _parse_volume(args)
     if verb == "help":
-        return HelpCommand()
-    return HelpCommand(unknown=verb[:40])
+        return commands.HelpCommand()
+    return commands.HelpCommand(unknown=verb[:40])
 
 
-def _parse_spend(args: list[str]) -> SpendCommand:
+def _parse_spend(args: list[str]) -> commands.SpendCommand:
     """`spend [YYYY-MM] [by=owner|project]` (`spend project` is `by=project`)."""
     month, by = None, "owner"
     for token in args:
@@ -184,10 +161,10 @@ def _parse_spend(args: list[str]) -> SpendCommand:
         else:
             raise _fail(f"`/cluster spend` takes a month and `by=owner|project`; I don't "
                         f"understand `{token[:40]}`.", token, "spend")
-    return SpendCommand(month, by=by)
+    return commands.SpendCommand(month, by=by)
 
 
-def _parse_volume(args: list[str]) -> GrowVolumeCommand:
+def _parse_volume(args: list[str]) -> commands.GrowVolumeCommand:
     """`volume grow <id> <GB>`: the new size in GB (AI Reserve volumes only grow)."""
     if not args or args[0].lower() != "grow":
         word = args[0][:20] if args else ""
@@ -203,11 +180,11 @@ def _parse_volume(args: list[str]) -> GrowVolumeCommand:
         raise _fail(f"The new size must be a whole number of GB, e.g. `2000`; got "
                     f"`{args[2][:20]}`.", args[2], "volume")
     _no_more(args[3:], "volume")
-    return GrowVolumeCommand(volume_id, int(size))
+    return commands.GrowVolumeCommand(volume_id, int(size))
 
 
 def _fail(message: str, bad_part: str, verb: str) -> InvalidCommand:
-    return InvalidCommand(message, bad_part=bad_part, usage=USAGE[verb])
+    return InvalidCommand(message, bad_part=bad_part, usage=commands.USAGE[verb])
 
 
 def _no_more(args: list[str], verb: str) -> None:
@@ -216,14 +193,14 @@ def _no_more(args: list[str], verb: str) -> None:
                     args[0], verb)
 
 
-def _parse_list(args: list[str]) -> ListCommand:
+def _parse_list(args: list[str]) -> commands.ListCommand:
     if not args:
-        return ListCommand()
+        return commands.ListCommand()
     page, rest = args[0], args[1:]
     if not (page.isdigit() and len(page) <= 5 and int(page) >= 1):
         raise _fail(f"`{page[:40]}` is not a page number (1, 2, …).", page, "list")
     _no_more(rest, "list")
-    return ListCommand(page=int(page))
+    return commands.ListCommand(page=int(page))
 
 
 def _one_id(args: list[str], verb: str) -> str:
@@ -275,24 +252,25 @@ def _planned_hours(value: str) -> int:
     return _hours(value, "hours", "quote")
 
 
-def _parse_quote(args: list[str]) -> QuoteCommand:
+def _parse_quote(args: list[str]) -> commands.QuoteCommand:
     if not args:
         raise _fail("Which cluster? Give the accelerator and GPUs per node, and the nodes.",
                     "", "quote")
     shape_token, options = args[0].lower(), args[1:]
-    if shape_token in SHORT_ACCELERATORS:  # `mi300x` is a name, not `mi300` × nothing
+    if shape_token in commands.SHORT_ACCELERATORS:  # `mi300x` is a name, not `mi300` × nothing
         shape_token = f"{shape_token}x{policies.MAX_GPUS_PER_NODE}"  # a whole node
     match = _SHAPE.match(shape_token)
     if not match:
         raise _fail(f"`{shape_token[:40]}` is not a shape: write `<accelerator>x<gpusPerNode>`, "
-                    f"e.g. `h100x8` ({', '.join(SHORT_ACCELERATORS)}).", shape_token, "quote")
+                    f"e.g. `h100x8` ({', '.join(commands.SHORT_ACCELERATORS)}).", shape_token,
+                    "quote")
     accelerator, gpus_text = match["accel"], match["gpus"]
     if not gpus_text.isdigit() or len(gpus_text) > 3:
         raise _fail(f"The GPUs per node in `{shape_token[:40]}` must be a whole number, "
                     "e.g. `h100x8`.", shape_token, "quote")
     gpus = int(gpus_text)
-    label = accelerator.upper() if accelerator in SHORT_ACCELERATORS else accelerator
-    policies.check_gpus_per_node(gpus, accelerator_label=label, usage=USAGE["quote"])
+    label = accelerator.upper() if accelerator in commands.SHORT_ACCELERATORS else accelerator
+    policies.check_gpus_per_node(gpus, accelerator_label=label, usage=commands.USAGE["quote"])
 
     seen: dict[str, str] = {}
     for token in options:
@@ -313,7 +291,7 @@ def _parse_quote(args: list[str]) -> QuoteCommand:
     if "nodes" not in seen:
         raise _fail("How many nodes? Add `nodes=<N>` (2–8), e.g. `nodes=4`.", "nodes", "quote")
     nodes = _whole(seen["nodes"], "nodes", "nodes")
-    policies.check_nodes(nodes, usage=USAGE["quote"])
+    policies.check_nodes(nodes, usage=commands.USAGE["quote"])
     if "storage" in seen and "volume" in seen:
         raise _fail("Use either `storage=<GB>` (a new shared volume) or `volume=<id>` (an "
                     "existing one), not both: a cluster mounts at most one volume.",
@@ -332,7 +310,7 @@ def _parse_quote(args: list[str]) -> QuoteCommand:
     if orchestrator not in ORCHESTRATORS:
         raise _fail(f"`orchestrator={orchestrator[:20]}`: say `none`, `slurm` or `ray` (the "
                     "topology AI Reserve sets up).", f"orchestrator={orchestrator[:20]}", "quote")
-    return QuoteCommand(
+    return commands.QuoteCommand(
         accelerator=accelerator,
         gpus_per_node=gpus,
         nodes=nodes,
@@ -346,7 +324,7 @@ def _parse_quote(args: list[str]) -> QuoteCommand:
     )
 
 
-def _template_quote(args: list[str]) -> TemplateQuoteCommand:
+def _template_quote(args: list[str]) -> commands.TemplateQuoteCommand:
     """`quote template=<name> [shape] [key=value …]`: checked once merged with the template."""
     shape = args[0].lower() if args and not _OPTION.match(args[0]) else None
     options: dict[str, str] = {}
@@ -368,11 +346,11 @@ def _template_quote(args: list[str]) -> TemplateQuoteCommand:
                     "template=", "quote")
     if (problem := templates.name_problem(name)) is not None:
         raise _fail(problem, f"template={name[:templates.MAX_NAME]}", "quote")
-    return TemplateQuoteCommand(template=name, shape=shape, options=tuple(options.items()))
+    return commands.TemplateQuoteCommand(template=name, shape=shape, options=tuple(options.items()))
 
 
-def quote_from_template(cmd: TemplateQuoteCommand, *, template_id: str, accelerator: str,
-                        gpus_per_node: int, settings: dict[str, str]) -> QuoteCommand:
+def quote_from_template(cmd: commands.TemplateQuoteCommand, *, template_id: str, accelerator: str,
+                        gpus_per_node: int, settings: dict[str, str]) -> commands.QuoteCommand:
     """The quote a template asks for, the typed options over the template's `settings`
     (option name → value, as typed on a quote); checked like any typed quote."""
     merged = dict(settings)

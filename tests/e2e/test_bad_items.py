@@ -52,6 +52,19 @@ def assert_no_trace(caplog: pytest.LogCaptureFixture) -> None:
         [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
 
 
+async def one_bad_field(h: Harness, caplog: pytest.LogCaptureFixture, bad: str, other: str,
+                        field: str, value: str) -> str:
+    """`bad`'s `field` answered as `value` while `other` loses a node: the sweep warns once
+    about `bad` (what it says is returned), with no trace."""
+    await h.sim_admin("faults/items", {"clusterId": bad, "field": field, "value": value})
+    await h.fail_node(other)
+    await sweep_logged(h, caplog)
+    lines = warnings_about(caplog, bad)
+    assert len(lines) == 1, [r.getMessage() for r in lines]
+    assert_no_trace(caplog)
+    return lines[0].getMessage()
+
+
 async def test_one_malformed_cluster_blinds_nothing_and_keeps_its_figures(tmp_path, caplog):
     async with bot(tmp_path) as h:
         bad, other, third = await three_running(h)
@@ -123,14 +136,9 @@ async def test_a_wrong_type_in_one_field_is_one_line(tmp_path, caplog):
     async with bot(tmp_path) as h:
         bad, other, _ = await three_running(h)
         known = await h.record(bad)
-        await h.sim_admin("faults/items", {"clusterId": bad, "field": "billing.accruedCents",
-                                           "value": "a lot"})
-        await h.fail_node(other)
-        await sweep_logged(h, caplog)
-        lines = warnings_about(caplog, bad)
-        assert len(lines) == 1 and "billing.accruedCents" in lines[0].getMessage()
-        assert "a lot" not in lines[0].getMessage()  # the field, never its value
-        assert_no_trace(caplog)
+        said = await one_bad_field(h, caplog, bad, other, "billing.accruedCents", "a lot")
+        assert "billing.accruedCents" in said
+        assert "a lot" not in said  # the field, never its value
         assert len(await h.notices(other, "degraded")) == 1
         assert (await h.record(bad)).accrued_cents == known.accrued_cents
 
@@ -140,13 +148,8 @@ async def test_an_unknown_status_is_read_and_the_state_kept(tmp_path, caplog):
     state it knew and still follows the cluster's money."""
     async with bot(tmp_path) as h:
         bad, other, _ = await three_running(h)
-        await h.sim_admin("faults/items", {"clusterId": bad, "field": "status",
-                                           "value": "hibernating"})
-        await h.fail_node(other)
-        await sweep_logged(h, caplog)
-        lines = warnings_about(caplog, bad)
-        assert len(lines) == 1 and "doesn't know" in lines[0].getMessage()
-        assert_no_trace(caplog)
+        assert "doesn't know" in await one_bad_field(h, caplog, bad, other, "status",
+                                                     "hibernating")
         assert (await h.record(bad)).status.value == "running"
         assert len(await h.notices(other, "degraded")) == 1
         for _ in range(UNREADABLE_SWEEPS + 1):

@@ -12,14 +12,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
 from bot.clock import ManualClock
 from bot.slack.tenancy import NotInstalled
 from devslack.requests import SlackRequests
-from tests.e2e.harness import ALICE, DAVE, SECRET, fake_slack, replicas
+from devslack.webapi import FakeSlack
+from tests.e2e.harness import ALICE, DAVE, SECRET, Harness, fake_slack, replicas
 from tests.e2e.test_oauth_install import ONE, TWO, install, oauth_bot, oauth_env
 
 PSEUDO = ("ack", "response_url", "scheduled_message")  # not Web API calls: no token
@@ -99,34 +103,43 @@ async def test_an_uninstalled_workspace_is_called_no_more_and_keeps_its_data(tmp
         assert len(stopped) == 2, stopped
 
 
-async def test_a_token_an_hour_from_expiry_is_refreshed_once_across_three_replicas(tmp_path):
-    # slack_sdk dates a token's expiry from the wall clock (time() + expires_in): so does this
-    # test's clock, from now on.
-    clock = ManualClock(datetime.now(UTC).replace(microsecond=0))
+@asynccontextmanager
+async def an_hour_from_expiry(tmp_path: Path, clock: ManualClock
+                              ) -> AsyncIterator[tuple[FakeSlack, list[Harness], str]]:
+    """Three replicas; tokens rotate (they last 12 hours, with a refresh token); T0ONE installed
+    and Dave's App Home served by replica 1 (Dave is T0ONE's); then 11 hours on, an hour from
+    expiry: within the refresh window. Yields Slack, the replicas and T0ONE's first token."""
     async with fake_slack(clock) as slack:
-        slack.oauth.rotation = True  # tokens last 12 hours, with a refresh token
+        slack.oauth.rotation = True
         async with replicas(tmp_path, 3, database_url=None, slack=slack,
                             env=oauth_env(slack)) as bots:
             await install(bots[0], team=ONE)
             [first] = slack.oauth.tokens
             async with SlackRequests(events_url=bots[1].requests.events_url,
                                      signing_secret=SECRET, slack=slack, team_id=ONE) as dave:
-                await dave.app_home_opened(DAVE)  # served by replica 1: Dave is T0ONE's
+                await dave.app_home_opened(DAVE)
             await bots[1].rt.settle()
-            clock.advance(11 * 3600)  # an hour from expiry: within the refresh window
+            clock.advance(11 * 3600)
+            yield slack, bots, first
 
-            answers = await asyncio.gather(*(
-                h.rt.slack.chat_postMessage(channel=DAVE, text=f"from replica {i}")
-                for i, h in enumerate(bots)))
-            assert all(a["ok"] for a in answers)
-            assert slack.oauth.refreshed == 1  # one refresh, not one each
-            clock.advance(3600)  # the first token has expired now
-            assert slack.oauth.refusal(first) == "token_expired"
-            again = await asyncio.gather(*(
-                h.rt.slack.chat_postMessage(channel=DAVE, text="later") for h in bots))
-            assert all(a["ok"] for a in again) and slack.oauth.refreshed == 1
-            used = {c.token for c in slack.calls[-3:]}
-            assert first not in used and len(used) == 1
+
+async def test_a_token_an_hour_from_expiry_is_refreshed_once_across_three_replicas(tmp_path):
+    # slack_sdk dates a token's expiry from the wall clock (time() + expires_in): so does this
+    # test's clock, from now on.
+    clock = ManualClock(datetime.now(UTC).replace(microsecond=0))
+    async with an_hour_from_expiry(tmp_path, clock) as (slack, bots, first):
+        answers = await asyncio.gather(*(
+            h.rt.slack.chat_postMessage(channel=DAVE, text=f"from replica {i}")
+            for i, h in enumerate(bots)))
+        assert all(a["ok"] for a in answers)
+        assert slack.oauth.refreshed == 1  # one refresh, not one each
+        clock.advance(3600)  # the first token has expired now
+        assert slack.oauth.refusal(first) == "token_expired"
+        again = await asyncio.gather(*(
+            h.rt.slack.chat_postMessage(channel=DAVE, text="later") for h in bots))
+        assert all(a["ok"] for a in again) and slack.oauth.refreshed == 1
+        used = {c.token for c in slack.calls[-3:]}
+        assert first not in used and len(used) == 1
 
 
 async def test_a_refresh_that_fails_is_said_once_across_replicas_counted_and_alerted(
@@ -139,53 +152,43 @@ async def test_a_refresh_that_fails_is_said_once_across_replicas_counted_and_ale
 
     caplog.set_level(logging.INFO)
     clock = ManualClock(datetime.now(UTC).replace(microsecond=0))
-    async with fake_slack(clock) as slack:
-        slack.oauth.rotation = True
-        async with replicas(tmp_path, 3, database_url=None, slack=slack,
-                            env=oauth_env(slack)) as bots:
-            await install(bots[0], team=ONE)
-            [first] = slack.oauth.tokens
-            async with SlackRequests(events_url=bots[1].requests.events_url,
-                                     signing_secret=SECRET, slack=slack, team_id=ONE) as dave:
-                await dave.app_home_opened(DAVE)
-            await bots[1].rt.settle()
-            clock.advance(11 * 3600)
-            slack.oauth.refresh_refused = "invalid_refresh_token"
+    async with an_hour_from_expiry(tmp_path, clock) as (slack, bots, first):
+        slack.oauth.refresh_refused = "invalid_refresh_token"
 
-            async def post_from_each(times: int = 1) -> None:
-                for _ in range(times):
-                    answers = await asyncio.gather(*(
-                        h.rt.slack.chat_postMessage(channel=DAVE, text="hello") for h in bots))
-                    assert all(a["ok"] for a in answers)  # the old token: good till it expires
+        async def post_from_each(times: int = 1) -> None:
+            for _ in range(times):
+                answers = await asyncio.gather(*(
+                    h.rt.slack.chat_postMessage(channel=DAVE, text="hello") for h in bots))
+                assert all(a["ok"] for a in answers)  # the old token: good till it expires
 
-            def tried() -> int:
-                return len([c for c in slack.calls if c.method == "oauth.v2.access"
-                            and c.args.get("grant_type") == "refresh_token"])
+        def tried() -> int:
+            return len([c for c in slack.calls if c.method == "oauth.v2.access"
+                        and c.args.get("grant_type") == "refresh_token"])
 
-            await post_from_each(3)
-            assert tried() == 1  # one try, then no replica tries again for a while
-            clock.advance(REFRESH_RETRY.total_seconds() + 1)
-            await post_from_each()
-            assert tried() == 2
-            said = [r for r in caplog.records if "could not refresh" in r.getMessage()]
-            assert [r.levelname for r in said] == ["ERROR"]  # once, for three replicas
-            assert "invalid_refresh_token" in said[0].getMessage() and ONE in said[0].getMessage()
-            assert first not in said[0].getMessage()  # no token in the logs
-            for h in bots:
-                m = await scrape(h)
-                assert value(m, "clusterbot_slack_token_refresh_failing") == 1
-            failures = [value(await scrape(h), "clusterbot_slack_token_refresh_failures_total")
-                        for h in bots]
-            assert sum(failures) == 2
+        await post_from_each(3)
+        assert tried() == 1  # one try, then no replica tries again for a while
+        clock.advance(REFRESH_RETRY.total_seconds() + 1)
+        await post_from_each()
+        assert tried() == 2
+        said = [r for r in caplog.records if "could not refresh" in r.getMessage()]
+        assert [r.levelname for r in said] == ["ERROR"]  # once, for three replicas
+        assert "invalid_refresh_token" in said[0].getMessage() and ONE in said[0].getMessage()
+        assert first not in said[0].getMessage()  # no token in the logs
+        for h in bots:
+            m = await scrape(h)
+            assert value(m, "clusterbot_slack_token_refresh_failing") == 1
+        failures = [value(await scrape(h), "clusterbot_slack_token_refresh_failures_total")
+                    for h in bots]
+        assert sum(failures) == 2
 
-            slack.oauth.refresh_refused = None  # Slack takes it again
-            clock.advance(REFRESH_RETRY.total_seconds() + 1)
-            await post_from_each(2)
-            assert slack.oauth.refreshed == 1 and tried() == 3
-            again = [r for r in caplog.records if "refreshed again" in r.getMessage()]
-            assert [r.levelname for r in again] == ["WARNING"]
-            assert value(await scrape(bots[2]), "clusterbot_slack_token_refresh_failing") == 0
-            assert first not in {c.token for c in slack.calls[-3:]}
+        slack.oauth.refresh_refused = None  # Slack takes it again
+        clock.advance(REFRESH_RETRY.total_seconds() + 1)
+        await post_from_each(2)
+        assert slack.oauth.refreshed == 1 and tried() == 3
+        again = [r for r in caplog.records if "refreshed again" in r.getMessage()]
+        assert [r.levelname for r in again] == ["WARNING"]
+        assert value(await scrape(bots[2]), "clusterbot_slack_token_refresh_failing") == 0
+        assert first not in {c.token for c in slack.calls[-3:]}
 
 
 async def test_an_expired_token_stops_its_installation_only_and_its_refusal_ends_when_refreshed(

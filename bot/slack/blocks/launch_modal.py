@@ -171,22 +171,15 @@ def start_command_templates() -> Block:
 
 def readiness_inputs(defaults: Workload) -> list[Block]:
     rule = defaults.readiness
-    option = Option(value=READINESS_ALL_ON, text=plain("Every rank must print it"))
     return [
         _text_input(FIELD_READINESS, "Readiness line (optional)", rule.pattern if rule else None,
                     placeholder="vllm", hint=READINESS_HINT),
         _text_input(FIELD_READINESS_LIMIT, "Wait for it (minutes)",
                     str(rule.limit_minutes) if rule else None,
                     placeholder=str(DEFAULT_LIMIT_MINUTES), hint=READINESS_LIMIT_HINT),
-        InputBlock(
-            block_id=FIELD_READINESS_ALL,
-            label=plain("Readiness on", 2000),
-            element=CheckboxesElement(
-                action_id=FIELD_READINESS_ALL, options=[option],
-                initial_options=[option] if rule and rule.all_ranks else None),
-            hint=plain("Off: rank 0 (the primary) only.", 2000),
-            optional=True,
-        ),
+        _checkbox(FIELD_READINESS_ALL, "Readiness on",
+                  Option(value=READINESS_ALL_ON, text=plain("Every rank must print it")),
+                  checked=bool(rule and rule.all_ranks), hint="Off: rank 0 (the primary) only."),
     ]
 
 
@@ -201,20 +194,14 @@ DONE_HINT = ("A log line that says the job is done (the owner is asked at once).
 def idle_inputs(defaults: Workload) -> list[Block]:
     """Idle rules (bot/domain/idle.py), prefilled with the spend policy's defaults."""
     rule = defaults.idle
-    option = Option(value=IDLE_ALL_ON, text=plain("Idle only when every rank is silent"))
     return [
         _text_input(FIELD_IDLE_MINUTES, "Idle after (minutes without a new line)",
                     str(rule.quiet_minutes) if rule and rule.quiet_minutes else None,
                     placeholder="30", hint=IDLE_HINT),
-        InputBlock(
-            block_id=FIELD_IDLE_ALL,
-            label=plain("Idle on", 2000),
-            element=CheckboxesElement(
-                action_id=FIELD_IDLE_ALL, options=[option],
-                initial_options=[option] if rule and rule.all_ranks else None),
-            hint=plain("Off: a silent rank 0 is idle, whatever the other ranks print.", 2000),
-            optional=True,
-        ),
+        _checkbox(FIELD_IDLE_ALL, "Idle on",
+                  Option(value=IDLE_ALL_ON, text=plain("Idle only when every rank is silent")),
+                  checked=bool(rule and rule.all_ranks),
+                  hint="Off: a silent rank 0 is idle, whatever the other ranks print."),
         _text_input(FIELD_IDLE_DONE, "Done when a line matches (optional)",
                     rule.done if rule and rule.done else None, placeholder="training",
                     hint=DONE_HINT),
@@ -224,11 +211,18 @@ def idle_inputs(defaults: Workload) -> list[Block]:
 def _no_ssh_input() -> InputBlock:
     """The explicit confirmation a launch without an SSH key needs."""
     option = Option(value=NO_SSH_OK, text=plain("Launch without SSH access (nobody can log in)"))
+    return _checkbox(FIELD_NO_SSH_OK, "No SSH key?", option, checked=False,
+                     hint="Only needed when no key is given above.")
+
+
+def _checkbox(field: str, label: str, option: Option, *, checked: bool, hint: str) -> InputBlock:
+    """An optional single checkbox whose block and action ids are both `field`."""
     return InputBlock(
-        block_id=FIELD_NO_SSH_OK,
-        label=plain("No SSH key?", 2000),
-        element=CheckboxesElement(action_id=FIELD_NO_SSH_OK, options=[option]),
-        hint=plain("Only needed when no key is given above.", 2000),
+        block_id=field,
+        label=plain(label, 2000),
+        element=CheckboxesElement(action_id=field, options=[option],
+                                  initial_options=[option] if checked else None),
+        hint=plain(hint, 2000),
         optional=True,
     )
 

@@ -23,13 +23,15 @@ from bot.domain.models import (
     VolumeRecord,
     Workload,
 )
+from bot.domain.watch import Notice, NoticeFacts, NoticeKind
 from bot.slack.blocks.message import Message
 
 # What a test gets from `from tests.slack.blocks import *`: the factories and the payload checks.
 __all__ = ["EXTREME_CLUSTER", "HOSTILE", "LONG_ID", "NOW", "SECRET", "SSH_KEY", "all_text",
            "assert_confirms_state", "assert_escaped", "block_dicts", "button", "buttons",
            "check_blocks", "check_message", "check_view", "make_approval", "make_cluster",
-           "make_quote", "make_request", "make_volume", "make_workload", "mrkdwn_texts", "strings"]
+           "make_notice", "make_quote", "make_request", "make_volume", "make_workload",
+           "mrkdwn_texts", "strings"]
 
 NOW = datetime(2026, 11, 29, 21, 31, tzinfo=UTC)
 HOSTILE = "<!channel> <script>alert(1)</script> & <@U0EVIL> ünïcödé ✓ " + "x" * 200
@@ -104,6 +106,12 @@ def make_approval(decision: Decision = Decision.APPROVE, **changes: Any) -> Appr
     }
     fields.update(changes)
     return Approval(**fields)
+
+
+def make_notice(kind: NoticeKind, key: str | None = None, **facts: Any) -> Notice:
+    """A notice about make_cluster()'s cluster, keyed `<kind>:1` unless `key` is given."""
+    return Notice(cluster_id="clu_9xQe1", key=key or f"{kind.value}:1", kind=kind,
+                  facts=NoticeFacts(**facts), created_at=NOW)
 
 
 def make_cluster(**changes: Any) -> ClusterRecord:

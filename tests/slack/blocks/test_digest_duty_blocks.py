@@ -11,7 +11,6 @@ from bot.slack.blocks import duty as duty_blocks
 from bot.slack.blocks.notices import thread_notice
 from bot.slack.ids import Action, unpack_any
 from tests.slack.blocks import *
-from tests.slack.blocks.test_notices import make_notice
 
 DEGRADED = Observation(status=ClusterState.DEGRADED, episode=2, attempts_max=3,
                        episode_started_at=NOW - timedelta(minutes=40))

@@ -5,7 +5,7 @@ from datetime import timedelta
 from bot.domain.idle import IdleState
 from bot.domain.models import ClusterState, IdleRule
 from bot.domain.readiness import ReadinessState, ReadinessWatch
-from bot.domain.watch import Notice, NoticeFacts, NoticeKind
+from bot.domain.watch import NoticeKind
 from bot.slack.blocks.idle import idle_dm, idle_warning
 from bot.slack.blocks.readiness import serving_line
 from bot.slack.ids import Action, IdleRef
@@ -18,8 +18,7 @@ def _idle(kind=NoticeKind.IDLE, **facts):
             "idle_since": NOW - timedelta(minutes=70), "idle_reason": "done",
             "idle_line": "Training completed", "keep_hours": 3,
             "terminate_at": NOW + timedelta(minutes=30)}
-    return Notice(cluster_id="clu_9xQe1", key="idle:2", kind=kind,
-                  facts=NoticeFacts(**(base | facts)), created_at=NOW)
+    return make_notice(kind, "idle:2", **(base | facts))
 
 
 def test_idle_dm_shows_lines_money_and_both_buttons_bound_to_the_episode():

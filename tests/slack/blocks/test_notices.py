@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from bot.domain.models import ClusterRecord, ClusterState, NodeState, Observation
-from bot.domain.watch import Notice, NoticeFacts, NoticeKind
+from bot.domain.watch import NoticeKind
 from bot.slack.blocks.message import Message
 from bot.slack.blocks.notices import logs_message, reminder_dm, thread_notice, untracked_cluster
 from bot.slack.ids import Action, unpack_any
@@ -18,11 +18,6 @@ THREAD_KINDS = [k for k in NoticeKind if k not in (NoticeKind.REMINDER, NoticeKi
                                                  NoticeKind.NOT_SERVING, NoticeKind.IDLE,
                                                  NoticeKind.UNREADABLE)]
 PER_HOUR = "$62.53 per hour"
-
-
-def make_notice(kind: NoticeKind, **facts: Any) -> Notice:
-    return Notice(cluster_id="clu_9xQe1", key=f"{kind.value}:1", kind=kind,
-                  facts=NoticeFacts(**facts), created_at=NOW)
 
 
 def _cluster_for(kind: NoticeKind, **changes: Any) -> ClusterRecord:

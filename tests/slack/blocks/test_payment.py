@@ -4,16 +4,23 @@ from datetime import timedelta
 
 import pytest
 
-from bot.domain.watch import Notice, NoticeFacts, NoticeKind
+from bot.domain.watch import Notice, NoticeKind
 from bot.slack.blocks.payment import payment_notice
-from tests.slack.blocks import EXTREME_CLUSTER, NOW, all_text, buttons, check_message, make_cluster
+from tests.slack.blocks import (
+    EXTREME_CLUSTER,
+    NOW,
+    all_text,
+    buttons,
+    check_message,
+    make_cluster,
+    make_notice,
+)
 
 DEADLINE = NOW + timedelta(minutes=45)
 
 
 def notice(kind: NoticeKind, unpaid: int = 6253) -> Notice:
-    return Notice(cluster_id="clu_9xQe1", key=f"{kind.value}:x", kind=kind, created_at=NOW,
-                  facts=NoticeFacts(grace_ends_at=DEADLINE, unpaid_cents=unpaid))
+    return make_notice(kind, f"{kind.value}:x", grace_ends_at=DEADLINE, unpaid_cents=unpaid)
 
 
 def test_past_due_says_the_deadline_the_amount_and_what_happens():

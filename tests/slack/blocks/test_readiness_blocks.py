@@ -2,7 +2,7 @@ from datetime import timedelta
 
 from bot.domain.models import ClusterState
 from bot.domain.readiness import ReadinessState, ReadinessWatch, ServedSpan
-from bot.domain.watch import Notice, NoticeFacts, NoticeKind
+from bot.domain.watch import NoticeKind
 from bot.slack.blocks.format import when
 from bot.slack.blocks.readiness import not_serving_dm, serving_line, serving_notice
 from bot.slack.ids import Action, ReadinessRef
@@ -13,8 +13,7 @@ def _asked(**facts):
     base = {"waited_seconds": 2700, "waiting_charges": 1, "waiting_cents": 6253,
             "log_lines": ("loading shards 42%", "RuntimeError: CUDA out of memory"),
             "prompt": 2}
-    return Notice(cluster_id="clu_9xQe1", key="not_serving:2", kind=NoticeKind.NOT_SERVING,
-                  facts=NoticeFacts(**(base | facts)), created_at=NOW)
+    return make_notice(NoticeKind.NOT_SERVING, "not_serving:2", **(base | facts))
 
 
 def test_not_serving_dm_shows_lines_money_and_both_buttons_bound_to_the_prompt():
@@ -42,9 +41,8 @@ def test_an_ended_cluster_gets_no_buttons():
 
 
 def test_serving_says_how_long_and_what_it_billed():
-    n = Notice(cluster_id="clu_9xQe1", key="serving", kind=NoticeKind.SERVING, created_at=NOW,
-               facts=NoticeFacts(waited_seconds=3 * 3600 + 300, waiting_charges=4,
-                                 waiting_cents=4 * 6253))
+    n = make_notice(NoticeKind.SERVING, "serving", waited_seconds=3 * 3600 + 300,
+                    waiting_charges=4, waiting_cents=4 * 6253)
     text = all_text(serving_notice(n, make_cluster()))
     assert "is serving" in text and "3 h 5 min" in text
     assert "*$250.12* (4 hourly charges of $62.53/h, the first at ready)" in text
@@ -90,10 +88,8 @@ def test_serving_again_says_what_the_outage_cost():
 
 def test_serving_again_notice():
     back = NOW - timedelta(minutes=20)
-    n = Notice(cluster_id="clu_9xQe1", key="serving:2", kind=NoticeKind.SERVING,
-               created_at=NOW, facts=NoticeFacts(waited_seconds=900, waiting_charges=2,
-                                                 waiting_cents=2 * 6253, stopped_at=LOST,
-                                                 restarted_at=back))
+    n = make_notice(NoticeKind.SERVING, "serving:2", waited_seconds=900, waiting_charges=2,
+                    waiting_cents=2 * 6253, stopped_at=LOST, restarted_at=back)
     msg = serving_notice(n, make_cluster())
     check_message(msg)
     text = all_text(msg)
