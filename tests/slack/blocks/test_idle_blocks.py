@@ -29,9 +29,8 @@ def test_idle_dm_shows_lines_money_and_both_buttons_bound_to_the_episode():
     assert "*$62.53* (1 hourly charge of $62.53/h)" in text
     assert "each further hour costs *$62.53*" in text
     assert "terminates it at" in text
-    [terminate, keep] = buttons(msg)
-    assert terminate["action_id"] == Action.TERMINATE
-    assert keep["action_id"] == Action.KEEP_IDLE and keep["text"]["text"] == "Keep for 3 h"
+    keep = keep_beside_terminate(msg, Action.KEEP_IDLE)
+    assert keep["text"]["text"] == "Keep for 3 h"
     assert IdleRef.unpack(keep["value"]) == IdleRef(cluster_id="clu_9xQe1", episode=2, hours=3)
 
 

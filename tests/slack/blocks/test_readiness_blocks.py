@@ -22,9 +22,7 @@ def test_not_serving_dm_shows_lines_money_and_both_buttons_bound_to_the_prompt()
     text = all_text(msg)
     assert "45 min" in text and "*$62.53* (1 hourly charge of $62.53/h" in text
     assert "CUDA out of memory" in text
-    [terminate, keep] = buttons(msg)
-    assert terminate["action_id"] == Action.TERMINATE
-    assert keep["action_id"] == Action.KEEP_WAITING
+    keep = keep_beside_terminate(msg, Action.KEEP_WAITING)
     assert ReadinessRef.unpack(keep["value"]) == ReadinessRef(cluster_id="clu_9xQe1", prompt=2)
 
 
