@@ -28,6 +28,7 @@ OUTSIDE = 1000
 POLL_SECONDS = 1  # tests/procs.py's bots
 WAIT = 120  # seconds
 LIMITS = "chat.postMessage=1/s/channel,chat.update=4/s"
+SCRAPE_SECONDS = 1.0  # /metrics reads the database: scraped every 50 ms it slowed the bot
 AGE = re.compile(r'clusterbot_last_sweep_timestamp_seconds\{sweep="watch_clusters"\} (\S+)')
 
 
@@ -55,21 +56,25 @@ async def run() -> list[Table]:
             await wait_for(lambda: _adopted(w), within=300, what="the first sweep finding them")
             found_after = time.perf_counter() - started
             ages: list[float] = []
+
+            async def scrape() -> None:  # as Prometheus would, if more often (it reads the DB)
+                while True:
+                    if (age := await _sweep_age(session, bot.internal_url)) is not None:
+                        ages.append(age)
+                    await asyncio.sleep(SCRAPE_SECONDS)
+
+            scraping = asyncio.create_task(scrape())
             loop = asyncio.get_running_loop()
             struck = loop.time()
             await w.sim.fail_node(cluster_id, 1)
-
-            async def told() -> list[object]:
-                if (age := await _sweep_age(session, bot.internal_url)) is not None:
-                    ages.append(age)
-                return [c for _, c in storms.notices(w, tracked)
-                        if "degraded" in storms.said(c).lower()]
-
             try:
-                await wait_for(told, within=WAIT, what="the tracked cluster's degraded notice")
+                await wait_for(lambda: [c for _, c in storms.notices(w, tracked)
+                                        if "degraded" in storms.said(c).lower()],
+                               within=WAIT, what="the tracked cluster's degraded notice")
                 told_after: float | None = loop.time() - struck
             except AssertionError:  # a figure too: not told within WAIT
                 told_after = None
+            scraping.cancel()
             with contextlib.suppress(AssertionError):
                 await wait_for(lambda: [c for _, c in storms.top_posts(w)
                                         if "nobody here launched" in storms.said(c)],

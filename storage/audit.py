@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+from collections.abc import Collection
 from datetime import datetime
 
 import sqlalchemy as sa
@@ -29,6 +30,11 @@ class AuditRepo:
 
     async def add(self, e: AuditEntry) -> None:
         await self._session.execute(sa.insert(AUDIT).values(row_values(e)))
+
+    async def add_many(self, entries: Collection[AuditEntry]) -> None:
+        """Append `entries` in their order: one statement, executed with a row each."""
+        if entries:
+            await self._session.execute(sa.insert(AUDIT), [row_values(e) for e in entries])
 
     async def list(
         self, *, subject_id: str | None = None, limit: int = 50, before_id: int | None = None

@@ -36,10 +36,12 @@ class ClusterRepo:
 
     async def add_many(self, records: Collection[ClusterRecord]) -> None:
         """Insert each of `records` whose id isn't stored yet (one statement per chunk)."""
-        rows = [row_values(c) for c in records]
-        for start in range(0, len(rows), _IN_CHUNK // 10):  # ~40 columns a row
-            stmt = insert(self._session, CLUSTERS).values(rows[start:start + _IN_CHUNK // 10])
-            await self._session.execute(stmt.on_conflict_do_nothing(index_elements=["id"]))
+        if not records:
+            return
+        # One statement executed with many parameter sets: compiled once and cached (a VALUES
+        # list of literal rows is compiled afresh at each call — ~0.1 s for 40 rows).
+        stmt = insert(self._session, CLUSTERS).on_conflict_do_nothing(index_elements=["id"])
+        await self._session.execute(stmt, [row_values(c) for c in records])
 
     async def unclaimed(self, channel_id: str | None = None, *, limit: int | None = None,
                         dearest: bool = False) -> list[ClusterRecord]:

@@ -117,11 +117,10 @@ class ReconcileService:
                 "last_reminded_hours": wire.billing.accrued_hours}) for wire in strangers]
         async with self._db.transaction() as repos:
             await repos.clusters.add_many(records)
-            for wire in strangers:
-                await repos.audit.add(AuditEntry(
-                    at=now, actor_id=None, team_id=None, action="adopt", subject_id=wire.id,
-                    amount_cents=wire.locked_rate.hourly_cents, outcome="ok",
-                    detail="found at AI Reserve, not launched through the bot"))
+            await repos.audit.add_many([AuditEntry(
+                at=now, actor_id=None, team_id=None, action="adopt", subject_id=wire.id,
+                amount_cents=wire.locked_rate.hourly_cents, outcome="ok",
+                detail="found at AI Reserve, not launched through the bot") for wire in strangers])
             await repos.outbox.queue_refresh(FOUND, self._approvals_channel,
                                              lane=int(Lane.HEALTH), now=now)
         log.warning("adopted %d untracked clusters (%s¢/h together): %s%s", len(records),

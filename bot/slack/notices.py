@@ -107,16 +107,25 @@ class NoticeDelivery:
             if self.outbox.concurrency == 1:  # one at a time: stored first, then notices
                 await self.outbox.retry()
                 await self._notices()
-            else:  # side by side: the edits (chat.update) don't wait for the notices' posts
-                await asyncio.gather(self.outbox.retry(), self._notices())
+            else:  # side by side: the edits (chat.update) don't wait for the notices' posts,
+                # and notices stored while the outbox drains (a found digest of thousands, a
+                # storm's edits) go out meanwhile, not at the next pass
+                retry = asyncio.create_task(self.outbox.retry())
+                try:
+                    await self._notices(meanwhile=retry)
+                except BaseException:
+                    retry.cancel()
+                    raise
+                await retry
             with lanes.lane(lanes.Lane.HEALTH):  # the digests edited as the storm evolved
                 await self._digests.refresh()
 
-    async def _notices(self) -> None:
+    async def _notices(self, *, meanwhile: asyncio.Task[Any] | None = None) -> None:
         """Deliver the pending notices channel by channel: Slack's post limit is per channel,
         so each channel's notices are a queue of their own (`_deliver_batch`), and a storm's
-        never holds up another channel's. While some channel still drains, the pass looks for
-        newly stored notices every `RESCAN_SECONDS` and starts the channels that are idle."""
+        never holds up another channel's. While some channel still drains (or `meanwhile`
+        runs), the pass looks for newly stored notices every `RESCAN_SECONDS` and starts the
+        channels that are idle."""
         skipped: set[Ident] = set()  # refused by Slack or busy: a later pass
         where: dict[Ident, str] = {}  # each notice looked at: its channel
         drains: dict[str, tuple[asyncio.Task[set[Ident]], set[Ident]]] = {}
@@ -139,9 +148,12 @@ class NoticeDelivery:
                             await self._digests.refresh()
                     await self._route((), where)  # who is in a digest now
                 self._start(pending, where, drains)
-                if not drains:
+                waits = [t for t, _ in drains.values()]
+                if meanwhile is not None and not meanwhile.done():
+                    waits.append(meanwhile)
+                elif not drains:
                     return
-                await asyncio.wait([t for t, _ in drains.values()], timeout=RESCAN_SECONDS,
+                await asyncio.wait(waits, timeout=RESCAN_SECONDS,
                                    return_when=asyncio.FIRST_COMPLETED)
                 for channel, (task, idents) in list(drains.items()):
                     if task.done():

@@ -122,3 +122,21 @@ async def test_a_quiet_sweep_parses_and_converts_nothing_and_its_sql_does_not_gr
         async with h.rt.db.transaction() as repos:
             record = await repos.clusters.get(quiet)
         assert record is not None and record.connection_sent_at is not None
+
+
+async def test_found_clusters_are_adopted_in_a_few_statements(tmp_path, monkeypatch):
+    """A first install (item 1): the clusters found at AI Reserve are stored, audited and told
+    in a few statements however many they are — not one INSERT each, which held the first
+    sweep (and every tracked cluster's next look) for seconds at 1,000."""
+    async with bot(tmp_path) as h:
+        await asyncio.to_thread(h.sim.engine.seed_clusters, count=60, shape=SHAPE)
+        h.clock.advance(120)
+        with _counted(h, monkeypatch) as found:
+            await _sweep(h)
+        async with h.rt.db.transaction() as repos:
+            adopted = await repos.clusters.unclaimed()
+            trail = await repos.audit.list(limit=100)
+        assert len(adopted) == 60
+        assert sorted(e.subject_id for e in trail if e.action == "adopt") == sorted(
+            c.id for c in adopted)
+        assert found["writes"] <= 4, found

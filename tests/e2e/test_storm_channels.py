@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from bot.domain.lanes import Lane
 from bot.domain.models import MessageRef
 from bot.jobs import sweeps
 from bot.services.observing import observe, record_from_wire
@@ -80,3 +81,37 @@ async def test_another_channels_notice_never_waits_behind_a_storm(tmp_path):
                     and not c.args.get("thread_ts") and "degraded in" in str(c.args.get("text"))]
         assert digest < min(storm_told)
 
+
+
+EDITS = 12
+EDIT_LIMITS = "chat.update=4/s"  # 3 s of edits
+
+
+async def test_a_notice_stored_while_the_outbox_drains_goes_out_meanwhile(tmp_path):
+    """A first install (item 1): the found clusters' digest and edits drain from the outbox,
+    paced, for a while; a tracked cluster's notice stored meanwhile goes out then, not at the
+    next delivery pass after them."""
+    async with bot(tmp_path) as h:
+        cards = await _seed(h, EDITS, APPROVALS)
+        other = await _seed(h, 1, GENERAL)
+        [elsewhere] = other
+        h.rt.slack.pacer = Pacer(parse_limits(EDIT_LIMITS))  # type: ignore[attr-defined]
+        h.rt.notifier.outbox.concurrency = 16  # as runtime.py sets it when paced
+        async with h.rt.db.transaction() as repos:
+            for cluster_id in cards:
+                await repos.outbox.queue_refresh("cluster", cluster_id, lane=int(Lane.HEALTH),
+                                                 now=h.clock.now())
+
+        def edits() -> list[int]:
+            return [i for i, c in enumerate(h.slack.calls) if c.method == "chat.update"]
+
+        delivering = asyncio.create_task(sweeps.deliver_outbox(h.rt.services))
+        await wait_for(edits, within=10, what="the edits going out")
+        await h.fail_node(elsewhere)
+        h.clock.advance(1)
+        await sweeps.watch_clusters(h.rt.services)  # stored while the edits drain
+        [told] = await wait_for(lambda: _replies(h, GENERAL, other), within=EDITS,
+                                what="the notice, while the edits still go out")
+        await delivering
+        assert len(edits()) == EDITS
+        assert told < max(edits()), (told, edits())

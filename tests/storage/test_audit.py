@@ -114,7 +114,16 @@ async def test_entries_about_the_same_thing_may_repeat_exactly(db):
 
 def test_the_repository_can_only_append_and_read():
     public = {name for name in vars(AuditRepo) if not name.startswith("_")}
-    assert public == {"add", "list", "in_period", "count"}
+    assert public == {"add", "add_many", "list", "in_period", "count"}
+
+
+async def test_many_entries_are_appended_in_their_order(db):
+    entries = [make_audit(f"c-{i}", action="adopt") for i in range(3)]
+    async with db.transaction() as repos:
+        await repos.audit.add_many(entries)
+        await repos.audit.add_many([])
+        newest_first = await repos.audit.list()
+    assert newest_first == entries[::-1]
 
 
 async def test_a_period_reads_the_entries_stated_in_it_oldest_first(db):
