@@ -30,7 +30,7 @@ from bot.slack.ids import Action
 # What a test gets from `from tests.slack.blocks import *`: the factories and the payload checks.
 __all__ = ["EXTREME_CLUSTER", "HOSTILE", "LONG_ID", "NOW", "SECRET", "SSH_KEY", "all_text",
            "assert_confirms_state", "assert_escaped", "block_dicts", "button", "buttons",
-           "check_blocks", "check_message", "check_view", "keep_beside_terminate",
+           "check_blocks", "check_message", "check_view", "checked_text", "keep_beside_terminate",
            "make_approval", "make_cluster", "make_notice", "make_quote", "make_request",
            "make_volume", "make_workload", "mrkdwn_texts", "strings"]
 
@@ -201,6 +201,12 @@ def check_message(msg: Message) -> list[dict[str, Any]]:
     dicts = check_blocks(list(msg.blocks), max_blocks=50)
     assert len(json.dumps(msg.as_kwargs())) < 13_000
     return dicts
+
+
+def checked_text(msg: Message) -> str:
+    """All of a message's text, once it is checked (check_message)."""
+    check_message(msg)
+    return all_text(msg)
 
 
 def check_view(view: View) -> dict[str, Any]:

@@ -23,8 +23,7 @@ def _idle(kind=NoticeKind.IDLE, **facts):
 
 def test_idle_dm_shows_lines_money_and_both_buttons_bound_to_the_episode():
     msg = idle_dm(_idle(), make_cluster())
-    check_message(msg)
-    text = all_text(msg)
+    text = checked_text(msg)
     assert "looks idle since" in text and "Training completed" in text
     assert "*$62.53* (1 hourly charge of $62.53/h)" in text
     assert "each further hour costs *$62.53*" in text
