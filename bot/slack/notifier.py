@@ -185,9 +185,9 @@ class SlackNotifier:
         # Approvers' homes list what waits for them: only a submission or a decision changes it.
         deciding = card and request.status in (RequestStatus.PENDING, RequestStatus.APPROVED,
                                                RequestStatus.REJECTED, RequestStatus.WITHDRAWN)
-        await self._refresh_homes([request.requester_id,
-                                   *(await self._people.approvers_for(request) if deciding
-                                     else ())])
+        with self._people.at(request):  # its installation's approvers, budgets and teams
+            await self._refresh_homes([request.requester_id,
+                                       *(await self._people.approvers() if deciding else ())])
 
     async def _card_key(self, request: LaunchRequest) -> str:
         """The approval card to show `request` on: its current quote's — but a decided request

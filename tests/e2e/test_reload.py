@@ -1,8 +1,11 @@
 """The SIGHUP reload in process: a sound file is used at once, a bad one changes nothing."""
 
 from bot.app.reload import reload_policy
-from tests.e2e.harness import DAVE, bot
+from tests.e2e.harness import ALICE, DAVE, bot
+from tests.e2e.test_oauth_policies import ask
 from tests.e2e.test_policy import policy
+
+RANDOM = "C0RANDOM"  # a channel of the local Slack's
 
 
 async def test_a_sound_file_applies_at_once_and_a_bad_one_changes_nothing(tmp_path):
@@ -42,3 +45,14 @@ async def test_a_reload_changes_what_the_quote_says_about_the_envelope(tmp_path)
         assert await reload_policy(h.rt) == []
         shown = quoting.policy()
         assert (shown.max_lifetime_hours, shown.enforce_lifetime) == (12, True)
+
+
+async def test_a_reload_gives_an_installation_its_own_approvals_channel_at_once(tmp_path):
+    # Issue 29: the approvals channel is read per card, so a reload moves the next card.
+    async with bot(tmp_path, policy=policy()) as h:
+        path = h.rt.settings.policy_file
+        assert path is not None
+        path.write_text(policy(installations={h.slack.team_id: {"approvals_channel": RANDOM}}))
+        assert await reload_policy(h.rt) == []
+        await ask(h, h.requests, ALICE, RANDOM)  # the card there, and only there
+        assert not h.cards()
