@@ -129,6 +129,10 @@ class People:
         found = self.installation = await self._directory.installed()
         log.info("installed in workspace %s, organization %s%s", found.team_id,
                  found.enterprise_id or "none", " (org-wide)" if found.org_wide else "")
+        for key in sorted(set(self.policies.places) - {found.team_id, found.enterprise_id}):
+            log.warning("the policy file's installations.%s never applies: this bot token "
+                        "serves workspace %s only (install through OAuth to serve several)",
+                        key, found.team_id)
         return found
 
     async def spend_refusal(self, user_id: str) -> str | None:

@@ -11,6 +11,8 @@ single-token mode reads the same file: a workspace it doesn't serve changes noth
 
 from __future__ import annotations
 
+import logging
+
 from bot.slack.ids import Action
 from devslack.models import Message
 from devslack.requests import SlackRequests
@@ -138,10 +140,13 @@ async def test_an_org_wide_install_uses_a_workspaces_own_policy_else_the_orgs(tm
         assert await decide(h, of_org(h, ONE), one, BOB) in APPROVED
 
 
-async def test_the_single_token_mode_reads_the_same_file(tmp_path):
+async def test_the_single_token_mode_reads_the_same_file(tmp_path, caplog):
+    caplog.set_level(logging.WARNING)
     other = "T0ELSEWHERE"  # a workspace this token doesn't serve: its policy changes nothing
     policy = POLICY.replace(ONE, other).replace(TWO, "T0ALSOELSE")
     async with bot(tmp_path, policy=policy) as h:
+        warned = [r.getMessage() for r in caplog.records if "never applies" in r.getMessage()]
+        assert [w.split(" never")[0].rsplit(".", 1)[1] for w in warned] == ["T0ALSOELSE", other]
         card = await h.request()
         assert card.channel == APPROVALS
         await h.click(card, Action.APPROVE, user=DAVE)  # a top-level approver
