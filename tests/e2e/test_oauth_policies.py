@@ -102,6 +102,9 @@ async def test_two_workspaces_each_ask_their_own_approvers_in_their_own_channel(
                  and c.args.get("channel") in (ONE_APPROVALS, TWO_APPROVALS)]
         assert {(c.args["channel"], c.token) for c in posts} == {
             (ONE_APPROVALS, tokens[ONE]), (TWO_APPROVALS, tokens[TWO])}
+        # Each is its installation's from now on, for what a sweep posts there.
+        installations = h.rt.oauth.installations
+        assert [await installations.route(c) for c in (ONE_APPROVALS, TWO_APPROVALS)] == [ONE, TWO]
 
         # Dave approves for T0TWO, not for T0ONE: refused privately, nothing recorded.
         assert await decide(h, in_workspace(h, TWO), one, DAVE) == "pending"
