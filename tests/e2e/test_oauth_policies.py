@@ -12,6 +12,7 @@ single-token mode reads the same file: a workspace it doesn't serve changes noth
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 
 from bot.slack.ids import Action
 from devslack.models import Message
@@ -163,4 +164,19 @@ async def test_the_single_token_mode_reads_the_same_file(tmp_path, caplog):
         await h.click(card, Action.APPROVE, user=DAVE)
         assert (await h.requests_in_db())[-1].status.value == "pending"
         await h.click(card, Action.APPROVE, user=BOB)
-        assert (await h.requests_in_db())[-1].status.value in APPROVED
+        [request] = await h.requests_in_db()
+        assert request.status.value in APPROVED and request.cluster_id is not None
+
+        # The cluster keeps where it came from: a sweep's notice goes to that channel too.
+        await h.advance(60)
+        record = await h.record(request.cluster_id)
+        assert (record.status.value, record.team_id) == ("running", serving)
+        ready = h.sim.engine.get_cluster(record.id).ready_at
+        assert ready is not None
+        await h.sim_admin("account", {"balanceCents": 0})
+        h.clock.set(ready + timedelta(hours=1, seconds=5))  # an hour AI Reserve can't charge
+        await h.rt.services.watching.sync_live()
+        await h.rt.settle()
+        unpaid = [m.channel for m in h.slack.all_messages()
+                  if "could not charge the account" in h.text_of(m) and m.channel[0] == "C"]
+        assert unpaid == [ONE_APPROVALS]
