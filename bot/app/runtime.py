@@ -232,7 +232,7 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         oauth = oauth_parts(settings, db=db, clock=clock, client=slack, holder=replica,
                             metrics=metrics)
         if oauth is not None:  # an installation's own approvals channel is its own
-            oauth.tenancy.own_channels = people.own_channels
+            oauth.tenancy.people = people
         # Slack's events about the bot's channels, people and token, acted on when said.
         signals = Signals(fallbacks=notifier.fallbacks, post_pending=notifier.refresh_request,
                           deliver=notifier.deliver_notices, tokens=tokens,

@@ -64,8 +64,13 @@ class People:
         (its approvals channel, a channel to escalate to): its installation's, for the calls
         made later outside any request (bot/slack/tenancy.py)."""
         key = self.policies.key_for(HERE.get())
-        if key is None:
-            return ()
+        return () if key is None else self._named(key)
+
+    def claimed_channels(self) -> set[str]:
+        """Every channel an installation's own policy names (`own_channels` of each)."""
+        return {c for key in self.policies.places for c in self._named(key)}
+
+    def _named(self, key: str) -> tuple[str, ...]:
         own, top = self.policies.places[key], self.policies.default
         return tuple(c for c in (own.approvals_channel, own.escalate_to)
                      if c and c[0] in "CG" and c not in (top.approvals_channel, top.escalate_to))

@@ -110,6 +110,7 @@ async def test_two_workspaces_each_ask_their_own_approvers_in_their_own_channel(
         # Dave approves for T0TWO, not for T0ONE: refused privately, nothing recorded.
         assert await decide(h, in_workspace(h, TWO), one, DAVE) == "pending"
         assert REFUSED in h.text_of(h.last_ephemeral(DAVE, containing=REFUSED))
+        assert await installations.route(ONE_APPROVALS) == ONE  # not learned from his click
         asked = await h.requests_in_db()
         async with h.rt.db.transaction() as repos:
             assert [a for r in asked for a in await repos.approvals.for_request(r.id)] == []
