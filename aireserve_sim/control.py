@@ -113,19 +113,16 @@ class ControlApi:
 
     async def fail_node(self, request: web.Request) -> web.Response:
         mode = parse_model(request, _Fail).mode
-        cluster = self._engine.fail_node(request.match_info["id"], _rank(request), mode)
-        return json_response(200, cluster.to_wire())
+        return json_response(200, self._engine.fail_node(*_node(request), mode).to_wire())
 
     async def append_log(self, request: web.Request) -> web.Response:
         req = parse_model(request, _Log)
-        logs = self._engine.append_log(request.match_info["id"], _rank(request),
-                                       req.line, req.stream)
-        return json_response(200, logs.to_wire())
+        return json_response(
+            200, self._engine.append_log(*_node(request), req.line, req.stream).to_wire())
 
     async def recoverable(self, request: web.Request) -> web.Response:
         value = parse_model(request, _Recoverable).value
-        cluster = self._engine.set_recoverable(request.match_info["id"], _rank(request), value)
-        return json_response(200, cluster.to_wire())
+        return json_response(200, self._engine.set_recoverable(*_node(request), value).to_wire())
 
     async def seed(self, request: web.Request) -> web.Response:
         req = parse_model(request, _Seed)
@@ -175,11 +172,12 @@ class ControlApi:
         return json_response(200, {"ok": True, **self._clock_body()})
 
 
-def _rank(request: web.Request) -> int:
+def _node(request: web.Request) -> tuple[str, int]:
+    """The cluster id and the node rank a `/_sim/clusters/{id}/nodes/{rank}/…` path names."""
     raw = request.match_info["rank"]
     if not (raw.isascii() and raw.isdigit() and len(raw) <= 3):
         raise InvalidRequest(
             f"A node rank is a small non-negative integer (got {raw[:40]!r}).",
             details={"field": "rank", "reason": "invalid_value"},
         )
-    return int(raw)
+    return request.match_info["id"], int(raw)

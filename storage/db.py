@@ -49,7 +49,7 @@ from storage import pgurl
 from storage.migrations import upgrade_head
 from storage.outages import OutageLog, trouble_of
 from storage.repositories import Repos
-from storage.schema import SchemaIncompatible, SchemaStatus, read_status
+from storage.schema import SchemaIncompatible, SchemaStatus, read_status, record_compat
 from storage.tables.coordination import LEASES
 from storage.turns import Turns
 
@@ -144,7 +144,7 @@ class Database:
         engine of its own, so the event loop is never held up by alembic (an in-memory SQLite
         database, which exists only on this engine's connection, is migrated here)."""
         status = await self.schema_status()
-        if status.current == (status.head,):
+        if status.current == (status.head,) and not status.stale:
             return
         if status.ahead:
             _ahead(status)
@@ -315,6 +315,8 @@ def _upgrade(conn: Connection) -> None:
         _ahead(status)
     elif status.pending:
         upgrade_head(conn)
+    elif status.stale:
+        record_compat(conn)
 
 
 def _migrate(conn: Connection) -> None:

@@ -17,7 +17,7 @@ import subprocess
 import tomllib
 from pathlib import Path
 
-from storage.migrations import head_revision
+from storage.migrations import head_revision, migrations, oldest_compatible
 
 REPO = Path(__file__).resolve().parent.parent
 # Every migration head that reached main since 0014 (the schema says which code may run on it),
@@ -29,10 +29,21 @@ RELEASES = [
     ("0016", "7acdd92"),
     ("0017", "523152a"),
     ("0018", "c4309ae"),
+    ("0019", "5b7e378"),
+    ("0020", "c222dac"),
+    ("0021", "58c3e27"),
     ("0022", "e66547b"),
     ("0023", "0f64c37"),
+    ("0024", "22737a3"),
 ]
 NEXT_REVISION = "9001_next"
+
+
+def must_run(head: str) -> bool:
+    """Whether the schema this build leaves says code at `head` may run on it (else that
+    release must refuse): this build's markers, as `schema_compat` records them."""
+    known = [m.revision for m in migrations()]
+    return known.index(head) >= known.index(oldest_compatible(head_revision()))
 
 _EXPAND = '''
 def upgrade() -> None:

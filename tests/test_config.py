@@ -83,10 +83,26 @@ def test_env_file_is_read(monkeypatch, tmp_path):
 
 
 def test_a_malformed_policy_file_stops_the_bot_with_the_line(monkeypatch, tmp_path, capsys):
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "policy.yaml").write_text(
+    err = _serve_with_policy(monkeypatch, tmp_path, capsys, (
         "approvers:\n  users: [U0BOB]\napproval:\n  auto_approve_below: 20.00\n"
-        "  one_approver_up_to: 10.00\nlimits:\n  max_nodez: 4\n")
+        "  one_approver_up_to: 10.00\nlimits:\n  max_nodez: 4\n"))
+    assert "policy.yaml:5:" in err and "policy.yaml:7:" in err and "max_nodez" in err
+
+
+def test_a_bad_installation_in_the_policy_file_stops_the_bot_naming_its_key(
+        monkeypatch, tmp_path, capsys):
+    err = _serve_with_policy(monkeypatch, tmp_path, capsys, (
+        "approvers: {users: [U0BOB]}\ninstallations:\n  T0ONE:\n"
+        "    aprovers: {users: [U0ONE]}\n"))
+    [line] = [line for line in err.splitlines() if "POLICY_FILE" in line]  # one line
+    assert line.endswith("policy.yaml:4: installations.T0ONE: unknown key aprovers (did you "
+                         "mean approvers?)"), err
+
+
+def _serve_with_policy(monkeypatch, tmp_path, capsys, text: str) -> str:
+    """`cluster-bot serve` with this policy file: it must exit 2; what it said."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "policy.yaml").write_text(text)
     for name in ("SLACK_APP_TOKEN", "AIRESERVE_API_URL", "AIRESERVE_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-test")
@@ -96,8 +112,8 @@ def test_a_malformed_policy_file_stops_the_bot_with_the_line(monkeypatch, tmp_pa
     with pytest.raises(SystemExit) as caught:
         main(["serve"])
     assert caught.value.code == 2
-    err = capsys.readouterr().err
-    assert "policy.yaml:5:" in err and "policy.yaml:7:" in err and "max_nodez" in err
+    err: str = capsys.readouterr().err
+    return err
 
 
 def test_serve_needs_a_provider_or_the_simulator_by_name():

@@ -5,7 +5,14 @@ from textwrap import dedent
 
 import pytest
 
-from bot.config.policy_file import PolicyError, load_policy, load_policy_or_default, parse_policy
+from bot.config.policy_file import (
+    PolicyError,
+    load_policies_or_default,
+    load_policy,
+    parse_policies,
+    parse_policy,
+)
+from bot.domain.places import Place
 from bot.domain.policy import Policy, Project
 from bot.domain.spend import Team
 
@@ -107,12 +114,13 @@ def test_a_missing_or_unreadable_file_is_one_clear_problem(tmp_path):
 
 
 def test_without_a_file_the_policy_is_todays_behaviour(tmp_path):
-    policy = load_policy_or_default(None, approvers=("U0BOB",), approvals_channel="C0APPROVALS")
+    policy = load_policies_or_default(None, approvers=("U0BOB",),
+                                      approvals_channel="C0APPROVALS").default
     assert policy == Policy.simple(approvers=["U0BOB"], approvals_channel="C0APPROVALS")
     path = tmp_path / "policy.yaml"
     path.write_text("approvers: {users: [U0CAROL]}\n")
-    assert load_policy_or_default(path, approvers=("U0BOB",), approvals_channel=None
-                                  ).approver_ids == frozenset({"U0CAROL"})
+    assert load_policies_or_default(path, approvers=("U0BOB",), approvals_channel=None
+                                    ).default.approver_ids == frozenset({"U0CAROL"})
 
 
 VALID = "approvers:\n  users: [U0BOB]\n"
@@ -310,3 +318,57 @@ def test_a_bad_project_line_is_named():
         """)
     assert any("projects.llama.budget" in p and "monthly_budget" in p for p in found), found
     assert any("projects.vision.monthly_budget" in p for p in found), found
+
+
+def test_an_installation_replaces_the_sections_it_lists_and_inherits_the_rest():
+    # Issue 29: a workspace (T…) or organization (E…) with a policy of its own.
+    policies = parse_policies(dedent("""\
+        approvals_channel: C0TOP
+        approvers: {users: [U0BOB]}
+        limits: {max_nodes: 4}
+        installations:
+          T0ONE:
+            approvals_channel: C0ONE
+            approvers: {group: S0LEADS}
+          E0ORG:
+            limits: {max_nodes: 8}
+        """))
+    top, one, org = policies.default, policies.places["T0ONE"], policies.places["E0ORG"]
+    assert (top.approvals_channel, top.approver_ids, top.max_nodes) == (
+        "C0TOP", frozenset({"U0BOB"}), 4)
+    assert (one.approvals_channel, one.approver_ids, one.approver_group, one.max_nodes) == (
+        "C0ONE", frozenset(), "S0LEADS", 4)  # approvers replaced whole; limits inherited
+    assert (org.approvals_channel, org.approver_ids, org.max_nodes) == (
+        "C0TOP", frozenset({"U0BOB"}), 8)
+    # The workspace's own first, then its organization's, then the top level.
+    assert policies.for_place(Place(team_id="T0ONE", enterprise_id="E0ORG")) == one
+    assert policies.for_place(Place(team_id="T0TWO", enterprise_id="E0ORG")) == org
+    assert policies.for_place(Place(team_id="T0TWO")) == top and policies.for_place(None) == top
+    assert parse_policy("approvers: {users: [U0BOB]}\n") == parse_policies(
+        "approvers: {users: [U0BOB]}\n").default
+
+
+def test_a_bad_installation_is_named_once_with_its_key():
+    assert problems("""\
+        approvers: {users: [U0BOB, bob]}
+        installations:
+          T0ONE:
+            approvals_channel: general
+            aprovers: {users: [U0ONE]}
+          acme:
+            approvers: {users: [U0ONE]}
+          T0TWO: {}
+          T0THREE:
+            installations: {}
+        """) == [
+        "policy.yaml:1: approvers.users: 'bob' is not a Slack user id (like U012ABCDEF)",
+        "policy.yaml:4: installations.T0ONE: approvals_channel: 'general' is not a Slack "
+        "channel id (like C012ABCDEF)",
+        "policy.yaml:5: installations.T0ONE: unknown key aprovers (did you mean approvers?)",
+        "policy.yaml:6: installations: 'acme' is not a Slack workspace id (like T012ABCDEF) "
+        "or organization id (like E012ABCDEF)",
+        "policy.yaml:8: installations.T0TWO must be a mapping of the policy's keys "
+        "(approvals_channel, approvers, …), not an empty one",
+        "policy.yaml:10: installations.T0THREE: unknown key installations (known: admins, "
+        "allow_guests, approval, approvals_channel, approvers, budgets, degraded, idle, "
+        "limits, overrides, projects, requesters)"]

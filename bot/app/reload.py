@@ -1,11 +1,11 @@
 """SIGHUP: read the policy file again, and use it only if it is sound; and the bot token's file.
 
-A sound file replaces the policy the services read (`People.policy`, the quote's auto-approve
-line) at once; the next quote, approval and sweep use it. A bad file changes nothing: each
-problem is logged with its line, and the admins (else the approvers) of the policy in force are
-told in a DM through the notifier's outbox (`tell`: said once per distinct bad file). The
-approvals channel is the one thing read only at start: a change to it is logged as needing a
-restart.
+A sound file replaces the policies the services read (`People.policies`: the top level and
+each installation's) at once; the next quote, approval card and sweep use them — a new approvals
+channel gets the next card (a card already posted is edited where it is). A bad file changes
+nothing: each problem is logged with its line, and the admins (else the approvers) of every
+policy in force are told in a DM through the notifier's outbox (`tell`: said once per distinct
+bad file).
 
 The bot token, when it comes from a file (SLACK_BOT_TOKEN_FILE, or SECRETS_DIR/SLACK_BOT_TOKEN:
 how Compose secrets and Kubernetes Secret volumes hand it over), is read again on SIGHUP and
@@ -24,8 +24,8 @@ from hashlib import sha256
 from pathlib import Path
 
 from bot.app.process import Runtime
-from bot.config.policy_file import PolicyError, load_policy
-from bot.domain.policy import Policy
+from bot.config.policy_file import PolicyError, load_policies
+from bot.domain.places import Policies
 from bot.slack.tokens import TokenGate, fingerprint
 
 log = logging.getLogger(__name__)
@@ -41,25 +41,21 @@ async def reload_policy(rt: Runtime) -> list[str]:
                  "APPROVALS_CHANNEL, read at start")
         return []
     people = rt.services.people
-    old = people.policy
     try:
-        new = load_policy(path)
+        new = load_policies(path).with_channel(rt.settings.approvals_channel)
     except PolicyError as exc:
         for problem in exc.problems:
             log.error("policy reload refused, the old policy stays: %s", problem)
-        await _tell_admins(rt, old, exc.problems)
+        await _tell_admins(rt, people.policies, exc.problems)
         return exc.problems
-    people.policy = new
-    rt.services.quoting.use_policy(new)
-    if new.approvals_channel and new.approvals_channel != old.approvals_channel:
-        log.warning("policy reloaded, but the approvals channel (%s) changes only at the next "
-                    "start", new.approvals_channel)
-    log.info("policy reloaded from %s", path)
+    people.policies = new
+    log.info("policy reloaded from %s (%d installation%s with a policy of their own)", path,
+             len(new.places), "" if len(new.places) == 1 else "s")
     return []
 
 
-async def _tell_admins(rt: Runtime, policy: Policy, problems: list[str]) -> None:
-    admins = sorted(policy.admin_ids or policy.approver_ids)
+async def _tell_admins(rt: Runtime, policies: Policies, problems: list[str]) -> None:
+    admins = sorted({a for p in policies.all() for a in (p.admin_ids or p.approver_ids)})
     text = ("The policy file was changed but not used: it has problems, so the old policy "
             "stays in force.\n" + "\n".join(f"• `{p}`" for p in problems[:20]))
     key = "policy-reload/" + sha256("\n".join(problems).encode()).hexdigest()[:16]

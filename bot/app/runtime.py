@@ -34,8 +34,9 @@ from bot.app.process import Runtime
 from bot.app.reload import watch_token_file
 from bot.app.slack_client import slack_client
 from bot.clock import Clock, ProviderClock, SystemClock
-from bot.config.policy_file import load_policy_or_default
+from bot.config.policy_file import load_policies_or_default
 from bot.config.settings import Settings, previous_workload_keys, workload_key
+from bot.domain.places import Policies
 from bot.domain.policy import Policy
 from bot.jobs.scheduler import (
     SWEEP_CAPABILITY,
@@ -111,8 +112,10 @@ async def start(settings: Settings, *, clock: Clock | None = None,
     # grace): every service runs on the host clock corrected by the provider's Date header.
     clock = ProviderClock(host)
     # The spend policy is read (and checked: PolicyError names the line) before anything starts.
-    policy = policy or load_policy_or_default(settings.policy_file, approvers=settings.approvers,
-                                              approvals_channel=settings.approvals_channel)
+    # `policy`: one for every installation (the local workspace's demo).
+    policies = Policies(default=policy) if policy else load_policies_or_default(
+        settings.policy_file, approvers=settings.approvers,
+        approvals_channel=settings.approvals_channel)
     async with AsyncExitStack() as stack:
         db = Database(settings.database_url)
         # Environment values typed in the launch form are sealed before any row holds them.
@@ -161,12 +164,11 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         tokens = Tokens(now=lambda: host.now().timestamp())
         slack = slack_client(token, settings, session=slack_session, sleep=sleep,
                              metrics=metrics, reach=reach_slack, tokens=tokens)
-        approvals_channel = policy.approvals_channel or settings.approvals_channel or ""
-        people = People(policy=policy, directory=SlackDirectory(slack), clock=clock)
+        people = People(policies=policies, directory=SlackDirectory(slack), clock=clock)
         home = HomeService(db=db, people=people, clock=clock)
         replica = replica_id()  # this process among the replicas sharing the database
         notifier = SlackNotifier(client=slack, db=db, clock=clock, people=people, home=home,
-                                 approvals_channel=approvals_channel, holder=replica,
+                                 holder=replica,
                                  claim_ttl=timedelta(seconds=settings.outbox_claim_seconds))
         if slack.pacer is not None:  # paced per channel: many go side by side, each in turn
             notifier.outbox.concurrency = DELIVERY_CONCURRENCY
@@ -182,7 +184,7 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         stock = StockService(quoting=quoting, notifier=notifier, launcher=launching,
                              people=people, audit=audit, db=db, clock=clock)
         launching.judge = stock.judge = quoting.judge = approvals.judge
-        quoting.use_policy(policy)
+        quoting.policy = lambda: people.policy  # the policy where the quote is asked
         quoting.spend_refusal = people.spend_refusal
         termination = TerminationService(watching=watching, provider=provider, people=people,
                                          notifier=notifier, audit=audit, db=db, clock=clock)
@@ -208,7 +210,7 @@ async def start(settings: Settings, *, clock: Clock | None = None,
                                            audit=audit, db=db, clock=clock),
             reconciling=ReconcileService(provider=provider, quoting=quoting, watching=watching,
                                          notifier=notifier, audit=audit, db=db, clock=clock,
-                                         approvals_channel=approvals_channel),
+                                         people=people),
             volumes=volumes,
             envelopes=EnvelopeService(notifier=notifier, termination=termination,
                                       provider=provider, people=people, audit=audit, db=db,
@@ -229,6 +231,8 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         inflight = InFlight()
         oauth = oauth_parts(settings, db=db, clock=clock, client=slack, holder=replica,
                             metrics=metrics)
+        if oauth is not None:  # an installation's own approvals channel is its own
+            oauth.tenancy.people = people
         # Slack's events about the bot's channels, people and token, acted on when said.
         signals = Signals(fallbacks=notifier.fallbacks, post_pending=notifier.refresh_request,
                           deliver=notifier.deliver_notices, tokens=tokens,

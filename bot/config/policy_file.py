@@ -19,14 +19,18 @@ from yaml.nodes import MappingNode, Node, SequenceNode
 from bot.config.policy_yaml import CHANNEL, GROUP, USER, Entries, YamlReader, entry
 from bot.domain.idle import MAX_MINUTES, MIN_MINUTES, done_pattern
 from bot.domain.patterns import problem
+from bot.domain.places import Policies
 from bot.domain.policy import Policy, Project, money
 from bot.domain.spend import Team
 
 # The provider's self-serve range [docs]: a policy can narrow it, not widen it.
 MIN_NODES, MAX_NODES = 2, 8
 
-_TOP = frozenset({"approvals_channel", "approvers", "admins", "approval", "budgets", "limits",
-                  "overrides", "requesters", "allow_guests", "degraded", "projects", "idle"})
+# What an installation's own policy may set: everything but `installations` itself.
+_PLACED = frozenset({"approvals_channel", "approvers", "admins", "approval", "budgets", "limits",
+                     "overrides", "requesters", "allow_guests", "degraded", "projects", "idle"})
+_TOP = _PLACED | {"installations"}
+_PLACE_KEY = re.compile(r"^[TE][A-Z0-9]{2,}$")  # a workspace (T…) or an organization (E…)
 _PROJECT = frozenset({"monthly_budget"})
 _PROJECT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$")
 _APPROVERS = frozenset({"users", "group"})
@@ -53,6 +57,11 @@ class PolicyError(Exception):
 
 
 def load_policy(path: Path) -> Policy:
+    """The top level of the policy file at `path` (every installation's checked too)."""
+    return load_policies(path).default
+
+
+def load_policies(path: Path) -> Policies:
     """Read and check the policy file at `path`; raises PolicyError listing every problem."""
     try:
         text = path.read_text(encoding="utf-8")
@@ -61,18 +70,25 @@ def load_policy(path: Path) -> Policy:
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise PolicyError([f"{path}: cannot read the policy file ({reason})"]) from None
-    return parse_policy(text, name=str(path))
+    return parse_policies(text, name=str(path))
 
 
-def load_policy_or_default(path: Path | None, *, approvers: Iterable[str],
-                           approvals_channel: str | None) -> Policy:
-    """The file if one is configured, else today's behaviour (APPROVERS / APPROVALSCHANNEL)."""
+def load_policies_or_default(path: Path | None, *, approvers: Iterable[str],
+                             approvals_channel: str | None) -> Policies:
+    """The file if one is configured, else today's behaviour (APPROVERS / APPROVALS_CHANNEL);
+    APPROVALS_CHANNEL wherever the file names no approvals channel."""
     if path is None:
-        return Policy.simple(approvers=approvers, approvals_channel=approvals_channel)
-    return load_policy(path)
+        return Policies(default=Policy.simple(approvers=approvers,
+                                              approvals_channel=approvals_channel))
+    return load_policies(path).with_channel(approvals_channel)
 
 
 def parse_policy(text: str, *, name: str = "policy.yaml") -> Policy:
+    """The top level of a policy file's text (every installation's checked too)."""
+    return parse_policies(text, name=name).default
+
+
+def parse_policies(text: str, *, name: str = "policy.yaml") -> Policies:
     """Check the text of a policy file; `name` starts every problem line."""
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
@@ -85,24 +101,25 @@ def parse_policy(text: str, *, name: str = "policy.yaml") -> Policy:
         raise PolicyError([f"{name}:1: not valid YAML: {exc}"]) from None
     reader = _Reader()
     policy = reader.policy(root)
+    places = reader.places(root) if policy is not None else {}
     if reader.problems or policy is None:
         # In file order, whatever order the sections were checked in.
         raise PolicyError([f"{name}:{line}: {text}" for line, text in sorted(reader.problems,
                                                                             key=lambda p: p[0])])
-    return policy
+    return Policies(default=policy, places=places)
 
 
 class _Reader(YamlReader):
     """Walks the composed YAML, collecting every problem instead of stopping at the first."""
 
-    def policy(self, root: Node | None) -> Policy | None:
+    def policy(self, root: Node | None, allowed: frozenset[str] = _TOP) -> Policy | None:
         if root is None or self.value(root) is None:
             self.problems.append((1, "the policy file is empty; it needs at least approvers"))
             return None
         if not isinstance(root, MappingNode):
             self.problem(root, f"the policy must be a mapping of keys, not {self.describe(root)}")
             return None
-        top = self.mapping(root, "the policy", _TOP)
+        top = self.mapping(root, "the policy", allowed)
         channel = None
         if "approvals_channel" in top:
             channel = self.slack_id(top["approvals_channel"][1], "approvals_channel", CHANNEL)
@@ -128,6 +145,38 @@ class _Reader(YamlReader):
             **self.degraded(self.mapping(entry(top, "degraded"), "degraded", _DEGRADED)),
             **self.idle(self.mapping(entry(top, "idle"), "idle", _IDLE)),
         )
+
+    def places(self, root: Node | None) -> dict[str, Policy]:
+        """`installations:` T…/E… → that workspace's or organization's own policy: the top level
+        with each section the entry lists replacing the top level's. A problem is said once, at
+        its line, and one inside an entry names the entry."""
+        if not isinstance(root, MappingNode):
+            return {}
+        top = [(k, v) for k, v in root.value if self.value(k) != "installations"]
+        given = next((v for k, v in root.value if self.value(k) == "installations"), None)
+        found: dict[str, Policy] = {}
+        for key, (key_node, node) in self.mapping(given, "installations", None).items():
+            if not _PLACE_KEY.match(key):
+                self.problem(key_node, f"installations: {key!r} is not a Slack workspace id "
+                                       "(like T012ABCDEF) or organization id (like E012ABCDEF)")
+                continue
+            if not isinstance(node, MappingNode) or not node.value:
+                what = "an empty one" if isinstance(node, MappingNode) else self.describe(node)
+                self.problem(node, f"installations.{key} must be a mapping of the policy's keys "
+                                   f"(approvals_channel, approvers, …), not {what}")
+                continue
+            own = {self.value(k) for k, _ in node.value}
+            merged = MappingNode(node.tag, [*((k, v) for k, v in top if self.value(k) not in own),
+                                            *node.value], start_mark=node.start_mark,
+                                 end_mark=node.end_mark)
+            before, lines = len(self.problems), _lines(node)
+            policy = self.policy(merged, _PLACED)
+            # The top level's own problems are said once, already; the entry's name the entry.
+            self.problems[before:] = [(line, f"installations.{key}: {text}")
+                                      for line, text in self.problems[before:] if line in lines]
+            if policy is not None:
+                found[key] = policy
+        return found
 
     def degraded(self, section: Entries) -> dict[str, object]:
         """`degraded`: whom a degraded cluster nobody acts on is escalated to, and when."""
@@ -344,3 +393,15 @@ class _Reader(YamlReader):
             self.problem(top["admins"][1], "admins is empty but overrides is admins: list at "
                                            "least one admin, or set overrides: none")
         return value == "admins"
+
+
+def _lines(node: Node) -> set[int]:
+    """The lines `node` and everything inside it start on."""
+    found = {node.start_mark.line + 1}
+    if isinstance(node, MappingNode):
+        for key, value in node.value:
+            found |= _lines(key) | _lines(value)
+    elif isinstance(node, SequenceNode):
+        for item in node.value:
+            found |= _lines(item)
+    return found

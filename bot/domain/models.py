@@ -194,7 +194,8 @@ class LaunchRequest(Frozen):
     id: str
     quote_id: str
     requester_id: str
-    team_id: str | None
+    team_id: str | None  # the requester's workspace, and its organization on Enterprise Grid:
+    enterprise_id: str | None = None  # whose policy applies (bot/domain/places.py)
     channel_id: str
     workload: Workload
     status: RequestStatus
@@ -338,6 +339,10 @@ class ClusterRecord(Frozen):
     extended_by: str | None = None
     auto_terminate: bool = False  # a planned run (`hours=`): its envelope ends in terminate
     project: str | None = None  # from its request: spend by project, the project's budget
+    # Its request's workspace and organization: whose policy applies (bot/domain/places.py);
+    # None for a cluster found at AI Reserve (the top level of the policy).
+    team_id: str | None = None
+    enterprise_id: str | None = None
 
 
 class AuditEntry(Frozen):

@@ -40,7 +40,8 @@ class ActingService:
 
     async def _owner_or_approver(self, record: ClusterRecord, actor: Actor,
                                  refusal: str) -> None:
-        """Raise `refusal` unless the actor owns `record` or is an approver."""
+        """Raise `refusal` unless the actor owns `record` or is an approver (where `record`
+        comes from: its installation's)."""
         if actor.user_id != record.owner_id and actor.user_id not in \
-                await self._people.approvers():
+                await self._people.approvers_for(record):
             raise DomainError(refusal)

@@ -69,13 +69,14 @@ class ApprovalService(ActingService):
     async def judge(self, quote: QuoteInfo, requester: str,
                     excluding: str | None = None) -> Verdict:
         """What the spend policy says about `requester` launching `quote` now, counting every
-        request already approved or launching (but `excluding`, one being re-priced); the
-        approval judges the budgets again."""
+        request already approved or launching (but `excluding`, one being re-priced: under
+        its own installation's policy, whoever asks); the approval judges the budgets again."""
+        placed = await self._placed(excluding) if excluding else None
+        policy = self._people.policy_for(placed) if placed else self._people.policy
         now = self._clock.now()
         async with self._db.transaction() as repos:
-            month = await _committed(repos, self._people.policy, requester=requester, now=now,
+            month = await _committed(repos, policy, requester=requester, now=now,
                                      excluding=excluding, project=quote.spec.project)
-        policy = self._people.policy
         if quote.spec.planned_hours is not None:  # a planned run commits its hours, no more
             policy = policy.model_copy(update={"max_lifetime_hours": quote.spec.planned_hours})
         return rules.evaluate(policy, requester=requester,
@@ -127,7 +128,8 @@ class ApprovalService(ActingService):
         now = self._clock.now()
         request = LaunchRequest(
             id=f"lr_{uuid.uuid4().hex[:12]}", quote_id=quote.id, requester_id=actor.user_id,
-            team_id=actor.team_id, channel_id=quote.channel_id, workload=workload,
+            team_id=actor.team_id, enterprise_id=actor.enterprise_id,
+            channel_id=quote.channel_id, workload=workload,
             status=RequestStatus.PENDING, hourly_cents=quote.hourly_cents,
             approvals_needed=verdict.approvals_needed,
             override_rule=verdict.refused if verdict.override else None,
@@ -206,12 +208,23 @@ class ApprovalService(ActingService):
     async def _decide(self, *, request_id: str, quote_id: str, hourly_cents: int,
                       decision: Decision, actor: Actor,
                       reason: str | None = None) -> LaunchRequest:
-        """Approve or reject exactly what the card showed. Raises a `DomainError` if refused.
+        """Approve or reject exactly what the card showed (a `DomainError` if refused), under
+        the policy where the request was made, not where the click comes from. One
+        transaction, the request row locked: record the approval, count the distinct approvers
+        of this quote, and move the request once they suffice — so two approvers deciding at
+        the same instant can neither both miss the threshold nor both launch."""
+        with self._people.at(await self._placed(request_id)):
+            return await self._decide_here(request_id=request_id, quote_id=quote_id,
+                                           hourly_cents=hourly_cents, decision=decision,
+                                           actor=actor, reason=reason)
 
-        One transaction, the request row locked: record the approval, count the distinct
-        approvers of this quote, and move the request once they suffice — so two approvers
-        deciding at the same instant can neither both miss the threshold nor both launch.
-        """
+    async def _placed(self, request_id: str) -> LaunchRequest | None:
+        async with self._db.transaction() as repos:
+            return await repos.requests.get(request_id)
+
+    async def _decide_here(self, *, request_id: str, quote_id: str, hourly_cents: int,
+                           decision: Decision, actor: Actor,
+                           reason: str | None = None) -> LaunchRequest:
         now = self._clock.now()
         policy = self._people.policy
         group = await self._people.group_members()
@@ -310,7 +323,8 @@ class ApprovalService(ActingService):
         `attempt` is the failed attempt the Retry button was shown: a button from an earlier
         attempt (already retried) changes nothing."""
         now = self._clock.now()
-        approvers = await self._people.approvers()
+        with self._people.at(await self._placed(request_id)):  # the request's approvers
+            approvers = await self._people.approvers()
         async with self._db.transaction() as repos:
             request = await _request(repos, request_id)
             policies.ensure_can_retry(request, actor, approvers)

@@ -60,7 +60,8 @@ class DutyService(ActingService):
         """Put the escalation off for an hour (the owner or an approver: it delays the alarm
         that stops the bill)."""
         record = await self._in_episode(cluster_id, episode)
-        policies.ensure_can_act_on_cluster(record, actor, await self._people.approvers())
+        policies.ensure_can_act_on_cluster(record, actor,
+                                           await self._people.approvers_for(record))
         now = self._clock.now()
         async with self._db.transaction() as repos:
             done = await repos.duties.snooze(cluster_id, episode, by=actor.user_id,
@@ -74,26 +75,27 @@ class DutyService(ActingService):
 
     async def escalate_due(self) -> int:
         """The sweep: escalate every degraded episode that is due (bot/domain/duty.py), each
-        stamped before it is told. Returns how many were escalated here."""
-        policy = self._people.policy
-        target = policy.escalate_to
-        if target is None:
+        stamped before it is told, to whom its installation's policy says. Returns how many
+        were escalated here."""
+        if all(p.escalate_to is None for p in self._people.policies.all()):
             return 0
-        after = timedelta(minutes=policy.escalate_after_minutes)
         now = self._clock.now()
         async with self._db.transaction() as repos:
             degraded = await repos.clusters.list_degraded()
             due: list[tuple[ClusterRecord, int, Escalation]] = []
             for record in degraded:
-                episode = episode_of(record)
-                if episode is None:
+                episode, policy = episode_of(record), self._people.policy_for(record)
+                if episode is None or policy.escalate_to is None:
                     continue
                 kind = escalation_due(record, await repos.duties.get(record.id, episode),
-                                      after=after, now=now)
+                                      after=timedelta(minutes=policy.escalate_after_minutes),
+                                      now=now)
                 if kind is not None:
                     due.append((record, episode, kind))
         told = 0
         for record, episode, kind in due:
+            policy = self._people.policy_for(record)
+            target = str(policy.escalate_to)
             lost, charges = lost_cents(record, now=now)
             async with self._db.transaction() as repos:
                 if not await repos.duties.escalated(record.id, episode, kind, now=now):

@@ -69,7 +69,6 @@ class EnvelopeService:
             return await self._sweep()
 
     async def _sweep(self) -> int:
-        enforced_by_policy = self._people.policy.enforce_lifetime
         moved = 0
         told: list[tuple[ClusterRecord, str, datetime, bool]] = []
         async with self._db.transaction() as repos:
@@ -83,7 +82,7 @@ class EnvelopeService:
                 await asyncio.sleep(0)  # thousands of envelopes: let the event loop breathe
             now = proven_now(record, self._clock.now())
             # A planned run (`hours=`) ends at its envelope whatever the policy says.
-            enforce = enforced_by_policy or record.auto_terminate
+            enforce = self._people.policy_for(record).enforce_lifetime or record.auto_terminate
             if record.envelope_stage == "enforced" and record.status in _BILLING:
                 await self._enforce(record)  # an earlier terminate didn't land: again
                 continue
@@ -109,7 +108,7 @@ class EnvelopeService:
                         enforce: bool) -> None:
         end = ends_at(record)
         assert end is not None and record.lifetime_hours is not None
-        approvers = sorted(await self._people.approvers())
+        approvers = sorted(await self._people.approvers_for(record))
         owner = [record.owner_id] if record.owner_id else []
         if stage in ("warned", "due", "final"):
             # Every DM of an enforced envelope states the one time it will be terminated.

@@ -9,13 +9,16 @@ to the approvals channel. `approve` records one approver per press on the locked
 the tier is met, judges the budgets again under the same locks and applies it — a compare-and-
 set on both the extension (pending → applied) and the envelope, so double presses and racing
 approvers extend exactly once. What a card approves (the hours on the envelope it extends)
-travels in its buttons (`ExtensionRef`) and must still match.
+travels in its buttons (`ExtensionRef`) and must still match. Each is judged under the policy
+of the cluster's installation (`at_cluster`), whoever asks or approves.
 """
 
 from __future__ import annotations
 
+import functools
 import uuid
-from typing import Unpack
+from collections.abc import Callable, Coroutine
+from typing import Any, Concatenate, ParamSpec, TypeVar, Unpack
 
 from bot.domain import policy as rules
 from bot.domain.errors import Conflict, NotAllowed, UnknownResource
@@ -47,6 +50,28 @@ class ExtendOutcome(Frozen):
         return self.extension is None
 
 
+P = ParamSpec("P")
+T = TypeVar("T")
+Method = Callable[Concatenate["ExtensionService", P], Coroutine[Any, Any, T]]
+
+
+def at_cluster(method: Method[P, T]) -> Method[P, T]:
+    """The method runs under the policy of its cluster's installation (`cluster_id=`, or the
+    extension's: `extension_id=`): its approvers, budgets and approvals channel."""
+
+    @functools.wraps(method)
+    async def placed(service: ExtensionService, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        async with service._db.transaction() as repos:
+            ext = await repos.extensions.get(str(kwargs["extension_id"])) \
+                if "extension_id" in kwargs else None
+            cluster_id = ext.cluster_id if ext is not None else kwargs.get("cluster_id")
+            record = await repos.clusters.get(str(cluster_id)) if cluster_id else None
+        with service._people.at(record):
+            return await method(service, *args, **kwargs)
+
+    return placed
+
+
 class ExtensionService(ActingService):
     def __init__(self, *, notifier: Notifier, **basics: Unpack[Basics]) -> None:
         super().__init__(**basics)
@@ -54,6 +79,7 @@ class ExtensionService(ActingService):
 
     @audited("extend", subject="cluster_id", refusals_only=True,
              stake=stakes.extension_asked)
+    @at_cluster
     async def preview(self, *, cluster_id: str, actor: Actor,
                       hours: int) -> tuple[ClusterRecord, ExtensionJudgement]:
         """What extending would add and who decides; nothing changes. A refusal raises."""
@@ -66,6 +92,7 @@ class ExtensionService(ActingService):
 
     @audited("extend", subject="cluster_id", refusals_only=True,
              stake=stakes.extension_asked)
+    @at_cluster
     async def ask(self, *, cluster_id: str, actor: Actor, hours: int,
                   shown_hours: int | None = None) -> ExtendOutcome:
         """Extend now, or put it in front of the approvers, as the rule says (a confirmed
@@ -116,6 +143,7 @@ class ExtensionService(ActingService):
 
     @audited("approve_extension", subject="extension_id", refusals_only=True,
              stake=stakes.extension_sum)
+    @at_cluster
     async def approve(self, *, extension_id: str, hours: int, from_hours: int,
                       actor: Actor) -> Extension:
         """One approver's yes on the card (bound to `hours` on the envelope `from_hours`);
@@ -172,6 +200,7 @@ class ExtensionService(ActingService):
 
     @audited("reject_extension", subject="extension_id", refusals_only=True,
              stake=stakes.extension_sum)
+    @at_cluster
     async def reject(self, *, extension_id: str, hours: int, from_hours: int,
                      actor: Actor) -> Extension:
         """An approver says no (or the one who asked withdraws it): nothing is extended."""

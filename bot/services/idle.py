@@ -67,7 +67,7 @@ class IdleService(ActingService):
                     tails: Sequence[str], now: datetime) -> None:
         assert record.ready_at is not None
         since = max(fired.since, record.ready_at)
-        grace = self._people.policy.idle_terminate_after_minutes
+        grace = self._people.policy_for(record).idle_terminate_after_minutes
         terminate_at = now + timedelta(minutes=grace) if grace is not None else None
         episode = watch.idle_episode + 1
         # The one source of charges (bot/domain/charges.py): the hour marks AI Reserve charged
@@ -80,7 +80,7 @@ class IdleService(ActingService):
                 waiting_cents=charges * record.hourly_cents, log_lines=tuple(tails),
                 prompt=episode, idle_since=since, idle_reason=fired.reason,
                 idle_line=fired.line, terminate_at=terminate_at,
-                keep_hours=self._people.policy.idle_keep_hours))
+                keep_hours=self._people.policy_for(record).idle_keep_hours))
         async with self._db.transaction() as repos:
             if not await repos.readiness.idle_move(
                     record.id, from_=IdleState.ACTIVE, episode=watch.idle_episode,
@@ -94,6 +94,7 @@ class IdleService(ActingService):
     async def _grace(self, record: ClusterRecord, watch: ReadinessWatch, *,
                      now: datetime) -> None:
         end, fired = watch.idle_terminate_at, watch.idle_fired_at
+        policy = self._people.policy_for(record)  # its installation's
         if end is None or fired is None:
             return  # the policy leaves it to the owner
         if now < end:
@@ -102,7 +103,7 @@ class IdleService(ActingService):
                                 kind=NoticeKind.IDLE_WARNING, created_at=now,
                                 facts=NoticeFacts(prompt=watch.idle_episode,
                                                   idle_since=watch.idle_since, terminate_at=end,
-                                                  keep_hours=self._people.policy.idle_keep_hours))
+                                                  keep_hours=policy.idle_keep_hours))
                 async with self._db.transaction() as repos:
                     await repos.notices.add_new([notice])  # once per episode: keyed
             return
@@ -116,7 +117,7 @@ class IdleService(ActingService):
             actor=None, action="idle_terminate", subject_id=record.id, outcome="ok",
             amount_cents=record.hourly_cents,
             detail=f"idle since {since:%Y-%m-%d %H:%M} UTC; nobody kept it within the "
-                   f"policy's {self._people.policy.idle_terminate_after_minutes} min grace "
+                   f"policy's {policy.idle_terminate_after_minutes} min grace "
                    f"(it billed {money(record.hourly_cents)}/h)")
         await self._terminate(record)
 

@@ -42,7 +42,9 @@ async def link_cluster(*, db: Database, clock: Clock, wire: Cluster, request: La
         # A planned run (`hours=`) ends at its envelope: terminated unless its owner moves it.
         record = record.model_copy(update={"lifetime_hours": request.lifetime_hours,
                                            "auto_terminate": planned,
-                                           "project": request.project})
+                                           "project": request.project,
+                                           "team_id": request.team_id,
+                                           "enterprise_id": request.enterprise_id})
         stored = await repos.clusters.link(record)
         moved = await repos.requests.transition(
             request.id, from_=NOT_LAUNCHED, to=RequestStatus.LAUNCHED, now=now,

@@ -4,17 +4,29 @@ its admins, its requesters (ids and user groups), guests; and where the app is i
 Group members and whether a person is a guest are read from Slack through the `Directory` port
 and kept for a few minutes, so a click is answered from memory and a change is seen soon after.
 The decision itself is pure (bot/domain/spenders.py); this gathers the facts it needs.
+
+Which policy: a deployment may serve several installations, each with a policy of its own
+(bot/domain/places.py). `policy_for(x)` is the policy where `x` comes from — a launch request, a
+cluster, a person's request; `policy` is the one where the request being served comes from
+(`HERE`, set by the gate once a request is let in: bot/slack/gate.py), the top level outside
+any request. Work about a stored request or cluster asks for *its* policy (`policy_for`, or
+`at(record)` around a service that reads `policy`): an approver from another installation is
+judged by the request's approvers, not their own.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import datetime, timedelta
 
 from bot.clock import Clock
 from bot.domain.errors import NotAllowed
 from bot.domain.installation import Installed
 from bot.domain.models import Actor
+from bot.domain.places import Place, Placed, Policies
 from bot.domain.policy import Policy
 from bot.domain.ports import Directory
 from bot.domain.spenders import SpenderFacts, spender_refusal
@@ -23,11 +35,13 @@ log = logging.getLogger(__name__)
 
 GROUP_TTL = timedelta(minutes=5)
 GUEST_TTL = timedelta(minutes=5)
+# Where the request being served comes from (its task and what it starts inherit it).
+HERE: ContextVar[Place | None] = ContextVar("here", default=None)
 
 
 class People:
-    def __init__(self, *, policy: Policy, directory: Directory, clock: Clock) -> None:
-        self.policy = policy
+    def __init__(self, *, policies: Policies, directory: Directory, clock: Clock) -> None:
+        self.policies = policies  # replaced whole on a reload (bot/app/reload.py)
         # Where the app is installed: auth.test, read at start (`read_installation`); None
         # until Slack has answered. Every request is judged against it (bot/slack/gate.py)
         # without a call to Slack on the way to its ack.
@@ -36,6 +50,45 @@ class People:
         self._clock = clock
         self._groups: dict[str, tuple[frozenset[str], datetime]] = {}
         self._guests: dict[str, tuple[bool, datetime]] = {}
+
+    @property
+    def policy(self) -> Policy:
+        """The policy where the request being served comes from (the top level outside one)."""
+        return self.policies.for_place(HERE.get())
+
+    def policy_for(self, where: Placed | None) -> Policy:
+        return self.policies.for_place(where)
+
+    def own_channels(self) -> tuple[str, ...]:
+        """The channels the serving request's own policy names in place of the top level's
+        (its approvals channel, a channel to escalate to): its installation's, for the calls
+        made later outside any request (bot/slack/tenancy.py)."""
+        key = self.policies.key_for(HERE.get())
+        return () if key is None else self._named(key)
+
+    def claimed_channels(self) -> set[str]:
+        """Every channel an installation's own policy names (`own_channels` of each)."""
+        return {c for key in self.policies.places for c in self._named(key)}
+
+    def _named(self, key: str) -> tuple[str, ...]:
+        own, top = self.policies.places[key], self.policies.default
+        return tuple(c for c in (own.approvals_channel, own.escalate_to)
+                     if c and c[0] in "CG" and c not in (top.approvals_channel, top.escalate_to))
+
+    @staticmethod
+    def serving(actor: Actor) -> None:
+        """The request being served comes from `actor`'s workspace (the gate let it in)."""
+        HERE.set(Place(team_id=actor.team_id, enterprise_id=actor.enterprise_id))
+
+    @contextmanager
+    def at(self, where: Placed | None) -> Iterator[Policy]:
+        """`policy` (and the approvers, the groups) are `where`'s inside the block."""
+        token = HERE.set(None if where is None else Place(team_id=where.team_id,
+                                                          enterprise_id=where.enterprise_id))
+        try:
+            yield self.policy
+        finally:
+            HERE.reset(token)
 
     async def group_members(self) -> frozenset[str]:
         group = self.policy.approver_group
@@ -57,6 +110,11 @@ class People:
         """Everyone who may approve, act on any cluster, and read the audit trail."""
         return self.policy.approver_ids | self.policy.admin_ids | await self.group_members()
 
+    async def approvers_for(self, where: Placed | None) -> frozenset[str]:
+        """The approvers where `where` (a cluster, a request) comes from."""
+        with self.at(where):
+            return await self.approvers()
+
     async def _is_guest(self, user_id: str) -> bool:
         now = self._clock.now()
         known = self._guests.get(user_id)
@@ -76,6 +134,10 @@ class People:
         found = self.installation = await self._directory.installed()
         log.info("installed in workspace %s, organization %s%s", found.team_id,
                  found.enterprise_id or "none", " (org-wide)" if found.org_wide else "")
+        for key in sorted(set(self.policies.places) - {found.team_id, found.enterprise_id}):
+            log.warning("the policy file's installations.%s never applies: this bot token "
+                        "serves workspace %s only (install through OAuth to serve several)",
+                        key, found.team_id)
         return found
 
     async def spend_refusal(self, user_id: str) -> str | None:

@@ -42,26 +42,13 @@ class QuotingService:
         self._clock = clock
         self._audit = audit
         self.judge: Judge | None = None  # the spend policy's verdict (set by the runtime)
-        self.auto_approve_below_cents: int | None = None
-        self.max_lifetime_hours: int | None = None  # the policy's; `hours=` may not exceed it
-        self.enforce_lifetime = False  # the policy's: an envelope ends in termination
-        # The policy's `Policy.project_problem`: why a `project=` is refused (set by the runtime).
-        self.project_problem: Callable[[str | None], str | None] | None = None
+        # The spend policy where the quote is asked (People.policy; set by the runtime): the
+        # lifetime `hours=` may not exceed, the projects, the shapes alternatives keep to.
+        self.policy: Callable[[], Policy] = Policy
         # Why a person may not request at all (People.spend_refusal; set by the runtime).
         self.spend_refusal: Callable[[str], Awaitable[str | None]] | None = None
-        # Whether the policy allows (accelerator id, nodes): alternatives keep to it.
-        self.shape_allowed: Callable[[str, int], bool] = lambda _a, _n: True
         self._catalog: list[Accelerator] = []
         self._catalog_at: datetime | None = None
-
-    def use_policy(self, policy: Policy) -> None:
-        """What quoting takes from the spend policy (at start and on every reload)."""
-        self.auto_approve_below_cents = policy.auto_approve_below_cents
-        self.max_lifetime_hours = policy.max_lifetime_hours
-        self.enforce_lifetime = policy.enforce_lifetime
-        self.project_problem = policy.project_problem
-        self.shape_allowed = lambda accelerator, nodes: shape_allowed(
-            policy, accelerator_id=accelerator, nodes=nodes)
 
     async def catalog(self, *, refresh: bool = False) -> list[Accelerator]:
         now = self._clock.now()
@@ -92,7 +79,8 @@ class QuotingService:
 
     @audited("quote", subject="channel_id", refused_subject=_asked_shape)
     async def quote(self, cmd: QuoteCommand, *, actor: Actor, channel_id: str) -> QuoteInfo:
-        limit = self.max_lifetime_hours
+        policy = self.policy()
+        limit = policy.max_lifetime_hours
         if cmd.hours is not None and limit is not None and cmd.hours > limit:
             raise InvalidCommand(f"`hours={str(cmd.hours)[:20]}` is beyond the spend policy's "
                                  f"lifetime of {limit} hours per cluster; plan at most "
@@ -103,7 +91,7 @@ class QuotingService:
                                  f"at most {policies.MAX_PLANNED_HOURS:,} hours (10 years), "
                                  "e.g. `hours=72`.",
                                  bad_part=f"hours={str(cmd.hours)[:20]}", usage=USAGE["quote"])
-        problem = self.project_problem(cmd.project) if self.project_problem else None
+        problem = policy.project_problem(cmd.project)
         if problem is not None:
             raise InvalidCommand(problem, bad_part=f"project={str(cmd.project)[:40]}",
                                  usage=USAGE["quote"])
@@ -138,7 +126,9 @@ class QuotingService:
         elsewhere = (stocked_locations(entry, besides=quote.location)
                      if entry and pinned is None else ())
         shape = quote.spec.shape
-        alternatives = (nearest(shape, catalog, at=pinned, allowed=self.shape_allowed)
+        policy = self.policy()
+        alternatives = (nearest(shape, catalog, at=pinned, allowed=lambda accelerator, nodes:
+                                shape_allowed(policy, accelerator_id=accelerator, nodes=nodes))
                         if entry else ())
         gpu_rate = (entry.cluster.per_gpu_hourly_cents * shape.total_gpus
                     if entry is not None and entry.cluster is not None else None)
@@ -147,11 +137,11 @@ class QuotingService:
             refused=barred or (verdict.refused if verdict else None),
             override=False if barred else (verdict.override if verdict else False),
             approvals_needed=verdict.approvals_needed if verdict else 1,
-            auto_approve_below_cents=self.auto_approve_below_cents,
+            auto_approve_below_cents=policy.auto_approve_below_cents,
             single_machine_per_gpu_cents=single.per_gpu_hourly_cents if single else None,
             stock_elsewhere=elsewhere, gpu_hourly_cents=gpu_rate, alternatives=alternatives,
-            lifetime_hours=quote.spec.planned_hours or self.max_lifetime_hours,
-            envelope_terminates=quote.spec.planned_hours is not None or self.enforce_lifetime)
+            lifetime_hours=quote.spec.planned_hours or policy.max_lifetime_hours,
+            envelope_terminates=quote.spec.planned_hours is not None or policy.enforce_lifetime)
 
     async def quote_instead(self, *, source_quote_id: str, accelerator: str,
                             gpus_per_node: int, nodes: int, location: str,

@@ -30,6 +30,7 @@ from bot.reserve.schemas import Cluster
 from bot.services.audit import AuditLog
 from bot.services.linking import link_cluster
 from bot.services.observing import observe, record_from_wire
+from bot.services.people import People
 from bot.services.quoting import QuotingService
 from bot.services.watching import LISTED, PAGE_SIZE, WatchService
 from storage.db import Database
@@ -41,14 +42,14 @@ log = logging.getLogger(__name__)
 class ReconcileService:
     def __init__(self, *, db: Database, provider: ClusterProvider, quoting: QuotingService,
                  watching: WatchService, notifier: Notifier, audit: AuditLog,
-                 approvals_channel: str, clock: Clock) -> None:
+                 people: People, clock: Clock) -> None:
         self._audit = audit
         self._db = db
         self._provider = provider
         self._quoting = quoting
         self._watching = watching
         self._notifier = notifier
-        self._approvals_channel = approvals_channel
+        self._people = people
         self._clock = clock
 
     async def reconcile(self) -> dict[str, Cluster]:
@@ -109,8 +110,11 @@ class ReconcileService:
         telling shows them), audit each, and queue the telling — one transaction."""
         names = {a.id: a.name for a in await self._quoting.catalog()}
         now = self._clock.now()
+        # One AI Reserve account per deployment: a cluster launched outside the bot is no
+        # installation's; the top level's approvals channel is told.
+        channel = self._people.policy_for(None).approvals_channel or ""
         records = [record_from_wire(
-            wire, owner_id=None, channel_id=self._approvals_channel, request_id=None,
+            wire, owner_id=None, channel_id=channel, request_id=None,
             accelerator_name=names.get(wire.shape.accelerator, wire.shape.accelerator),
             now=now, adopted=True).model_copy(update={
                 "observed": observe(wire),
@@ -121,7 +125,7 @@ class ReconcileService:
                 at=now, actor_id=None, team_id=None, action="adopt", subject_id=wire.id,
                 amount_cents=wire.locked_rate.hourly_cents, outcome="ok",
                 detail="found at AI Reserve, not launched through the bot") for wire in strangers])
-            await repos.outbox.queue_refresh(FOUND, self._approvals_channel,
+            await repos.outbox.queue_refresh(FOUND, channel,
                                              lane=int(Lane.HEALTH), now=now)
         log.warning("adopted %d untracked clusters (%s¢/h together): %s%s", len(records),
                     sum(r.hourly_cents for r in records),

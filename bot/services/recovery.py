@@ -33,7 +33,8 @@ class RecoveryService(ActingService):
     async def _allowed(self, cluster_id: str, actor: Actor) -> ClusterRecord:
         async with self._db.transaction() as repos:
             record = await repos.clusters.require(cluster_id)
-        policies.ensure_can_act_on_cluster(record, actor, await self._people.approvers())
+        policies.ensure_can_act_on_cluster(record, actor,
+                                           await self._people.approvers_for(record))
         if not record.status.is_live:
             raise Conflict(f"`{cluster_id}` is {record.status.value}; there is nothing to "
                            "recover.")

@@ -54,7 +54,8 @@ class StewardshipService(ActingService):
     async def notify(self, *, cluster_id: str, channel_id: str, actor: Actor) -> ClusterRecord:
         """Another channel gets this cluster's notices from now on."""
         record = await self._record(cluster_id)
-        policies.ensure_can_act_on_cluster(record, actor, await self._people.approvers())
+        policies.ensure_can_act_on_cluster(record, actor,
+                                           await self._people.approvers_for(record))
         if channel_id in record.notify_channels or channel_id == record.channel_id:
             raise Conflict(f"<#{channel_id}> already gets `{cluster_id}`'s notices.")
         async with self._db.transaction() as repos:
@@ -65,7 +66,8 @@ class StewardshipService(ActingService):
     @audited("logs", subject="cluster_id")
     async def logs(self, *, cluster_id: str, node: int, actor: Actor) -> Logs:
         record = await self._record(cluster_id)
-        policies.ensure_can_act_on_cluster(record, actor, await self._people.approvers())
+        policies.ensure_can_act_on_cluster(record, actor,
+                                           await self._people.approvers_for(record))
         if node >= record.shape.nodes:
             raise Conflict(f"`{cluster_id}` has nodes 0–{record.shape.nodes - 1}; "
                            f"there is no node {node}.")
@@ -91,7 +93,8 @@ class StewardshipService(ActingService):
         """`/cluster connect`: the owner or an approver asks; the SSH and interconnect details
         are read from AI Reserve now (never stored) and DMed to the OWNER, never a channel."""
         record = await self._record(cluster_id)
-        policies.ensure_can_act_on_cluster(record, actor, await self._people.approvers())
+        policies.ensure_can_act_on_cluster(record, actor,
+                                           await self._people.approvers_for(record))
         if record.owner_id is None:
             raise Conflict(f"`{cluster_id}` has no owner to send them to; claim it first.")
         if not record.status.is_live:

@@ -56,7 +56,8 @@ class TerminationService(ActingService):
     async def _check(self, *, cluster_id: str, actor: Actor) -> ClusterRecord:
         async with self._db.transaction() as repos:
             record = await repos.clusters.require(cluster_id)
-        policies.ensure_can_act_on_cluster(record, actor, await self._people.approvers())
+        policies.ensure_can_act_on_cluster(record, actor,
+                                           await self._people.approvers_for(record))
         if not record.status.is_live or record.status.value == "terminating":
             raise Conflict(f"`{cluster_id}` is already {record.status.value}.")
         return record

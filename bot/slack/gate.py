@@ -19,6 +19,8 @@ the database (bot/slack/tenancy.py) — "this installation", the same rule for e
 request and an org-wide install's every workspace — so no call to Slack stands between a
 request and its ack; the reply and the audit row are written
 after the ack, counted in flight like a listener's work (shutdown and tests wait for them).
+A request let in is served under its workspace's spend policy (`People.serving`: the policy
+file's `installations:`, bot/domain/places.py).
 """
 
 from __future__ import annotations
@@ -96,6 +98,7 @@ def only_installation(people: People, audit: AuditLog, inflight: InFlight,
             else people.installation
         refusal = outsider(installed, origin)
         if refusal is None:
+            people.serving(actor_of(req.body))  # whose policy applies to what it asks
             await next()
             return None
         kind = kind_of(req.body)

@@ -81,7 +81,7 @@ def top_subject(record: ClusterRecord | None) -> str:
 class NoticeDelivery:
     def __init__(self, *, client: AsyncWebClient, db: Database, clock: Clock, people: People,
                  outbox: SlackOutbox, fallbacks: Fallbacks, digests: StormDigests,
-                 approvals_channel: str, refresh_request: Callable[[str], Awaitable[None]]) -> None:
+                 refresh_request: Callable[[str], Awaitable[None]]) -> None:
         self._client = client
         self._db = db
         self._clock = clock
@@ -92,7 +92,6 @@ class NoticeDelivery:
         self.outbox = outbox
         self._fallbacks = fallbacks
         self._digests = digests
-        self._approvals_channel = approvals_channel
         self._refresh_request = refresh_request
         self._delivering = asyncio.Lock()
         self._stormy: frozenset[str] | set[str] = frozenset()  # clusters in an open digest
@@ -243,6 +242,11 @@ class NoticeDelivery:
 
     async def _deliver(self, notice: Notice, record: ClusterRecord,
                        top: MessageRef | None) -> bool:
+        with self._people.at(record):  # its installation's approvers, channel and policy
+            return await self._deliver_here(notice, record, top)
+
+    async def _deliver_here(self, notice: Notice, record: ClusterRecord,
+                            top: MessageRef | None) -> bool:
         """Each post of the notice once (keyed under the notice); False if one is still busy
         at another replica (one that died mid-notice: its claims expire, a later pass ends)
         or held for a channel a person can give back (bot/slack/unreachable.py)."""
@@ -310,9 +314,9 @@ class NoticeDelivery:
         posts: list[Post] = [
             (f"{prefix}/dm/{person}", person, partial(self.outbox.dm, person, kwargs))
             for person in owners]
-        if self._approvals_channel:
-            posts.append((f"{prefix}/approvals", self._approvals_channel, partial(
-                self._client.chat_postMessage, channel=self._approvals_channel, **kwargs)))
+        if channel := self._people.policy.approvals_channel:
+            posts.append((f"{prefix}/approvals", channel, partial(
+                self._client.chat_postMessage, channel=channel, **kwargs)))
         return posts
 
     async def _receipt(self, record: ClusterRecord) -> Message:

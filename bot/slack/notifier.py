@@ -68,12 +68,11 @@ EXTENSION = "extension"
 
 
 class SlackNotifier:
-    def __init__(self, *, client: AsyncWebClient, db: Database, approvals_channel: str,
-                 people: People, home: HomeService, clock: Clock, holder: str | None = None,
+    def __init__(self, *, client: AsyncWebClient, db: Database, people: People,
+                 home: HomeService, clock: Clock, holder: str | None = None,
                  claim_ttl: timedelta = DEFAULT_CLAIM) -> None:
         self._client = client
         self._db = db
-        self._approvals_channel = approvals_channel
         self._clock = clock
         self._people = people
         self._home = home
@@ -83,13 +82,13 @@ class SlackNotifier:
                                   holder=holder or replica_id(), claim_ttl=claim_ttl)
         self.outbox.on_refresh = self._refresh_queued
         self.fallbacks = Fallbacks(client=client, db=db, outbox=self.outbox, people=people,
-                                   clock=clock, approvals_channel=approvals_channel)
+                                   clock=clock)
         self.digests = StormDigests(client=client, db=db, outbox=self.outbox, clock=clock)
         self.found = FoundClusters(db=db, outbox=self.outbox, clock=clock,
                                    card=self._found_card, homes=self._approvers_homes)
         self.notices = NoticeDelivery(client=client, db=db, clock=clock, people=people,
                                       outbox=self.outbox, fallbacks=self.fallbacks,
-                                      digests=self.digests, approvals_channel=approvals_channel,
+                                      digests=self.digests,
                                       refresh_request=self.refresh_request)
 
     async def refresh_request(self, request_id: str, *,
@@ -151,15 +150,17 @@ class SlackNotifier:
                 readiness = await repos.readiness.get(record.id) if record else None
             assert quote is not None
             now = self._clock.now()
+            # Where the request was made: its installation's approvals channel and policy.
+            policy = self._people.policy_for(request)
+            channel = policy.approvals_channel or ""
             if old_quote is not None:
                 stale = request.model_copy(update={"status": RequestStatus.SUPERSEDED,
                                                    "hourly_cents": request.previous_hourly_cents
                                                    or request.hourly_cents})
                 retired = approval_blocks.approval_outcome(stale, old_quote, approvals, now=now)
                 await self.outbox.upsert(APPROVAL, f"{request_id}/{old_quote.id}",
-                                   self._approvals_channel, retired, create=False)
+                                         channel, retired, create=False)
             if card:
-                policy = self._people.policy
                 current = [a for a in approvals if a.quote_id == quote.id]
                 shown = (approval_blocks.approval_card(request, quote, now=now,
                                                        approvals=current, policy=policy)
@@ -168,12 +169,13 @@ class SlackNotifier:
                                                                now=now, policy=policy))
                 try:
                     await self.outbox.upsert(APPROVAL, await self._card_key(request),
-                                             self._approvals_channel, shown)
+                                             channel, shown)
                 except Unreachable as exc:
-                    await self.fallbacks.card_by_dm(request, quote.id, shown, exc)
+                    with self._people.at(request):  # its approvers, by DM
+                        await self.fallbacks.card_by_dm(request, quote.id, shown, exc)
             progress = cluster_blocks.request_progress(request, quote, record, now=now,
                                                        approvals=approvals,
-                                                       policy=self._people.policy,
+                                                       policy=policy,
                                                        serving=readiness_blocks.serving_line(
                                                            record, readiness)
                                                        if record else None)
@@ -183,8 +185,9 @@ class SlackNotifier:
         # Approvers' homes list what waits for them: only a submission or a decision changes it.
         deciding = card and request.status in (RequestStatus.PENDING, RequestStatus.APPROVED,
                                                RequestStatus.REJECTED, RequestStatus.WITHDRAWN)
-        await self._refresh_homes([request.requester_id,
-                                   *(await self._people.approvers() if deciding else ())])
+        with self._people.at(request):  # its installation's approvers, budgets and teams
+            await self._refresh_homes([request.requester_id,
+                                       *(await self._people.approvers() if deciding else ())])
 
     async def _card_key(self, request: LaunchRequest) -> str:
         """The approval card to show `request` on: its current quote's — but a decided request
@@ -264,7 +267,8 @@ class SlackNotifier:
             return
         async with self._locks[cluster_id]:
             await self.fallbacks.quietly(self.outbox.upsert(  # a card, not a record
-                PROGRESS, top_subject(record), self._approvals_channel,
+                PROGRESS, top_subject(record),
+                self._people.policy_for(record).approvals_channel or "",
                 notice_blocks.untracked_cluster(record, now=self._clock.now())))
         await self._refresh_homes([record.owner_id])
 
@@ -314,7 +318,7 @@ class SlackNotifier:
                               recipients: Sequence[str]) -> None:
         now = self._clock.now()
         # Extend offers the policy's lifetime once more (else the envelope once more).
-        more = self._people.policy.max_lifetime_hours
+        more = self._people.policy_for(cluster).max_lifetime_hours
         if stage == "warned":
             message = envelope_blocks.envelope_warning(cluster, now=now, ends_at=ends_at,
                                                        terminate_at=terminate_at)
@@ -351,13 +355,14 @@ class SlackNotifier:
             ext = await repos.extensions.get(extension_id)
         if ext is None:
             return
-        await self.outbox.upsert(EXTENSION, ext.id, self._approvals_channel,
-                                 extension_blocks.extension_card(ext))
-        # Approvers' Homes list the extensions waiting for them (bot/services/home.py).
-        await self._refresh_homes(await self._people.approvers())
         async with self._db.transaction() as repos:  # the thread tells each step, once
             record = await repos.clusters.get(ext.cluster_id)
             top = await repos.messages.get(PROGRESS, top_subject(record))
+        with self._people.at(record):  # its installation's approvals channel and approvers
+            await self.outbox.upsert(EXTENSION, ext.id, self._people.policy.approvals_channel
+                                     or "", extension_blocks.extension_card(ext))
+            # Approvers' Homes list the extensions waiting for them (bot/services/home.py).
+            await self._refresh_homes(await self._people.approvers())
         if top is not None:
             for key, words in extension_blocks.extension_steps(ext):
                 await self.outbox.post_once(key, top.channel_id,

@@ -31,6 +31,7 @@ from slack_bolt.response import BoltResponse
 
 from bot.domain.installation import Installation
 from bot.services.installations import Exchange, Installations
+from bot.services.people import People
 from bot.slack.tokens import fingerprint
 
 INSTALLATION = "installation"  # the Bolt context's key: the Installation serving the request
@@ -97,6 +98,10 @@ class Tenancy:
         self.authorize = _authorize(installations)  # what Bolt asks for every request
         self._routes: dict[str, str] = {}  # target → installation key (learned; never stale)
         self._read: dict[str, tuple[Installation | None, float]] = {}
+        # Whose policy names which channels (set by the runtime): the serving request's own
+        # approvals channel is learned as its installation's; one another installation's
+        # policy names is never learned from a request (a click from elsewhere on its card).
+        self.people: People | None = None
 
     async def learn(self, key: str, targets: Iterable[str | None]) -> None:
         new = {t for t in targets if t and self._routes.get(t) != key}
@@ -200,13 +205,19 @@ class Tenancy:
             found.key, teams)
 
     def middleware(self) -> Callable[..., Awaitable[BoltResponse | None]]:
-        """After the gate: the request's channel and people are its installation's."""
+        """After the gate: the request's channel and people are its installation's, and the
+        channels its own policy names (its approvals channel) — but not a channel another
+        installation's policy names as its own."""
 
         async def learner(req: AsyncBoltRequest, resp: BoltResponse,
                           next: Callable[[], Awaitable[None]]) -> None:
             found = req.context.get(INSTALLATION)
             if isinstance(found, Installation):
-                await self.learn(found.key, (req.context.channel_id, req.context.user_id))
+                own = self.people.own_channels() if self.people else ()
+                channel = req.context.channel_id
+                claimed = self.people is not None and channel in self.people.claimed_channels()
+                await self.learn(found.key, (None if claimed and channel not in own else channel,
+                                             req.context.user_id, *own))
             await next()
 
         return learner

@@ -85,13 +85,12 @@ def cluster_named(record: ClusterRecord) -> str:
 
 class Fallbacks:
     def __init__(self, *, client: AsyncWebClient, db: Database, outbox: SlackOutbox,
-                 people: People, clock: Clock, approvals_channel: str) -> None:
+                 people: People, clock: Clock) -> None:
         self._client = client
         self._db = db
         self._outbox = outbox
         self._people = people
         self._clock = clock
-        self._approvals_channel = approvals_channel
         self._rechecked_at: datetime | None = None
         outbox.on_undeliverable = self.broken
 
@@ -132,14 +131,15 @@ class Fallbacks:
             await self._owner_gone(record, owner, code)
 
     async def _owner_gone(self, record: ClusterRecord, owner: str, code: str) -> None:
-        if not self._approvals_channel or not record.status.is_live:
+        channel = self._people.policy_for(record).approvals_channel
+        if not channel or not record.status.is_live:
             return
         text = (f"I can't reach {mention(owner)}, the owner of {cluster_named(record)}: "
                 f"they {words(code, owner)} (`{code}`). It bills "
                 f"{money(record.hourly_cents)}/h, {money(record.accrued_cents)} accrued so far. "
                 f"Someone should decide whether it keeps running.")
-        await self._send(f"unreachable-owner/{owner}/{record.id}", self._approvals_channel,
-                         partial(self._client.chat_postMessage, channel=self._approvals_channel,
+        await self._send(f"unreachable-owner/{owner}/{record.id}", channel,
+                         partial(self._client.chat_postMessage, channel=channel,
                                  **common_blocks.notice(text).as_kwargs()))
 
     async def card_by_dm(self, request: LaunchRequest, quote_id: str, card: Message,
@@ -209,8 +209,8 @@ class Fallbacks:
         notices and posts go on the delivery pass."""
         async with self._db.transaction() as repos:
             await repos.outbox.reachable_again(target)
-            pending = await repos.requests.list_pending() \
-                if target == self._approvals_channel else []
+            pending = [r for r in await repos.requests.list_pending()  # its cards' channel
+                       if self._people.policy_for(r).approvals_channel == target]
         if is_channel(target):
             await self._outbox.queue_refresh(FOUND, target)
         for request in pending:

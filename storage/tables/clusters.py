@@ -63,6 +63,9 @@ class ClusterRow(Base, table=True):
     # A planned run (added by 0009): its envelope ends in termination.
     auto_terminate: bool = Field(sa_type=sa.Boolean, sa_column_kwargs=default(sa.false()))
     project: str | None = Field(default=None, index=True, sa_type=sa.String)  # added by 0017
+    # Its request's workspace and organization: whose policy applies (added by 0024).
+    team_id: str | None = Field(default=None, sa_type=sa.String)
+    enterprise_id: str | None = Field(default=None, sa_type=sa.String)
 
 
 CLUSTERS = metadata.tables["clusters"]

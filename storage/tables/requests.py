@@ -47,6 +47,7 @@ class RequestRow(Base, table=True):
     quote_id: str = Field(foreign_key="quotes.id", index=True, unique=True, sa_type=sa.String)
     requester_id: str = Field(sa_type=sa.String)
     team_id: str | None = Field(default=None, sa_type=sa.String)
+    enterprise_id: str | None = Field(default=None, sa_type=sa.String)  # added by 0024
     channel_id: str = Field(sa_type=sa.String)
     workload: dict[str, Any] = Field(sa_type=SealedJSON)  # env values sealed (storage/sealing)
     status: str = Field(index=True, sa_type=sa.String)

@@ -69,7 +69,15 @@ def card_blocks(user_id: str) -> list[dict[str, Any]]:
 
 
 def options(*values: str) -> list[dict[str, Any]]:
-    return [{"text": {"type": "plain_text", "text": v.title()}, "value": v} for v in values]
+    return [{"text": plain(v.title()), "value": v} for v in values]
+
+
+def plain(text: str) -> dict[str, str]:
+    return {"type": "plain_text", "text": text}
+
+
+def input_block(block_id: str, label: str, element: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "input", "block_id": block_id, "label": plain(label), "element": element}
 
 
 def form_view(private_metadata: str) -> dict[str, Any]:
@@ -78,31 +86,15 @@ def form_view(private_metadata: str) -> dict[str, Any]:
         "type": "modal",
         "callback_id": "demo_form",
         "private_metadata": private_metadata,
-        "title": {"type": "plain_text", "text": "Demo form"},
-        "submit": {"type": "plain_text", "text": "Send"},
-        "close": {"type": "plain_text", "text": "Cancel"},
+        "title": plain("Demo form"),
+        "submit": plain("Send"),
+        "close": plain("Cancel"),
         "blocks": [
-            {
-                "type": "input",
-                "block_id": "name",
-                "label": {"type": "plain_text", "text": "Name"},
-                "element": {
-                    "type": "plain_text_input",
-                    "action_id": "value",
-                    "initial_value": "Ada",
-                },
-            },
-            {
-                "type": "input",
-                "block_id": "size",
-                "label": {"type": "plain_text", "text": "Size"},
-                "element": {
-                    "type": "static_select",
-                    "action_id": "value",
-                    "options": size_options,
-                    "initial_option": size_options[0],
-                },
-            },
+            input_block("name", "Name", {"type": "plain_text_input", "action_id": "value",
+                                         "initial_value": "Ada"}),
+            input_block("size", "Size", {"type": "static_select", "action_id": "value",
+                                         "options": size_options,
+                                         "initial_option": size_options[0]}),
         ],
     }
 
@@ -112,20 +104,10 @@ def small_modal(title: str = "Stacked", **extra: Any) -> dict[str, Any]:
     return {
         "type": "modal",
         "callback_id": "stacked",
-        "title": {"type": "plain_text", "text": title},
-        "submit": {"type": "plain_text", "text": "OK"},
-        "blocks": [
-            {
-                "type": "input",
-                "block_id": "pick",
-                "label": {"type": "plain_text", "text": "Pick"},
-                "element": {
-                    "type": "radio_buttons",
-                    "action_id": "choice",
-                    "options": options("one", "two"),
-                },
-            }
-        ],
+        "title": plain(title),
+        "submit": plain("OK"),
+        "blocks": [input_block("pick", "Pick", {"type": "radio_buttons", "action_id": "choice",
+                                                "options": options("one", "two")})],
         **extra,
     }
 

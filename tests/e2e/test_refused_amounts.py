@@ -27,8 +27,9 @@ async def test_a_refused_extension_and_terminate_have_their_amounts(tmp_path):
     async with bot(tmp_path, policy=policy(requesters={"users": [ALICE]})) as h:
         cluster_id = await planned(h)
         rate = (await h.record(cluster_id)).hourly_cents
-        h.rt.services.people.policy = h.rt.services.people.policy.model_copy(
-            update={"requester_ids": frozenset({DAVE})})
+        people = h.rt.services.people
+        people.policies = people.policies.model_copy(update={"default": people.policy.model_copy(
+            update={"requester_ids": frozenset({DAVE})})})
         await ask(h, cluster_id, 3)
         [extend] = await audit_of(h, "extend", "refused")
         assert extend.amount_cents == rate * 3

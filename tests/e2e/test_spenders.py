@@ -102,8 +102,9 @@ async def test_an_extension_is_spending_too(tmp_path):
     async with bot(tmp_path, policy=policy(requesters={"users": [ALICE]})) as h:
         cluster_id = await planned(h)
         # Alice's rights are withdrawn (a new policy): she can't extend her own cluster now.
-        h.rt.services.people.policy = h.rt.services.people.policy.model_copy(
-            update={"requester_ids": frozenset({DAVE})})
+        people = h.rt.services.people
+        people.policies = people.policies.model_copy(update={"default": people.policy.model_copy(
+            update={"requester_ids": frozenset({DAVE})})})
         preview = await ask(h, cluster_id, 1)
         assert "requesters" in h.text_of(preview)
         assert (await h.record(cluster_id)).lifetime_hours == 4

@@ -33,7 +33,7 @@ TABLES = {
     "extensions", "schema_compat", "duties", "digests", "digest_members", "templates",
     "slack_installations", "slack_oauth_states", "slack_routes", "slack_org_workspaces",
 } | NEW_IN_0005
-HEAD = "0023"
+HEAD = "0024"
 SAGA = {"request_quotes", "launch_intents"}  # 0004
 CLAIMS = {"action_claims"}  # 0006
 TERMINATIONS = {"terminations"}  # 0007

@@ -20,7 +20,10 @@ revision: str = "0016"
 down_revision: str | Sequence[str] | None = "0015"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
-compatible_with_previous = True  # nullable columns older code never reads
+# Corrected to False (issue 26 item 2): the columns are additive, but the code that comes with them
+# writes a request status older code can't read (`waiting`), and older code would never look for
+# the stock it waits for. Releases before 0016 refuse a schema from here on (`schema_compat`).
+compatible_with_previous = False
 
 
 def upgrade() -> None:

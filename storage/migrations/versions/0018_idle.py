@@ -21,9 +21,11 @@ revision: str = "0018"
 down_revision: str | Sequence[str] | None = "0017"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
-# Nullable columns and an index. `pattern` becomes nullable: only an idle-only cluster (new code)
-# leaves it empty; see the closing note on rows older code cannot read.
-compatible_with_previous = True
+# Nullable columns and an index, but not compatible (corrected, issue 26 item 2): an idle-only
+# cluster's row has `pattern` NULL and state 'none', which older code can't read — its watch sweep
+# raised on every tick and a planned run went past its deadline (tests/test_rollback_live.py) —
+# and older code doesn't know idle rules, a money duty. Releases before 0018 refuse from here on.
+compatible_with_previous = False
 
 _WHEN = ("idle_since", "idle_fired_at", "idle_terminate_at", "last_line_at", "kept_until")
 

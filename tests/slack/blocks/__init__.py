@@ -25,13 +25,14 @@ from bot.domain.models import (
 )
 from bot.domain.watch import Notice, NoticeFacts, NoticeKind
 from bot.slack.blocks.message import Message
+from bot.slack.ids import Action
 
 # What a test gets from `from tests.slack.blocks import *`: the factories and the payload checks.
 __all__ = ["EXTREME_CLUSTER", "HOSTILE", "LONG_ID", "NOW", "SECRET", "SSH_KEY", "all_text",
            "assert_confirms_state", "assert_escaped", "block_dicts", "button", "buttons",
-           "check_blocks", "check_message", "check_view", "make_approval", "make_cluster",
-           "make_notice", "make_quote", "make_request", "make_volume", "make_workload",
-           "mrkdwn_texts", "strings"]
+           "check_blocks", "check_message", "check_view", "checked_text", "keep_beside_terminate",
+           "make_approval", "make_cluster", "make_notice", "make_quote", "make_request",
+           "make_volume", "make_workload", "mrkdwn_texts", "strings"]
 
 NOW = datetime(2026, 11, 29, 21, 31, tzinfo=UTC)
 HOSTILE = "<!channel> <script>alert(1)</script> & <@U0EVIL> ünïcödé ✓ " + "x" * 200
@@ -202,6 +203,12 @@ def check_message(msg: Message) -> list[dict[str, Any]]:
     return dicts
 
 
+def checked_text(msg: Message) -> str:
+    """All of a message's text, once it is checked (check_message)."""
+    check_message(msg)
+    return all_text(msg)
+
+
 def check_view(view: View) -> dict[str, Any]:
     view.validate_json()
     as_dict = view.to_dict()
@@ -290,6 +297,13 @@ def assert_confirms_state(msg: Message, amount: str) -> None:
 
 def buttons(msg: Message) -> list[dict[str, Any]]:
     return [e for d in block_dicts(msg) if d["type"] == "actions" for e in d["elements"]]
+
+
+def keep_beside_terminate(msg: Message, keep_action: str) -> dict[str, Any]:
+    """A DM's two buttons: Terminate, then the one that keeps the cluster (returned)."""
+    [terminate, keep] = buttons(msg)
+    assert (terminate["action_id"], keep["action_id"]) == (Action.TERMINATE, keep_action)
+    return keep
 
 
 def button(msg: Message, action_id: str) -> dict[str, Any]:

@@ -12,8 +12,7 @@ from tests.slack.blocks import *
 
 def test_card_states_who_what_where_and_the_rates():
     msg = approval_card(make_request(), make_quote(), now=NOW)
-    check_message(msg)
-    text = all_text(msg)
+    text = checked_text(msg)
     assert "<@U0ALICE> asks to launch *2 × 8 NVIDIA H100 80GB SXM* in *us-tx*" in text
     assert "*$62.53/h* for the whole cluster" in text
     assert "*$1,500.72* per day" in text

@@ -54,8 +54,7 @@ def test_single_approver_card_has_no_policy_lines():
 def test_override_warning_and_confirm():
     req = make_request(override_rule=RULE)
     msg = approval_card(req, make_quote(), now=NOW, policy=POLICY)
-    check_message(msg)
-    text = all_text(msg)
+    text = checked_text(msg)
     assert ("Breaks the spend policy: This would bring your month to $41,200.00 of your "
             "$40,000.00 budget.* Only an admin can approve it, as an explicit override.") in text
     approve = button(msg, Action.APPROVE)

@@ -15,12 +15,13 @@ def _entry(**changes: Any) -> AuditEntry:
     return AuditEntry(**fields)
 
 
-def _clean(msg: Message, *, relaunch: bool = False, chart: bool = False) -> None:
-    check_message(msg)
-    text = all_text(msg)
+def _clean(msg: Message, *, relaunch: bool = False, chart: bool = False) -> str:
+    """The message's text, checked: no secret in it, and only the buttons asked for."""
+    text = checked_text(msg)
     assert SECRET not in text and SSH_KEY not in text
     assert [b["action_id"] for b in buttons(msg)] == \
         (["cluster_hours_chart"] if chart else []) + (["volume_relaunch"] if relaunch else [])
+    return text
 
 
 def test_audit_list_newest_first_with_every_column():
@@ -34,8 +35,7 @@ def test_audit_list_newest_first_with_every_column():
                amount_cents=None, detail="capacity_unavailable"),
     ]
     msg = audit_list(entries, subject_id=None, now=NOW)
-    _clean(msg)
-    text = all_text(msg)
+    text = _clean(msg)
     lines = [line for line in text.splitlines() if line.startswith("• ")]
     assert len(lines) == 4
     assert lines[0].startswith("• <!date^")
@@ -84,8 +84,7 @@ def test_receipt_sums_up_the_cluster():
                      terminate_requested_by="U0ALICE", termination_reason="user_requested")
     msg = receipt(c, requester="U0ALICE", approvers=["U0BOB", "U0CAROL"], auto_approved=False,
                   now=NOW)
-    _clean(msg, relaunch=True, chart=True)  # the kept volume: relaunch the same shape on it
-    text = all_text(msg)
+    text = _clean(msg, relaunch=True, chart=True)  # the kept volume: relaunch the same shape on it
     assert "*Receipt* for `clu_9xQe1` *dsv3-serve*: $250.12 over 4 billed hours" in text
     assert "*Total cost*\n*$250.12* (AI Reserve's figure)" in text
     assert "*Billed hours*\n4" in text
@@ -104,8 +103,7 @@ def test_receipt_auto_approved_never_ready_and_adopted():
     c = make_cluster(status=ClusterState.TERMINATED, ready_at=None, accrued_cents=0,
                      accrued_hours=0, volume_id=None, adopted=True, owner_id=None)
     msg = receipt(c, requester=None, approvers=[], auto_approved=True, now=NOW)
-    _clean(msg)
-    text = all_text(msg)
+    text = _clean(msg)
     assert "*Approved by*\nauto-approved by the spend policy" in text
     assert "never became ready (never billed)" in text
     assert "*Requested by*\nnobody: found at AI Reserve" in text

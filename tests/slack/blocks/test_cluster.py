@@ -179,8 +179,7 @@ def test_progress_edits_get_new_block_ids():
 
 def test_connection_dm_has_every_ssh_command_and_address_and_the_rate():
     msg = connection_dm(make_cluster(), DETAILS)
-    check_message(msg)
-    text = all_text(msg)
+    text = checked_text(msg)
     assert f"```{SSH}```" in text
     assert "rank 0: `ssh -p 22001 root@203.0.113.10` · interconnect `10.65.0.2`" in text
     assert "rank 1: `ssh -p 22002 root@203.0.113.11` · interconnect `10.65.0.3`" in text
@@ -205,8 +204,7 @@ def test_list_shows_each_cluster():
     clusters = [make_cluster(), make_cluster(id="clu_2", name=None, owner_id="U0BOB",
                                              status=ClusterState.PROVISIONING)]
     msg = cluster_list(clusters, now=NOW)
-    check_message(msg)
-    text = all_text(msg)
+    text = checked_text(msg)
     assert ("• `clu_9xQe1` *dsv3-serve* · 2 × 8 NVIDIA H100 80GB SXM · running · $62.53/h · "
             "2 h 20 min · <@U0ALICE>") in text
     assert "`clu_2` · 2 × 8" in text and "provisioning" in text and "<@U0BOB>" in text
@@ -323,8 +321,7 @@ def test_list_shows_unclaimed_adopted_clusters():
     clusters = [make_cluster(owner_id=None, adopted=True, request_id=None),
                 make_cluster(id="clu_2", owner_id="U0BOB", adopted=True)]
     msg = cluster_list(clusters, now=NOW)
-    check_message(msg)
-    text = all_text(msg)
+    text = checked_text(msg)
     assert "· 2 h 20 min · unclaimed (adopted)" in text
     assert "· <@U0BOB> (adopted)" in text
 
@@ -332,8 +329,7 @@ def test_list_shows_unclaimed_adopted_clusters():
 def test_status_shows_auto_recovery_and_extra_channels():
     msg = cluster_status(make_cluster(auto_recovery=True, notify_channels=("C0OPS", "C0ML")),
                          now=NOW)
-    check_message(msg)
-    text = all_text(msg)
+    text = checked_text(msg)
     assert "*Auto-recovery*\non" in text
     assert "*Also notified*\n<#C0OPS>, <#C0ML>" in text
     assert "unclaimed" not in text.lower()
@@ -346,8 +342,7 @@ def test_status_without_extra_channels_has_no_such_field():
 
 def test_status_of_an_unclaimed_adopted_cluster():
     msg = cluster_status(make_cluster(owner_id=None, adopted=True, request_id=None), now=NOW)
-    check_message(msg)
-    text = all_text(msg)
+    text = checked_text(msg)
     assert "*Owner*\nunclaimed" in text
     assert "Found at AI Reserve, not launched through the bot" in text
     assert "reminded to the approvers until someone claims it" in text
@@ -406,8 +401,7 @@ def test_status_shows_the_recovery_episode_attempts_and_each_node():
                          last_error="provider_unrecoverable")]
     cluster = make_cluster(status=ClusterState.DEGRADED, observed=_observed(used=2))
     msg = cluster_status(cluster, now=NOW, nodes=nodes)
-    check_message(msg)
-    text = all_text(msg)
+    text = checked_text(msg)
     assert "*Recovery*\nEpisode 1 since <!date^" in text
     assert "*2 of 3 attempts used*" in text and "1 attempt left" in text
     assert "rank 0 · primary · *running*" in text and "rank 1 · worker · *unhealthy*" in text
@@ -420,8 +414,7 @@ def test_status_once_exhausted_offers_terminate_only():
                            auto_recovery=True,
                            observed=_observed(used=3, state="exhausted", auto=True))
     msg = cluster_status(cluster, now=NOW)
-    check_message(msg)
-    text = all_text(msg)
+    text = checked_text(msg)
     assert "*3 of 3 attempts used*" in text and "*Exhausted*" in text
     assert "recovery is exhausted" in text and "terminate is the way out" in text.lower()
     assert "*Auto-recovery*\non (no attempts left)" in text

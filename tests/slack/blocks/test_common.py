@@ -1,12 +1,18 @@
 from bot.slack.blocks.common import error_message, help_message, notice
 from bot.slack.blocks.format import user
-from tests.slack.blocks import HOSTILE, all_text, assert_escaped, buttons, check_message
+from tests.slack.blocks import (
+    HOSTILE,
+    all_text,
+    assert_escaped,
+    buttons,
+    check_message,
+    checked_text,
+)
 
 
 def test_help_lists_every_command_with_an_example():
     msg = help_message()
-    check_message(msg)
-    text = all_text(msg)
+    text = checked_text(msg)
     for usage in ("/cluster quote", "/cluster list", "/cluster status &lt;cluster-id&gt;",
                   "/cluster terminate &lt;cluster-id&gt;", "/cluster help"):
         assert usage in text
@@ -35,8 +41,7 @@ def test_error_message_without_usage_and_with_huge_text():
 
 def test_notice_keeps_our_mentions_and_escapes_the_rest():
     msg = notice(f"Cluster clu_1 terminated by {user('U0BOB')} <!here>")
-    check_message(msg)
-    text = all_text(msg)
+    text = checked_text(msg)
     assert "terminated by <@U0BOB> &lt;!here&gt;" in text
     assert msg.text == "Cluster clu_1 terminated by <@U0BOB> &lt;!here&gt;"
 
@@ -57,8 +62,7 @@ def test_help_lists_the_watch_commands_in_order():
 
 def test_help_lists_audit_and_spend_before_help():
     msg = help_message()
-    check_message(msg)
-    text = all_text(msg)
+    text = checked_text(msg)
     order = ["/cluster logs", "/cluster audit [id]", "/cluster spend [YYYY-MM]", "/cluster help"]
     positions = [text.index(f"`{usage}") for usage in order]
     assert positions == sorted(positions)

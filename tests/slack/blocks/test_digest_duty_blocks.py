@@ -41,8 +41,7 @@ def test_the_digest_says_the_count_the_place_and_the_burn():
 def test_a_storm_of_250_fits_one_message_and_counts_the_rest():
     members = storm(250)
     msg = digest_blocks.digest("C0GPU-1", members, tops(members))
-    check_message(msg)
-    text = all_text(msg)
+    text = checked_text(msg)
     shown = text.count("https://slack.com/archives/")
     assert 40 <= shown < 250 and f"…and {250 - shown} more" in text
 
@@ -88,8 +87,7 @@ def test_the_escalation_mentions_the_group_and_says_the_money():
     msg = duty_blocks.escalation(c, Escalation.OVERDUE, target="S0ONCALL", lost_cents=12_506,
                                  charges=2, after_minutes=30,
                                  thread="https://slack.com/archives/C0GPU/p1", now=NOW)
-    check_message(msg)
-    text = all_text(msg)
+    text = checked_text(msg)
     assert "<!subteam^S0ONCALL>" in text and "*$125.06* so far" in text
     assert "2 hourly charges at $62.53/h" in text and "within 30 minutes" in text
     channel = duty_blocks.escalation(make_cluster(**EXTREME_CLUSTER), Escalation.EXHAUSTED,
@@ -119,7 +117,6 @@ def test_digest_rows_and_the_owner_dm_name_each_cluster_not_only_its_id():
                             observed=DEGRADED)]
     for msg in (digest_blocks.digest("C0GPU-1", members, tops(members)),
                 digest_blocks.owner_dm(members, None)):
-        check_message(msg)
-        text = all_text(msg)
+        text = checked_text(msg)
         assert "`clu_0001` *llama-ft*" in text, text
         assert "`clu_0002` 2 × 8 NVIDIA H100 80GB SXM" in text, text

@@ -26,16 +26,16 @@ def _cluster(**changes: Any) -> ClusterRecord:
     return make_cluster(**fields)
 
 
-def _clean(msg: Message) -> None:
-    check_message(msg)
-    text = all_text(msg)
+def _clean(msg: Message) -> str:
+    """The message's text, checked, and no secret in it."""
+    text = checked_text(msg)
     assert SECRET not in text and SSH_KEY not in text and "ssh " not in text
+    return text
 
 
 def test_warning_at_80_percent():
     msg = envelope_warning(_cluster(), now=NOW, ends_at=ENDS)
-    _clean(msg)
-    text = all_text(msg)
+    text = _clean(msg)
     assert "`clu_9xQe1` *dsv3-serve* has used *80 %* of its approved 72 hours" in text
     assert "it reaches the end of its envelope at *<!date^" in text
     assert "in 14 h 24 min" in text
@@ -64,8 +64,7 @@ def test_due_offers_extend_and_terminate(enforced):
     terminate_at = ENDS - timedelta(minutes=4) if enforced else None
     msg = envelope_due(_cluster(), now=ENDS - timedelta(hours=2), ends_at=ENDS,
                        enforced=enforced, terminate_at=terminate_at)
-    _clean(msg)
-    text = all_text(msg)
+    text = _clean(msg)
     assert "*has used its approved 72 hours*: AI Reserve charges hour 73 at <!date^" in text
     assert "(in 2 h)" in text
     assert "If nobody acts, it keeps billing *$62.53/h* ($1,500.72 per day)" in text
@@ -110,8 +109,7 @@ def test_due_and_final_without_buttons_once_it_stops(status):
 def test_final_warning_one_hour_before():
     msg = envelope_final_warning(_cluster(), now=ENDS + timedelta(hours=1),
                                  terminate_at=ENDS + timedelta(hours=2))
-    _clean(msg)
-    text = all_text(msg)
+    text = _clean(msg)
     assert "*terminates in 1 h* (at <!date^" in text
     assert "before AI Reserve charges hour 73: its approved 72 hours are all paid for" in text
     assert {b["action_id"] for b in buttons(msg)} == {Action.EXTEND, Action.TERMINATE}
@@ -141,8 +139,7 @@ def test_every_envelope_message_states_the_one_extend_rule(planned):
 def test_extended_thread_note():
     msg = envelope_extended(_cluster(lifetime_hours=96, extended_by="U0BOB"), by="U0BOB",
                             hours=24)
-    _clean(msg)
-    text = all_text(msg)
+    text = _clean(msg)
     assert "<@U0BOB> extended the envelope of `clu_9xQe1` *dsv3-serve* by *24 hours*" in text
     assert "(≈ $1,500.72 at $62.53/h). It may now run 96 hours in all." in text
     assert buttons(msg) == []

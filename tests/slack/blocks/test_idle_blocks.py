@@ -23,15 +23,13 @@ def _idle(kind=NoticeKind.IDLE, **facts):
 
 def test_idle_dm_shows_lines_money_and_both_buttons_bound_to_the_episode():
     msg = idle_dm(_idle(), make_cluster())
-    check_message(msg)
-    text = all_text(msg)
+    text = checked_text(msg)
     assert "looks idle since" in text and "Training completed" in text
     assert "*$62.53* (1 hourly charge of $62.53/h)" in text
     assert "each further hour costs *$62.53*" in text
     assert "terminates it at" in text
-    [terminate, keep] = buttons(msg)
-    assert terminate["action_id"] == Action.TERMINATE
-    assert keep["action_id"] == Action.KEEP_IDLE and keep["text"]["text"] == "Keep for 3 h"
+    keep = keep_beside_terminate(msg, Action.KEEP_IDLE)
+    assert keep["text"]["text"] == "Keep for 3 h"
     assert IdleRef.unpack(keep["value"]) == IdleRef(cluster_id="clu_9xQe1", episode=2, hours=3)
 
 

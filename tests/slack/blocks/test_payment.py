@@ -12,6 +12,7 @@ from tests.slack.blocks import (
     all_text,
     buttons,
     check_message,
+    checked_text,
     make_cluster,
     make_notice,
 )
@@ -25,8 +26,7 @@ def notice(kind: NoticeKind, unpaid: int = 6253) -> Notice:
 
 def test_past_due_says_the_deadline_the_amount_and_what_happens():
     msg = payment_notice(notice(NoticeKind.PAST_DUE), make_cluster(), now=NOW)
-    check_message(msg)
-    text = all_text(msg)
+    text = checked_text(msg)
     assert "*$62.53 unpaid*" in text and "(in 45 min)" in text
     assert f"<!date^{int(DEADLINE.timestamp())}^" in text
     assert "terminates the cluster; its volume is kept" in text

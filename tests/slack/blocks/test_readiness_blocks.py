@@ -18,13 +18,10 @@ def _asked(**facts):
 
 def test_not_serving_dm_shows_lines_money_and_both_buttons_bound_to_the_prompt():
     msg = not_serving_dm(_asked(), make_cluster())
-    check_message(msg)
-    text = all_text(msg)
+    text = checked_text(msg)
     assert "45 min" in text and "*$62.53* (1 hourly charge of $62.53/h" in text
     assert "CUDA out of memory" in text
-    [terminate, keep] = buttons(msg)
-    assert terminate["action_id"] == Action.TERMINATE
-    assert keep["action_id"] == Action.KEEP_WAITING
+    keep = keep_beside_terminate(msg, Action.KEEP_WAITING)
     assert ReadinessRef.unpack(keep["value"]) == ReadinessRef(cluster_id="clu_9xQe1", prompt=2)
 
 
@@ -91,8 +88,7 @@ def test_serving_again_notice():
     n = make_notice(NoticeKind.SERVING, "serving:2", waited_seconds=900, waiting_charges=2,
                     waiting_cents=2 * 6253, stopped_at=LOST, restarted_at=back)
     msg = serving_notice(n, make_cluster())
-    check_message(msg)
-    text = all_text(msg)
+    text = checked_text(msg)
     assert "*is serving again*" in text and "15 min after the restart" in text
     assert "the outage lasted 1 h 25 min and billed *$125.06* (2 hourly charges of " \
         "$62.53/h)" in text

@@ -77,8 +77,7 @@ def test_the_domain_report_fits():
 
 def test_empty_month():
     msg = spend_report(Report(month="2026-10"), now=NOW)
-    check_message(msg)
-    text = all_text(msg)
+    text = checked_text(msg)
     assert "*Total: $0.00* in 2026-10 across 0 clusters" in text
     assert "Nothing was billed in 2026-10." in text and "By owner" not in text
 

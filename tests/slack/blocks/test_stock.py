@@ -52,8 +52,7 @@ def test_waiting_list_shows_each_wait_and_withdraw_only_for_ones_own():
     mine, theirs = waiting(), waiting(id="req_2", requester_id="U0DAVE")
     msg = waiting_list([(mine, make_quote()), (theirs, make_quote())], viewer=mine.requester_id,
                        now=NOW)
-    check_message(msg)
-    text = all_text(msg)
+    text = checked_text(msg)
     assert "Waiting for stock (2)" in text and "3 re-quotes so far" in text
     accessories = [d["accessory"]["action_id"] for d in block_dicts(msg) if "accessory" in d]
     assert accessories == [Action.WITHDRAW]  # beside alice's own wait only

@@ -7,8 +7,7 @@ from tests.slack.blocks import *
 
 def test_reminder_states_size_place_since_and_cost():
     msg = volume_reminder(make_volume(), now=NOW)
-    check_message(msg)
-    text = all_text(msg)
+    text = checked_text(msg)
     assert ("Volume `vol_3kP0` *weights* (1,000 GB, us-tx) is not attached to any cluster since "
             "<!date^") in text
     assert "bills *$73.00/month* ($0.10/h) until it is deleted" in text
@@ -34,8 +33,7 @@ def test_reminder_buttons_delete_behind_a_confirm_and_keep():
 def test_reminder_for_an_unowned_volume_without_name_or_date():
     msg = volume_reminder(make_volume(owner_id=None, name=None, orphaned_since=None,
                                       cluster_id=None), now=NOW)
-    check_message(msg)
-    text = all_text(msg)
+    text = checked_text(msg)
     assert "Volume `vol_3kP0` (1,000 GB, us-tx) is not attached to any cluster and bills" in text
     assert "goes to the approvers" in text and "since" not in text
 
