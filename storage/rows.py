@@ -101,7 +101,7 @@ async def to_domain_many(model_cls: type[M], table: sa.Table, rows: Sequence[sa.
         before, now = remembered._rows, {}
         for row in rows:
             raw = tuple(row)
-            seen = before.get(raw[0])
+            seen = before.pop(raw[0], None)  # an old model replaced is let go at once
             now[raw[0]] = seen if seen is not None and seen[0] == raw else (raw, one(raw))
         remembered._rows = now
         return [now[row[0]][1] for row in rows]

@@ -128,6 +128,7 @@ class WatchService:
         else:
             await self._poll_each([id for id in live if id not in listed and id not in skipped],
                                   unreadable=skipped, tell=deliver)
+        self._quiet.end()
         if skipped:
             async with self._db.transaction() as repos:
                 await note_unreadable(repos, skipped=skipped, tracked=live.keys(),
