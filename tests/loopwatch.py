@@ -147,6 +147,11 @@ def watch(loop: asyncio.AbstractEventLoop) -> Iterator[Slow]:
     slow = Slow(loop)
     debug, duration = loop.get_debug(), loop.slow_callback_duration
     loop.set_debug(True)
+    # set_debug on a running loop turns on coroutine origin tracking at its next step (a
+    # callback it queues): every coroutine created then keeps the ten frames that created it,
+    # for the text of a "never awaited" warning alone — ~15 % of an e2e test's CPU. Off again
+    # right after (queued behind it); the warning is still raised, naming the coroutine.
+    loop.call_soon_threadsafe(sys.set_coroutine_origin_tracking_depth, 0)
     loop.get_debug = _debug_but_no_creation_stacks(loop)  # type: ignore[method-assign]
     loop.slow_callback_duration = SLOW
     asyncio.Handle._run = _timed_run  # type: ignore[method-assign]

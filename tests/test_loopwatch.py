@@ -4,6 +4,7 @@ longer than SLOW is caught, a quick one and a long *wait* are not."""
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 
 import pytest
@@ -47,6 +48,11 @@ async def test_debug_checks_stay_on_without_a_creation_stack_per_future():
         # The costly part of debug mode is off: no creation stack for each of these …
         assert future._source_traceback is None and task._source_traceback is None
         assert handle._source_traceback is None  # type: ignore[attr-defined]
+        # … nor the creating frames of each coroutine (debug mode turns that on a step later).
+        await asyncio.sleep(0)
+        made = asyncio.sleep(0)
+        assert made.cr_origin is None and sys.get_coroutine_origin_tracking_depth() == 0
+        await made
         # … its checks are on: a call from another thread is refused.
         with pytest.raises(RuntimeError, match="thread"):
             await asyncio.to_thread(loop.call_soon, lambda: None)

@@ -191,23 +191,27 @@ def committed_spend(clusters: Iterable[ClusterRecord], requests: Iterable[Launch
     the budgets already hold.
 
     `clusters` may repeat a record (e.g. this month's and the live ones): each id counts once.
+    A request whose cluster is among them counts as that cluster only (read apart, a launch can
+    show as both: bot/services/budgets.py).
     `volumes`: the shared volumes of the same people (what they bill on their own).
     `project`: also what it holds — `project_clusters` (this month's and the live ones of
     that project, whoever owns them), the own hours of `project_volumes` (the volumes its
     clusters created) and every committed request of it.
     """
     unique = {c.id: c for c in clusters}
+    in_project = {c.id: c for c in project_clusters}
     base = month_spend(unique.values(), user=user, teams=teams, now=now, volumes=volumes)
     user_cents, team_cents = base.user_cents, dict(base.team_cents)
     held: list[Commitment] = []
     start, end = month_bounds(None, now)
     project_total = sum(_month_cents(c, start=start, end=end, now=now)
-                        for c in {c.id: c for c in project_clusters}.values()
+                        for c in in_project.values()
                         if project is not None and c.project == project)
     project_total += sum(volume_charges(v, start, end) for v in project_volumes
                          if project is not None and v.project == project)
+    launched = {c.request_id for c in (*unique.values(), *in_project.values())}
     for r in requests:
-        if r.status not in COMMITTED_STATES or r.id == excluding:
+        if r.status not in COMMITTED_STATES or r.id == excluding or r.id in launched:
             continue
         if project is not None and r.project == project:
             project_total += request_cents(r, now=now)

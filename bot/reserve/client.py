@@ -34,18 +34,10 @@ from urllib.parse import quote as _quote
 import aiohttp
 
 from bot.clock import Clock, SystemClock
+from bot.reserve.bodies import Known, OnSkip, UnexpectedResponse, json_or_none, parse_model
 from bot.reserve.errors import TransportError
 from bot.reserve.port import StatusFilter
-from bot.reserve.retry import (
-    Known,
-    Observe,
-    OnSkip,
-    RetryPolicy,
-    Transport,
-    UnexpectedResponse,
-    json_or_none,
-    parse_model,
-)
+from bot.reserve.retry import Observe, RetryPolicy, Transport
 from bot.reserve.schemas import (
     Accelerator,
     Account,

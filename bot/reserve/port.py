@@ -11,7 +11,8 @@ from collections.abc import AsyncIterator, Iterable
 from datetime import datetime
 from typing import Protocol
 
-from bot.reserve.retry import Known, OnSkip, Sent, SkippedItem, UnexpectedResponse, counting_sent
+from bot.reserve.bodies import Known, OnSkip, SkippedItem, UnexpectedResponse
+from bot.reserve.retry import Sent, counting_sent
 from bot.reserve.schemas import (
     Accelerator,
     Account,

@@ -30,11 +30,20 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any, TypeVar
+from urllib.parse import urlencode
 
 import aiohttp
 from pydantic import BaseModel, ValidationError
 
 from bot.clock import Clock, ProviderClock
+from bot.reserve.bodies import (
+    Known,
+    OnSkip,
+    UnexpectedResponse,
+    decoded,
+    json_or_none,
+    skipped_item,
+)
 from bot.reserve.errors import (
     ApiError,
     RateLimited,
@@ -67,12 +76,6 @@ def _version() -> str:
 
 
 USER_AGENT = f"cluster-bot/{_version()}"
-
-
-class UnexpectedResponse(ApiError, ValueError):
-    """A 2xx answer whose body is not what the contract promises (not JSON, or wrong shape)."""
-
-    code = "unexpected_response"
 
 
 def retry_after_of(error: ApiError) -> float | None:
@@ -135,56 +138,6 @@ def counting_sent() -> Iterator[Sent]:
         yield sent
     finally:
         _SENT.reset(token)
-
-
-def json_or_none(raw: bytes) -> Any:
-    """The JSON in `raw`, or None (e.g. a proxy's HTML error page)."""
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return None
-
-
-def parse_model(model: type[M], data: Any, *, where: str, status: int) -> M:
-    """Validate a 2xx body; a mismatch is a clear `UnexpectedResponse`, not a pydantic trace."""
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '<body>'}: {err['msg']}"
-            for err in exc.errors()[:3]
-        )
-        first = exc.errors()[0]["loc"] if exc.errors() else ()
-        raise UnexpectedResponse(
-            f"{where} answered {status} with a body that is not a {model.__name__} ({problems})",
-            status=status, details={"field": ".".join(str(p) for p in first) or "<body>"},
-        ) from None
-
-
-@dataclass(frozen=True)
-class SkippedItem:
-    """A list item that did not parse: its id (None when even that is unreadable) and the first
-    field that failed. Never the item itself: it may carry anything."""
-
-    id: str | None
-    field: str
-    reason: str
-
-
-OnSkip = Callable[[SkippedItem], None]
-# Whether the caller already holds a listed item (its raw JSON object), parsed, as it is now.
-Known = Callable[[dict[str, Any]], bool]
-
-ID_SHOWN = 64  # a skipped item's id in the log: enough to find it, never a payload
-
-
-def skipped_item(item: Any, exc: ValidationError) -> SkippedItem:
-    first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid"}
-    raw_id = item.get("id") if isinstance(item, dict) else None
-    return SkippedItem(
-        id=raw_id[:ID_SHOWN] if isinstance(raw_id, str) and raw_id else None,
-        field=".".join(str(p) for p in first["loc"]) or "<item>", reason=str(first["msg"]),
-    )
 
 
 def _check_key(key: str) -> str:
@@ -333,15 +286,8 @@ class Transport:
             retry = method == "GET" or idempotency_key is not None
         resp = await self.send(method, path, params=params, body=body, headers=headers,
                                retry=retry, auth=auth)
-        raw = await resp.read()  # buffered by send(): no I/O here
-        where = f"{method} {path}"
-        try:
-            data = json.loads(raw)
-        except ValueError:
-            raise UnexpectedResponse(
-                f"{where} answered {resp.status} with a body that is not JSON", status=resp.status
-            ) from None
-        return parse_model(model, data, where=where, status=resp.status)
+        # buffered by send(): no I/O here
+        return decoded(model, await resp.read(), where=f"{method} {path}", status=resp.status)
 
     async def paginate(
         self, model: type[M], path: str, params: Mapping[str, str] | None = None, *,
@@ -363,8 +309,9 @@ class Transport:
         A bad item is one bad item: one that does not parse is skipped with one log line (its
         id and the field, never the payload) and handed to `on_skip`; the rest of the page is
         used. A page that is not a page at all (not JSON, an HTML error) still raises. An item
-        `known` recognises (the caller holds it, parsed, exactly as it is) is left out unparsed:
-        a quiet sweep of thousands of clusters validates none of them.
+        `known` recognises (the caller holds it, parsed, exactly as it is) is left out unparsed,
+        and so is a whole page it read before and holds every item of (not even decoded): a
+        quiet sweep of thousands of clusters validates none of them and decodes no page.
 
         The event loop gets a turn every PARSE_CHUNK items validated: a page of 200 clusters
         is ~30 ms of pydantic, too long to hold Slack's acks up in one piece."""
@@ -372,11 +319,11 @@ class Transport:
         cursor: str | None = None
         while True:
             query = {**(params or {}), **({"cursor": cursor} if cursor else {})}
-            page = await self.call(Page[dict[str, Any]], "GET", path, params=query)
+            items, next_cursor = await self._page(path, query, known)
             parsed: list[M] = []
             validated = 0
-            for item in page.data:
-                if known is not None and known(item):
+            for item in items:
+                if known is not None and known.item(item):
                     continue
                 validated += 1
                 try:
@@ -390,9 +337,24 @@ class Transport:
                 if validated % PARSE_CHUNK == 0:
                     await asyncio.sleep(0)
             yield parsed
-            if not page.next_cursor:
+            if not next_cursor:
                 return
-            if page.next_cursor in seen:  # a buggy server would otherwise loop us forever
+            if next_cursor in seen:  # a buggy server would otherwise loop us forever
                 raise UnexpectedResponse(f"GET {path} repeated a cursor", status=200)
-            seen.add(page.next_cursor)
-            cursor = page.next_cursor
+            seen.add(next_cursor)
+            cursor = next_cursor
+
+    async def _page(self, path: str, query: Mapping[str, str], known: Known | None
+                    ) -> tuple[list[dict[str, Any]], str | None]:
+        """One page's items and nextCursor: no items when `known` holds the page as it is."""
+        if known is None:
+            page = await self.call(Page[dict[str, Any]], "GET", path, params=query)
+            return page.data, page.next_cursor
+        resp = await self.send("GET", path, params=query, retry=True)
+        body, which = await resp.read(), urlencode(sorted(query.items()))
+        if (held := known.page(which, body)) is not None:
+            return [], held[0]
+        page = decoded(Page[dict[str, Any]], body, where=f"GET {path}", status=resp.status)
+        known.read(which, body, [item.get("id") for item in page.data], page.next_cursor)
+        return page.data, page.next_cursor
+

@@ -26,13 +26,20 @@ async def committed(repos: Repos, policy: rules.Policy, *, requester: str, now: 
 
     Only the clusters of the people the budgets cover are read (the requester and their teams'
     members), however many clusters the month has. With a `project` that has a budget in the
-    policy, also everything that project holds (`MonthSpend.project_cents`), whoever spends it."""
+    policy, also everything that project holds (`MonthSpend.project_cents`), whoever spends it.
+
+    The requests are read before the clusters. On PostgreSQL (READ COMMITTED) each statement
+    sees what was committed when it began, and a launch links its cluster and marks its request
+    launched in one transaction: read in this order, a launch committing between the reads is
+    seen as its request *and* its cluster (`committed_spend` counts it once), never as neither
+    (clusters first missed it in both, and twenty approvals at once let a fourth launch through
+    a budget that fits three)."""
     start, end = spend.month_bounds(None, now)
     teams = policy.teams_of(requester)
     owners = {requester}.union(*(t.members for t in teams))
+    held = await repos.requests.list_by_status(spend.COMMITTED_STATES)
     clusters = [*await repos.clusters.list_in_period(start, end, owners=owners),
                 *await repos.clusters.list_live(owners=owners)]
-    held = await repos.requests.list_by_status(spend.COMMITTED_STATES)
     volumes = await volume_spans(repos, now=now, owners=owners)
     budgeted = _budgeted(policy, project)
     in_project = [] if budgeted is None else [

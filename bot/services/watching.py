@@ -100,8 +100,8 @@ class WatchService:
         that ended or vanished)."""
         async with self._db.transaction() as repos:
             live = {r.id: r for r in await repos.clusters.list_live(remembered=self._rows)}
-        self._quiet.begin(live)
         listed: set[str] = set()
+        self._quiet.begin(live, listed)  # what it holds unparsed is listed too
         # Listed but not parseable (logged by the client): kept as last known, not read by id
         # (the same bad answer again), counted toward telling people (bot/services/unreadable).
         skipped: dict[str, SkippedItem] = {}
@@ -110,15 +110,9 @@ class WatchService:
             if item.id is not None:
                 skipped[item.id] = item
 
-        def known(item: dict[str, Any]) -> bool:  # quiet as it was: listed, not parsed
-            if self._quiet.known(item):
-                listed.add(item["id"])
-                return True
-            return False
-
         try:
             async for page in self._provider.cluster_pages(LISTED, page_size=PAGE_SIZE,
-                                                           on_skip=skip, known=known):
+                                                           on_skip=skip, known=self._quiet):
                 await self._sync_page(page, live, listed, on_page, tell=deliver)
         except api.ApiError as exc:
             # What was listed is synced; the rest waits for the next poll (no GET storm).

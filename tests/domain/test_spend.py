@@ -260,6 +260,18 @@ def test_committed_spend_counts_approved_and_launching_requests_once_and_not_the
     assert [c.request_id for c in got.requests] == ["r-a", "r-b", "r-f", "r-h", "r-j"]
 
 
+def test_a_request_read_beside_its_cluster_counts_as_the_cluster_only():
+    # Read in separate statements, a launch committing between them shows as both its request
+    # (still launching) and its cluster (bot/services/budgets.py): one spend, not two.
+    from bot.domain.models import RequestStatus as S
+    from bot.domain.spend import committed_spend
+    cluster = make_cluster(request_id="r-b")  # Alice's, ready 09:00: 39 accruals this month
+    requests = [_held("r-a", S.APPROVED), _held("r-b", S.LAUNCHING)]
+    got = committed_spend([cluster], requests, user="U0ALICE", teams=[], now=NOW)
+    assert got.user_cents == 39 * 6253 + 38 * 100_00
+    assert [c.request_id for c in got.requests] == ["r-a"]
+
+
 def test_uncharged_marks_move_charges_and_bill_the_volume_alone():
     from bot.domain.models import ClusterState as S
     from bot.domain.models import Observation

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 
 from bot.jobs import sweeps
+from bot.reserve import retry
 from bot.reserve.schemas import Cluster, ShapeRequest
 from bot.services.observing import observe, record_from_wire
 from storage import rows
@@ -48,9 +49,14 @@ async def _tracked(h: Harness, n: int) -> list[Cluster]:
 
 @contextmanager
 def _counted(h: Harness, monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
-    """Listed clusters validated, stored cluster rows converted, SQL statements and writes."""
+    """Listed clusters validated, stored cluster rows converted, pages of the listing decoded,
+    SQL statements and writes."""
     seen: Counter[str] = Counter()
-    validate, to_domain = Cluster.model_validate, rows.to_domain
+    validate, to_domain, decode = Cluster.model_validate, rows.to_domain, retry.decoded
+
+    def decoding(model: Any, body: bytes, **kwargs: Any) -> Any:
+        seen["pages decoded" if model.__name__.startswith("Page[") else "decoded"] += 1
+        return decode(model, body, **kwargs)
 
     def validating(cls: Any, obj: Any, **kwargs: Any) -> Cluster:
         seen["validated"] += 1
@@ -70,6 +76,7 @@ def _counted(h: Harness, monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[st
     with monkeypatch.context() as m:
         m.setattr(Cluster, "model_validate", classmethod(validating))
         m.setattr(rows, "to_domain", converting)
+        m.setattr(retry, "decoded", decoding)
         event.listen(sync, "before_cursor_execute", on_execute)
         try:
             yield seen
@@ -94,6 +101,8 @@ async def test_a_quiet_sweep_parses_and_converts_nothing_and_its_sql_does_not_gr
         with _counted(h, monkeypatch) as large:
             await _sweep(h)
         assert large["validated"] == 0 and large["converted ClusterRecord"] == 0, large
+        # AI Reserve answered both pages byte for byte as before: neither is even decoded.
+        assert large["pages decoded"] == 0, large
         assert large["writes"] == 0, large
         assert large["statements"] == small["statements"], (small, large)
 
@@ -103,6 +112,7 @@ async def test_a_quiet_sweep_parses_and_converts_nothing_and_its_sql_does_not_gr
         with _counted(h, monkeypatch) as changed:
             await _sweep(h)
         assert changed["validated"] == changed[f"validated {failing}"] == 1, changed
+        assert changed["pages decoded"] == 1, changed  # its page, not the other
         async with h.rt.db.transaction() as repos:
             record = await repos.clusters.get(failing)
             assert record is not None and record.status.value == "degraded"
