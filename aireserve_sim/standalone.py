@@ -108,9 +108,13 @@ def run(args: argparse.Namespace) -> int:
 
     async def main() -> None:
         stop = asyncio.Event()
-        # SIGTERM (a service manager's stop) ends as cleanly as Ctrl-C does.
-        with contextlib.suppress(NotImplementedError):
-            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+        # Ctrl-C (SIGINT) and a service manager's SIGTERM end it alike, whatever it inherited:
+        # started in the background by a script (`… &`, nohup), it starts with SIGINT ignored,
+        # Python keeps ignoring it and asyncio.run's own Ctrl-C handling stays off (issue 32).
+        # Where the loop cannot (Windows), Ctrl-C is asyncio.run's KeyboardInterrupt, below.
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError):
+                asyncio.get_running_loop().add_signal_handler(sig, stop.set)
         await serve(args, stop=stop, announce=announce)
 
     try:

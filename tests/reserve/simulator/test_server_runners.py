@@ -89,25 +89,48 @@ async def test_serve_announces_and_stops(http_session) -> None:
     await asyncio.wait_for(task, 5)
 
 
+def _signal_sets(pid: int) -> str:
+    """The process's blocked, ignored and caught signal sets (Linux), for a failure's message."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return "signal sets unknown"
+    return ", ".join(line.replace("\t", " ") for line in lines if line.startswith("Sig"))
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_run_until_ctrl_c_or_sigterm(sig: signal.Signals) -> None:
+@pytest.mark.parametrize(("sig", "ignored"), [
+    (signal.SIGINT, False),
+    # Started in the background by a script (`make test &`, nohup: how CI ran the suite) a
+    # process starts with SIGINT ignored, and so does every child it starts (issue 32).
+    (signal.SIGINT, True),
+    (signal.SIGTERM, False),
+], ids=["SIGINT", "SIGINT-inherited-ignored", "SIGTERM"])
+def test_run_until_ctrl_c_or_sigterm(sig: signal.Signals, ignored: bool) -> None:
     code = (
         "import argparse, sys\n"
         "from aireserve_sim.standalone import add_arguments, run\n"
         "p = argparse.ArgumentParser(); add_arguments(p)\n"
         "sys.exit(run(p.parse_args(['--port', '0', '--virtual-clock'])))\n"
     )
+    # The default disposition, or SIGINT ignored across exec as a shell's background job has it.
+    start = ["sh", "-c", 'trap "" INT; exec "$0" "$@"'] if ignored else []
     proc = subprocess.Popen(
-        [sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        [*start, sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
         assert " listening on http://127.0.0.1:" in line and "any non-empty key" in line
+        sets = _signal_sets(proc.pid)
         proc.send_signal(sig)
-        assert proc.wait(timeout=10) == 0
+        try:
+            rc = proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"still running 10 s after {sig.name}: the simulator's {sets}; this "
+                        f"process's SIGINT handler: {signal.getsignal(signal.SIGINT)!r}")
+        assert rc == 0
     finally:
         if proc.poll() is None:
             proc.kill()
