@@ -53,9 +53,10 @@ class HomeService:
             month_clusters = await repos.clusters.list_in_period(start, end, owners={user_id})
             volumes = await volume_spans(repos, now=now, owners={user_id})
             mine = await repos.clusters.list_for_owner(user_id, live=True)
-            waiting = [(r, q) for r in await repos.requests.list_by_status(
-                [RequestStatus.WAITING]) if r.requester_id == user_id
-                and (q := await repos.quotes.get(r.quote_id)) is not None]
+            theirs = [r for r in await repos.requests.list_by_status([RequestStatus.WAITING])
+                      if r.requester_id == user_id]
+            quotes = await repos.quotes.get_many([r.quote_id for r in theirs])
+            waiting = [(r, quotes[r.quote_id]) for r in theirs if r.quote_id in quotes]
             teams = [t.name for t in self._people.policy.teams_of(user_id)]
             templates = await repos.templates.in_scopes(
                 template_rules.visible_scopes(user_id, teams))
@@ -70,10 +71,10 @@ class HomeService:
                 if unclaimed_count:
                     unclaimed = await repos.clusters.unclaimed(limit=UNCLAIMED_SHOWN,
                                                                dearest=True)
-                for request in await repos.requests.list_pending():
-                    quote = await repos.quotes.get(request.quote_id)
-                    if quote is not None and request.requester_id != user_id:
-                        pending.append((request, quote))
+                others = [r for r in await repos.requests.list_pending()
+                          if r.requester_id != user_id]
+                quotes = await repos.quotes.get_many([r.quote_id for r in others])
+                pending = [(r, quotes[r.quote_id]) for r in others if r.quote_id in quotes]
         # What AI Reserve has billed so far this month, clusters and volumes alone (the budget
         # check also counts what is still to come; the home shows what is spent).
         charged_by = now + timedelta(microseconds=1)  # a charge at this instant has been made

@@ -144,6 +144,38 @@ async def test_waiting_shows_in_list_and_home(tmp_path):
         assert [r.id for r, _ in facts.waiting] == [request.id]
 
 
+async def test_a_home_reads_the_quotes_of_many_requests_in_one_statement(tmp_path):
+    """Alice's Home lists her requests waiting for stock, an approver's every request pending
+    on someone else, each with its quote: one SELECT of quotes for each list, not one per
+    request (a Home is published after every submission and decision)."""
+    async with bot(tmp_path) as h:
+        no_stock(h)
+        for _ in range(3):
+            await wait_request(h)
+        stock_back(h)
+        for nodes in (2, 3, 4):
+            await h.request(quote_text=f"quote h100x8 nodes={nodes}")
+        reads: list[str] = []
+
+        def seen(_conn, _cursor, statement, *_):
+            if "FROM quotes" in statement:
+                reads.append(statement)
+
+        sync = h.rt.db.engine.sync_engine
+        sa.event.listen(sync, "before_cursor_execute", seen)
+        try:
+            alice = await h.rt.services.home.facts(ALICE)
+            bob = await h.rt.services.home.facts(BOB)
+        finally:
+            sa.event.remove(sync, "before_cursor_execute", seen)
+        assert [(r.id, q.id) for r, q in alice.waiting] == [
+            (r.id, r.quote_id) for r in await h.requests_in_db()
+            if r.status is RequestStatus.WAITING]
+        assert len(alice.waiting) == 3 and len(bob.pending) == 3
+        assert [q.id for r, q in bob.pending] == [r.quote_id for r, _ in bob.pending]
+        assert len(reads) == 2, reads  # Alice's waiting ones, Bob's pending ones
+
+
 async def test_a_wait_that_ends_tells_the_requester(tmp_path):
     async with bot(tmp_path) as h:
         no_stock(h)
