@@ -20,6 +20,7 @@ request is approved again (the approvers' part), and the clusters boot and are p
 from __future__ import annotations
 
 import asyncio
+import json
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -107,11 +108,16 @@ async def run(tmp_path: Path, *, point: str, mode: str,
             h = second
             await h.rt.services.reconciling.reconcile()
             await h.rt.settle()
+            # … and its delivery sweep: a fresh card the first replica's re-pricing could not
+            # post before it died (queued in the outbox) goes out now.
+            await h.rt.services.watching.deliver()
             repriced = False
             for request in await h.requests_in_db():
                 if request.status is RequestStatus.PENDING:  # no cluster: asked again
                     repriced = True
-                    await h.click(h.cards()[-1], Action.APPROVE, user=BOB)
+                    [*_, fresh] = [card for card in h.cards()
+                                   if "request_approve" in json.dumps(card.blocks)]
+                    await h.click(fresh, Action.APPROVE, user=BOB)
             for _ in range(3):  # boot, then polls: the SSH details go out once
                 await h.advance(60)
                 await h.rt.services.reconciling.reconcile()
