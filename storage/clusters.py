@@ -15,6 +15,7 @@ from bot.domain.models import ClusterRecord, ClusterState
 from storage.rows import (
     Remembered,
     field_values,
+    in_chunks,
     raw_columns,
     row_values,
     to_domain,
@@ -24,8 +25,6 @@ from storage.statements import MANAGED, insert, rowcount
 from storage.tables.clusters import CLUSTERS
 
 _LIVE = tuple(s.value for s in ClusterState if s.is_live)
-# Bound parameters per IN (…): well under SQLite's limit (32766; 999 before 3.32).
-_IN_CHUNK = 500
 
 
 class ClusterRepo:
@@ -186,10 +185,8 @@ class ClusterRepo:
 
     async def ids(self, ids: Collection[str]) -> set[str]:
         """Which of `ids` are stored."""
-        wanted = list(dict.fromkeys(ids))
         known: set[str] = set()
-        for start in range(0, len(wanted), _IN_CHUNK):
-            chunk = wanted[start:start + _IN_CHUNK]
+        for chunk in in_chunks(ids):
             found = await self._session.execute(
                 sa.select(CLUSTERS.c.id).where(CLUSTERS.c.id.in_(chunk))
             )
@@ -198,10 +195,8 @@ class ClusterRepo:
 
     async def get_many(self, ids: Collection[str]) -> dict[str, ClusterRecord]:
         """Those of `ids` stored, by id (one query per 500)."""
-        wanted = list(dict.fromkeys(ids))
         found: dict[str, ClusterRecord] = {}
-        for start in range(0, len(wanted), _IN_CHUNK):
-            chunk = wanted[start:start + _IN_CHUNK]
+        for chunk in in_chunks(ids):
             found |= {c.id: c for c in await self._list(
                 sa.select(CLUSTERS).where(CLUSTERS.c.id.in_(chunk)))}
         return found
@@ -211,10 +206,10 @@ class ClusterRepo:
         adopted cluster) or not (never seen)."""
         wanted = list(dict.fromkeys(ids))
         linked: dict[str, bool] = {}
-        for start in range(0, len(wanted), _IN_CHUNK):
+        for chunk in in_chunks(wanted):
             found = await self._session.execute(
                 sa.select(CLUSTERS.c.id, CLUSTERS.c.request_id.is_not(None))
-                .where(CLUSTERS.c.id.in_(wanted[start:start + _IN_CHUNK]))
+                .where(CLUSTERS.c.id.in_(chunk))
             )
             linked.update({id: bool(has) for id, has in found})
         return {id: id in linked for id in wanted if not linked.get(id, False)}
@@ -250,10 +245,8 @@ class ClusterRepo:
 
     async def with_volumes(self, volume_ids: Collection[str]) -> list[ClusterRecord]:
         """Every cluster that mounted one of `volume_ids`, oldest first (a volume's mounts)."""
-        wanted = sorted(set(volume_ids))
         found: list[ClusterRecord] = []
-        for start in range(0, len(wanted), _IN_CHUNK):
-            chunk = wanted[start:start + _IN_CHUNK]
+        for chunk in in_chunks(volume_ids):
             found += await self._list(sa.select(CLUSTERS).where(CLUSTERS.c.volume_id.in_(chunk)))
         return sorted(found, key=lambda c: (c.created_at, c.id))
 

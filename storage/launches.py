@@ -14,12 +14,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.domain.errors import UnknownResource
 from bot.domain.launch import IntentState, LaunchIntent
-from storage.rows import field_values, row_values, to_domain
+from storage.rows import field_values, in_chunks, row_values, to_domain
 from storage.statements import MANAGED, insert, rowcount
 from storage.tables.requests import LAUNCH_INTENTS, REQUEST_QUOTES
-
-# Bound parameters per IN (…): well under SQLite's limit.
-_IN_CHUNK = 500
 
 
 class RequestQuoteRepo:
@@ -45,12 +42,11 @@ class RequestQuoteRepo:
 
     async def requests_of(self, quote_ids: Collection[str]) -> dict[str, str]:
         """quote id → the request that held it, for those of `quote_ids` any request held."""
-        wanted = list(dict.fromkeys(quote_ids))
         held: dict[str, str] = {}
-        for start in range(0, len(wanted), _IN_CHUNK):
+        for chunk in in_chunks(quote_ids):
             rows = await self._session.execute(
                 sa.select(REQUEST_QUOTES.c.quote_id, REQUEST_QUOTES.c.request_id)
-                .where(REQUEST_QUOTES.c.quote_id.in_(wanted[start:start + _IN_CHUNK]))
+                .where(REQUEST_QUOTES.c.quote_id.in_(chunk))
             )
             held.update({row.quote_id: row.request_id for row in rows})
         return held

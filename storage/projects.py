@@ -6,10 +6,9 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from storage.rows import in_chunks
 from storage.tables.clusters import CLUSTERS
 from storage.tables.requests import QUOTES, REQUESTS
-
-_IN_CHUNK = 500
 
 
 class ProjectLookup:
@@ -19,10 +18,8 @@ class ProjectLookup:
     async def of_subjects(self, subject_ids: list[str]) -> dict[str, str]:
         """The project of each of `subject_ids` that is a request, a cluster or a quote with
         one (`project=`)."""
-        wanted = sorted(set(subject_ids))
         found: dict[str, str] = {}
-        for start in range(0, len(wanted), _IN_CHUNK):
-            chunk = wanted[start:start + _IN_CHUNK]
+        for chunk in in_chunks(subject_ids):
             for table in (REQUESTS, CLUSTERS):
                 rows = await self._session.execute(sa.select(table.c.id, table.c.project).where(
                     table.c.id.in_(chunk), table.c.project.is_not(None)))

@@ -31,7 +31,6 @@ from bot.domain.models import (
 from storage.audit import AuditRepo
 from storage.budgets import BudgetLocks
 from storage.claims import ClaimRepo
-from storage.clusters import _IN_CHUNK as IN_CHUNK
 from storage.clusters import ClusterRepo
 from storage.digests import DigestRepo
 from storage.duties import DutyRepo
@@ -42,7 +41,7 @@ from storage.leases import LeaseRepo
 from storage.outbox import DmChannelRepo, OutboxRepo
 from storage.projects import ProjectLookup
 from storage.readiness import ReadinessRepo
-from storage.rows import field_values, row_values, to_domain
+from storage.rows import field_values, in_chunks, row_values, to_domain
 from storage.statements import MANAGED, insert, rowcount
 from storage.tables.outbox import MESSAGES
 from storage.tables.requests import APPROVALS, QUOTES, REQUESTS
@@ -69,11 +68,10 @@ class QuoteRepo:
     async def get_many(self, ids: Collection[str]) -> dict[str, QuoteInfo]:
         """Those of `ids` stored, by id: one query per 500, not one per quote (an approver's
         Home reads the quote of every request waiting on anyone)."""
-        wanted = list(dict.fromkeys(ids))
         found: dict[str, QuoteInfo] = {}
-        for start in range(0, len(wanted), IN_CHUNK):
+        for chunk in in_chunks(ids):
             rows = (await self._session.execute(sa.select(QUOTES).where(
-                QUOTES.c.id.in_(wanted[start:start + IN_CHUNK])))).mappings()
+                QUOTES.c.id.in_(chunk)))).mappings()
             found |= {q.id: q for q in (to_domain(QuoteInfo, row) for row in rows)}
         return found
 

@@ -12,7 +12,7 @@ enums: a new state needs no migration), money as BIGINT cents.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import cache
 from typing import Any, Generic, TypeVar, get_args
@@ -22,6 +22,17 @@ from pydantic import BaseModel, TypeAdapter
 from pydantic_core import to_jsonable_python
 
 M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
+
+# Bound parameters per IN (…): well under SQLite's limit (32766; 999 before 3.32).
+IN_CHUNK = 500
+
+
+def in_chunks(values: Iterable[T]) -> Iterator[list[T]]:
+    """`values` without repeats, in their order, IN_CHUNK at a time: one `IN (…)` each."""
+    wanted = list(dict.fromkeys(values))
+    for start in range(0, len(wanted), IN_CHUNK):
+        yield wanted[start:start + IN_CHUNK]
 
 
 def row_values(model: BaseModel) -> dict[str, Any]:
