@@ -15,6 +15,7 @@ from bot.domain.policy import Policy
 from bot.services.people import People
 from bot.services.volume_charges import volume_spans
 from storage.db import Database
+from storage.repositories import Repos
 
 
 @dataclass(frozen=True)
@@ -53,10 +54,9 @@ class HomeService:
             month_clusters = await repos.clusters.list_in_period(start, end, owners={user_id})
             volumes = await volume_spans(repos, now=now, owners={user_id})
             mine = await repos.clusters.list_for_owner(user_id, live=True)
-            theirs = [r for r in await repos.requests.list_by_status([RequestStatus.WAITING])
-                      if r.requester_id == user_id]
-            quotes = await repos.quotes.get_many([r.quote_id for r in theirs])
-            waiting = [(r, quotes[r.quote_id]) for r in theirs if r.quote_id in quotes]
+            waiting = await _with_quotes(repos, [
+                r for r in await repos.requests.list_by_status([RequestStatus.WAITING])
+                if r.requester_id == user_id])
             teams = [t.name for t in self._people.policy.teams_of(user_id)]
             templates = await repos.templates.in_scopes(
                 template_rules.visible_scopes(user_id, teams))
@@ -71,10 +71,8 @@ class HomeService:
                 if unclaimed_count:
                     unclaimed = await repos.clusters.unclaimed(limit=UNCLAIMED_SHOWN,
                                                                dearest=True)
-                others = [r for r in await repos.requests.list_pending()
-                          if r.requester_id != user_id]
-                quotes = await repos.quotes.get_many([r.quote_id for r in others])
-                pending = [(r, quotes[r.quote_id]) for r in others if r.quote_id in quotes]
+                pending = await _with_quotes(repos, [
+                    r for r in await repos.requests.list_pending() if r.requester_id != user_id])
         # What AI Reserve has billed so far this month, clusters and volumes alone (the budget
         # check also counts what is still to come; the home shows what is spent).
         charged_by = now + timedelta(microseconds=1)  # a charge at this instant has been made
@@ -87,3 +85,10 @@ class HomeService:
                          unclaimed=tuple(unclaimed), unclaimed_count=unclaimed_count,
                          unclaimed_cents=unclaimed_cents,
                          policy=self._people.policy, extensions=tuple(extensions))
+
+
+async def _with_quotes(repos: Repos, requests: list[LaunchRequest]
+                       ) -> list[tuple[LaunchRequest, QuoteInfo]]:
+    """Each of `requests` beside its quote, read in one statement (no quote: left out)."""
+    quotes = await repos.quotes.get_many([r.quote_id for r in requests])
+    return [(r, quotes[r.quote_id]) for r in requests if r.quote_id in quotes]
