@@ -14,7 +14,8 @@ the same run, with the bot, the AI Reserve simulator and Slack each in a process
   has worked off the ack load: whatever a person sees first — a post, a thread reply, a DM or
   an edit naming the cluster (sixteen failures in 13 s are a storm: one digest, edited as it
   grows, speaks for the channel first; each cluster's own line goes last, paced).
-  `SCALE_ONLY=detection` measures this alone (~1 min).
+  `SCALE_ONLY=detection` measures this alone (~1 min), `SCALE_ONLY=acks` the ack cells
+  alone (~4 min: 1,000 clusters, two sweeps first).
 
 The clusters are seeded at the simulator (`POST /_sim/clusters/seed`) and recorded in the bot's
 database already observed, as a bot that has watched them for a while has them: every sweep
@@ -70,7 +71,7 @@ FAIL_EVERY = 0.8
 DETECT_WITHIN = 12.0 * POLL_SECONDS  # after the last failure: later is "not shown"
 # `SCALE_ONLY=detection python -m benchmarks scale`: only the detection figure (~1 min) —
 # 1,000 clusters, two quiet sweeps (so the sweep holds pages read before), then the failures.
-ONLY = ("detection",)
+ONLY = ("detection", "acks")
 # Before the failures, the bot has done the work the ack load left it (every acked `/cluster
 # list` is rendered and posted after its ack, a few at a time): two sweeps in a row whose
 # process CPU is at most this many times a quiet sweep's. Within DRAIN_WITHIN s, or measured
@@ -274,6 +275,31 @@ async def _failing(w: World, quiet_cpu: float | None = None) -> Detection:
     return found
 
 
+Acks = dict[tuple[str, str, int], list[float]]  # (mix, program, concurrency) → seconds
+
+
+async def _ack_cells(w: World, url: str) -> tuple[Acks, Acks]:
+    """ROUNDS of every mix and concurrency against the bot at `url` and a bare Bolt app,
+    alternately: every ack's seconds, and each round's p99."""
+    bare = Child([sys.executable, "-m", "benchmarks.barebolt"], w.bot_env(),
+                 w.tmp / "bare.log", w.tmp)
+    await bare.start()
+    acks: Acks = {}
+    p99s: Acks = {}
+    try:
+        bare_url = (await bare.wait_for(LISTENING))[1]
+        for _ in range(ROUNDS):
+            for mix, texts in MIXES.items():
+                for c in CONCURRENCY:
+                    for name, target in (("bot", url), ("bare Bolt", bare_url)):
+                        got = await _load(w, f"{target}/slack/events", c, texts)
+                        acks.setdefault((mix, name, c), []).extend(got)
+                        p99s.setdefault((mix, name, c), []).append(percentile(got, 99))
+    finally:
+        await bare.stop()
+    return acks, p99s
+
+
 async def run() -> list[Table]:
     only = os.environ.get("SCALE_ONLY", "")
     if only and only not in ONLY:
@@ -292,6 +318,12 @@ async def run() -> list[Table]:
                 for _ in range(2):  # the second holds the pages the first read
                     offset = (await w.bot.wait_for(SWEPT, offset=offset)).end()
                 return [_detect_table(await _failing(w))]
+            if only == "acks":
+                await w.grow_to(1000)
+                url = await w.start_bot()
+                assert w.bot is not None
+                await w.bot.wait_for(SWEPT, offset=(await w.bot.wait_for(SWEPT)).end())
+                return [_ack_table(*await _ack_cells(w, url))]
 
             first = time.perf_counter()
             await w.start_bot()  # the first start migrates a new database
@@ -306,39 +338,23 @@ async def run() -> list[Table]:
             await w.stop_bot()
 
             sweeps: list[Sweeps] = []
-            acks: dict[tuple[str, str, int], list[float]] = {}
-            p99s: dict[tuple[str, str, int], list[float]] = {}
+            cells: tuple[Acks, Acks] = ({}, {})
             detection = Detection()
             for n in SIZES:
                 await w.grow_to(n)
                 url = await w.start_bot()
                 sweeps.append(await _sweeps(w, n))
                 if n == 1000:
-                    bare = Child([sys.executable, "-m", "benchmarks.barebolt"], w.bot_env(),
-                                 tmp / "bare.log", tmp)
-                    await bare.start()
-                    stack.push_async_callback(bare.stop)
-                    bare_url = (await bare.wait_for(LISTENING))[1]
-                    for _ in range(ROUNDS):
-                        for mix, texts in MIXES.items():
-                            for c in CONCURRENCY:
-                                for name, target in (("bot", url), ("bare Bolt", bare_url)):
-                                    got = await _load(w, f"{target}/slack/events", c, texts)
-                                    key = (mix, name, c)
-                                    acks.setdefault(key, []).extend(got)
-                                    p99s.setdefault(key, []).append(percentile(got, 99))
-                    await bare.stop()
+                    cells = await _ack_cells(w, url)
                     detection = await _failing(w, statistics.median(sweeps[-1].cpu))
                 await w.stop_bot()
-    return _tables(first=first, starts=starts, idle=idle, sweeps=sweeps, acks=acks,
-                   p99s=p99s, detection=detection)
+    return _tables(first=first, starts=starts, idle=idle, sweeps=sweeps, cells=cells,
+                   detection=detection)
 
 
 def _tables(*, first: float, starts: tuple[list[float], list[float], list[float]],
             idle: tuple[float, float], sweeps: list[Sweeps],
-            acks: dict[tuple[str, str, int], list[float]],
-            p99s: dict[tuple[str, str, int], list[float]],
-            detection: Detection) -> list[Table]:
+            cells: tuple[Acks, Acks], detection: Detection) -> list[Table]:
     bot_s, bare_s, floor = starts
     start = Table("12a. Start-up: exec → first HTTP answer (s; median [min–max] n)",
                   ["program", "start-up", "vs bare Bolt"])
@@ -369,6 +385,10 @@ def _tables(*, first: float, starts: tuple[list[float], list[float], list[float]
     sweep.notes.append("sweep CPU is the bot process's (all threads) from the sweep's start to "
                        "its end; raw CPU is this process's for the same list calls + JSON")
 
+    return [start, sweep, _ack_table(*cells), _detect_table(detection)]
+
+
+def _ack_table(acks: Acks, p99s: Acks) -> Table:
     ack = Table(
         f"12c. Ack of signed `/cluster …` bursts every {BURST_EVERY} s, while the bot sweeps "
         f"1,000 clusters every {POLL_SECONDS} s (ms; {ROUNDS} rounds of {LOAD_SECONDS:g} s)",
@@ -387,7 +407,7 @@ def _tables(*, first: float, starts: tuple[list[float], list[float], list[float]
                     "/".join(_ratio(a, b).rstrip("×") for a, b in zip(
                         p99s[(mix, name, c)], p99s[(mix, "bare Bolt", c)], strict=True))])
 
-    return [start, sweep, ack, _detect_table(detection)]
+    return ack
 
 
 def _detect_table(found: Detection) -> Table:

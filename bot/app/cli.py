@@ -22,6 +22,7 @@ from bot.clock import SystemClock
 from bot.config.settings import CannotListen, ConfigError, Settings, load_settings
 from bot.logs import configure_logging
 from bot.observability.build import describe
+from bot.slack.turns import AcksFirstLoop
 
 __all__ = ["configure_logging", "main"]
 
@@ -116,8 +117,10 @@ def cmd_serve(_: argparse.Namespace) -> int:
     from storage.schema import SchemaIncompatible
 
     try:
-        with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(_serve(settings))
+        # Acks first: the work after them takes its turns behind them (bot/slack/turns.py).
+        with contextlib.suppress(KeyboardInterrupt), \
+                asyncio.Runner(loop_factory=AcksFirstLoop) as runner:
+            runner.run(_serve(settings))
     except (CannotListen, SchemaIncompatible) as exc:
         print(f"cluster-bot: {exc}", file=sys.stderr)  # noqa: T201
         return 2

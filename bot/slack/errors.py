@@ -28,6 +28,7 @@ from bot.slack.answers import NoAnswer
 from bot.slack.blocks.common import error_message, notice
 from bot.slack.blocks.message import Message
 from bot.slack.inflight import ACK_SENT, RECORDED, WORK_SLOTS, AckFirst
+from bot.slack.turns import after_ack
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +85,7 @@ def answering(func: Listener) -> Callable[[AsyncArgs], Awaitable[None]]:
         except Exception as exc:
             if args.ack.response is None:  # failed before its ack: Slack still gets a 200
                 await args.ack()
+                after_ack()
             await on_error(exc, args.body, args.respond, args.client)
         finally:
             ack.release()

@@ -43,6 +43,7 @@ from bot.slack.inflight import ACK_SENT, InFlight
 from bot.slack.once import Middleware
 from bot.slack.origin import actor_of, kind_of, origin_of, what_of
 from bot.slack.tenancy import INSTALLATION
+from bot.slack.turns import after_ack
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +74,7 @@ def only_installation(people: People, audit: AuditLog, inflight: InFlight,
             sent = req.context.get(ACK_SENT)
             if isinstance(sent, asyncio.Event):
                 await sent.wait()
+            after_ack()
             body = req.body
             if kind in _ANSWERED_LATER:
                 try:

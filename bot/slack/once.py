@@ -40,6 +40,7 @@ from bot.domain.claims import EVENT, PAYLOAD, Delivery
 from bot.domain.errors import StorageUnavailable
 from bot.services.deliveries import Deliveries
 from bot.slack.inflight import ACK_SENT, RECORDED, InFlight
+from bot.slack.turns import after_ack
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +77,7 @@ def once(deliveries: Deliveries, inflight: InFlight) -> Middleware:
             sent = req.context.get(ACK_SENT)
             if isinstance(sent, asyncio.Event):
                 await sent.wait()
+            after_ack()
             await deliveries.remember(delivery)
         except StorageUnavailable:
             # The outage itself is told once, by storage.outages; a line per delivery is noise.
