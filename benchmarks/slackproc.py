@@ -3,8 +3,11 @@
 Prints one JSON line — `{"api_url", "bot_token", "inspect_url"}` — then serves until SIGTERM.
 Besides Slack's Web API (for the bot), it serves the benchmark:
 
-    GET  {inspect_url}/posts?since=N   the bot's chat.postMessage calls from the N-th on:
-                                       {"posts": [{"t": unix seconds, "text": args as JSON}]}
+    GET  {inspect_url}/posts?since=N   what the bot put in Slack (chat.postMessage, and the
+                                       chat.update edits of what it posted: a storm's digest
+                                       grows by edits), Slack's answer ok, from the N-th on:
+                                       {"posts": [{"t": unix seconds, "method": its method,
+                                                   "text": args as JSON}]}
     POST {inspect_url}/sink/{any}      a response_url that answers 200 and keeps nothing (the
                                        load generator's slash commands point there)
 """
@@ -23,13 +26,16 @@ from devslack.models import DEFAULT_USERS, ApiCall, SlackUser
 from devslack.webapi import FakeSlack
 from tests.e2e.harness import APPROVALS, DAVE, GENERAL, LEADS
 
+SHOWN = ("chat.postMessage", "chat.update")  # what a person sees appear or change
+
 
 async def main() -> None:
     posts: list[dict[str, object]] = []
 
     def on_call(call: ApiCall) -> None:
-        if call.method == "chat.postMessage":
-            posts.append({"t": time.time(), "text": json.dumps(call.args, default=str)})
+        if call.method in SHOWN and call.ok:
+            posts.append({"t": time.time(), "method": call.method,
+                          "text": json.dumps(call.args, default=str)})
 
     async def read_posts(request: web.Request) -> web.Response:
         since = int(request.query.get("since", "0"))

@@ -7,7 +7,7 @@ import asyncio
 
 from bot.domain.lanes import Lane, lane
 from storage.db import Database
-from storage.turns import Turns
+from storage.turns import PASSED_AT_MOST, Turns
 
 
 async def _in(db: Database, which: Lane, name: str, order: list[str],
@@ -67,3 +67,39 @@ async def test_a_waiter_cancelled_before_or_as_its_turn_comes_holds_up_nobody():
     assert order == ["in progress", "next"]
     async with asyncio.timeout(5), turns.turn(Lane.REMINDER):  # and the turn is free again
         pass
+
+
+
+async def test_a_sweep_behind_a_stream_of_answers_gets_its_turn_within_a_bound():
+    """A person's answers go first, but a stream of them (hundreds of `/cluster list` a second,
+    the next one queued before the one ahead is done) doesn't hold the watch sweep for ever: it
+    goes once PASSED_AT_MOST turns went to transactions queued after it (issue 28: in the scale
+    benchmark's list load the bot made no list call for four minutes, and no degraded notice
+    went out until 20 s after the first node failed)."""
+    turns, order, hold = Turns(), [], asyncio.Event()
+    answers = 5 * PASSED_AT_MOST
+    tasks: list[asyncio.Task[None]] = []
+
+    async def take(which: Lane, name: str, until: asyncio.Event | None = None) -> None:
+        async with turns.turn(which):
+            order.append(name)
+            if until is not None:
+                await until.wait()
+            if which is Lane.ANSWER and len(tasks) < answers:  # the next person's, queued
+                tasks.append(asyncio.create_task(take(Lane.ANSWER, f"answer {len(tasks)}")))
+                await asyncio.sleep(0)  # … before this one is done
+
+    holder = asyncio.create_task(take(Lane.HEALTH, "in progress", hold))
+    await asyncio.sleep(0)
+    sweep = asyncio.create_task(take(Lane.MONEY, "sweep"))
+    await asyncio.sleep(0)
+    tasks.append(asyncio.create_task(take(Lane.ANSWER, "answer 0")))
+    await asyncio.sleep(0)
+    hold.set()
+    async with asyncio.timeout(5):
+        await asyncio.gather(holder, sweep)
+        while not all(t.done() for t in tasks):
+            await asyncio.gather(*tasks)
+    assert order[1] == "answer 0"  # the lanes still say who goes first
+    assert order.index("sweep") == 1 + PASSED_AT_MOST, order
+    assert len(order) == answers + 2
