@@ -3,7 +3,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test lint typecheck unit simulator bench lock image image-args clean
+.PHONY: run test test-cpu lint typecheck unit simulator bench lock image image-args clean
 
 ## The dependencies come from the lockfile (requirements/dev.txt: exact versions, each file's
 ## hash), the project itself after them with --no-deps: what CI tests is what the image ships
@@ -47,6 +47,12 @@ TEST_WORKERS ?= 4
 unit: $(STAMP)
 	@$(PY) -m compileall -q bot storage aireserve_sim devslack
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
+
+## make test-cpu: the suite as `make unit` runs it, then where its CPU went, by kind of test and
+## the costliest tests (tests/cpu_report.py; CPU_REPORT=rows.json keeps every test's figures).
+test-cpu: $(STAMP)
+	@$(PY) -m compileall -q bot storage aireserve_sim devslack
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup -p tests.cpu_report
 
 ## make simulator: the AI Reserve simulator alone on 127.0.0.1:8787 with a virtual clock.
 simulator: $(STAMP)

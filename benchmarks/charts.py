@@ -54,6 +54,7 @@ def draw(report: SpendReport, now: datetime) -> bytes:
     from bot.slack import charts
 
     owners = [(owner or "unclaimed", cents) for owner, cents in report.by_owner]
+    charts.forget_charts()  # drawn, not the PNG kept from the last run
     return charts.spend_png(month=report.month, days=daily_cents(report, now=now),
                             owners=owners, total_cents=report.total_cents)
 

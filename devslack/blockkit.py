@@ -9,6 +9,7 @@ types, empty `actions`, plain_text where Slack demands it, unique block_ids and 
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
@@ -116,7 +117,7 @@ def block_problems(blocks: object, *, limit: int) -> list[str]:
             problems.append(f"blocks[{index}] is not an object")
             continue
         where = f"blocks[{index}] ({raw.get('type', '?')})"
-        problems.extend(f"{where}: {p}" for p in _one_block(raw))
+        problems.extend(f"{where}: {p}" for p in _block_verdict(_canonical(raw)))
         block_id = raw.get("block_id")
         if block_id is not None:
             if block_id in seen:
@@ -146,12 +147,33 @@ def view_problems(view: object, *, expected_type: str) -> list[str]:
         and not view.get("submit")
     ):
         problems.append("a modal with input blocks needs a submit button")
-    try:
-        View(**copy.deepcopy(view)).validate_json()
-    except Exception as exc:  # slack_sdk raises assorted types for bad input
-        problems.append(_describe(exc))
+    problems.extend(_view_verdict(_canonical(view)))
     problems.extend(block_problems(blocks, limit=VIEW_BLOCK_LIMIT))
     return list(dict.fromkeys(problems))  # the SDK and our block pass may say the same thing
+
+
+# slack_sdk's models take milliseconds per block (a deep copy, parsing, rendering), and a workspace
+# sees the same blocks again and again (a card edited in place, a Home published after every
+# change): each distinct block or view, as canonical JSON, is judged once per process.
+_VERDICTS = 8192
+
+
+def _canonical(node: object) -> str:
+    return json.dumps(node, sort_keys=True, separators=(",", ":"))
+
+
+@functools.lru_cache(maxsize=_VERDICTS)
+def _view_verdict(view_json: str) -> tuple[str, ...]:
+    try:
+        View(**json.loads(view_json)).validate_json()
+    except Exception as exc:  # slack_sdk raises assorted types for bad input
+        return (_describe(exc),)
+    return ()
+
+
+@functools.lru_cache(maxsize=_VERDICTS)
+def _block_verdict(block_json: str) -> tuple[str, ...]:
+    return tuple(_one_block(json.loads(block_json)))
 
 
 def _one_block(raw: dict[str, Any]) -> list[str]:

@@ -73,10 +73,13 @@ def field_values(
 MANY_ROWS = 64
 
 
-def raw_columns(table: sa.Table) -> list[sa.ColumnElement[Any]]:
+@cache
+def raw_columns(table: sa.Table) -> tuple[sa.ColumnElement[Any], ...]:
     """`table`'s columns as the driver returns them: no JSON decoding, no datetime parsing on
-    the event loop (`to_domain_many` does it, on a thread for many rows)."""
-    return [sa.type_coerce(c, sa.types.NullType()).label(c.name) for c in table.c]
+    the event loop (`to_domain_many` does it, on a thread for many rows). Built once per table
+    (SQL elements are immutable): building them, a new type each, and the statement's cache
+    key over new types took ~0.7 ms of every list of clusters."""
+    return tuple(sa.type_coerce(c, sa.types.NullType()).label(c.name) for c in table.c)
 
 
 class Remembered(Generic[M]):

@@ -118,6 +118,9 @@ def build_app(*, services: Services, client: AsyncWebClient, signing_secret: str
     client's one token serves every request; `signals` acts on Slack's events about the
     bot's channels, people and token (bot/slack/signals.py)."""
     app = AckingApp(
+        # Named: without a name Bolt calls inspect.stack() to take its caller's file name, which
+        # reads the source of every frame (~0.1 s for each app built).
+        name="cluster-bot",
         client=client,
         # Bolt's own may return None (not installed) too.
         authorize=tenancy.authorize if tenancy else None,  # type: ignore[arg-type]

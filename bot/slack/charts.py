@@ -1,8 +1,10 @@
 """Pictures where a picture beats text: PNGs drawn with matplotlib's Agg canvas (no pyplot,
 no global state, no display), imported only when a chart is drawn so start-up stays fast.
 
-Drawing takes tens of milliseconds of CPU: callers run it off the event loop
-(`asyncio.to_thread`). The input is plain numbers and labels; the sums are the domain's.
+Drawing takes a tenth of a second of CPU or more: callers run it off the event loop
+(`asyncio.to_thread`). The input is plain numbers and labels; the sums are the domain's. The
+same figures draw the same picture: `/cluster spend` asked again before anything new was billed
+sends the PNG drawn last time (the last `CHARTS_KEPT` are kept).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 from datetime import date, datetime
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from bot.domain.hours import HourState
@@ -19,6 +22,7 @@ if TYPE_CHECKING:
 
 WIDTH, HEIGHT, DPI = 10.0, 6.0, 100  # 1000 × 600 px
 OWNERS_SHOWN = 10
+CHARTS_KEPT = 16  # spend charts kept by their figures (~40 KB each)
 # Hour states on a receipt's chart (bot/domain/hours.py), in legend order, with their colours.
 HOUR_COLOURS = {HourState.BILLED: "#2b6cb0", HourState.DEGRADED: "#dd6b20",
                 HourState.NOT_SERVING: "#805ad5", HourState.NOT_BILLED: "#cbd5e0"}
@@ -53,8 +57,19 @@ def spend_png(*, month: str, days: Sequence[tuple[date, int]],
               group: str = "owner") -> bytes:
     """The month by day (bars) and by owner (horizontal bars, the largest `OWNERS_SHOWN`,
     the rest as one bar). The title states the total to the cent (the report's figure)."""
+    return _spend_png(month, tuple(days), tuple(owners), total_cents, group)
+
+
+@lru_cache(maxsize=CHARTS_KEPT)
+def _spend_png(month: str, days: tuple[tuple[date, int], ...],
+               owners: tuple[tuple[str, int], ...], total_cents: int, group: str) -> bytes:
     return _png(spend_figure(month=month, days=days, owners=owners, total_cents=total_cents,
                              group=group))
+
+
+def forget_charts() -> None:
+    """Drop the kept PNGs: the next chart is drawn whatever its figures (the benchmark)."""
+    _spend_png.cache_clear()
 
 
 def spend_figure(*, month: str, days: Sequence[tuple[date, int]],

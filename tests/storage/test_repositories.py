@@ -184,3 +184,28 @@ async def test_many_cluster_rows_convert_in_one_batch_like_one(db):
         assert await repos.clusters.list_for_owner("U2", live=True) == [
             c for c in live if c.owner_id == "U2"]
         assert await repos.clusters.list_all() == many
+
+
+async def test_lists_of_clusters_reuse_the_raw_columns_built_once(db, monkeypatch):
+    """Each list reads through the same column elements: none built again per query (37
+    labels over new types, and the statement's cache key over them, were ~0.7 ms a list)."""
+    import sqlalchemy as sa
+
+    built: list[object] = []
+    coerce = sa.type_coerce
+
+    def counted(*args, **kwargs):
+        built.append(args[0])
+        return coerce(*args, **kwargs)
+
+    await seed(db)
+    async with db.transaction() as repos:
+        await repos.clusters.add(make_cluster("c-1", request_id=None, owner_id="U1"))
+    async with db.transaction() as repos:
+        first = await repos.clusters.list_all()
+    monkeypatch.setattr(sa, "type_coerce", counted)
+    async with db.transaction() as repos:
+        assert await repos.clusters.list_all() == first
+        assert await repos.clusters.list_for_owner("U1", live=True) == [
+            c for c in first if c.status.is_live]
+    assert built == []
