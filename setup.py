@@ -16,6 +16,8 @@ HERE = Path(__file__).resolve().parent
 class BuildPyWithRevision(build_py):  # type: ignore[misc]
     def run(self) -> None:
         super().run()
+        if getattr(self, "editable_mode", False):
+            return  # an editable install runs from the checkout, whose git build.py reads
         target = Path(self.build_lib) / "bot" / "observability" / "REVISION"
         if target.exists():  # written before the build (the image's), and copied as data
             return
