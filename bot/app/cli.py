@@ -22,7 +22,7 @@ from bot.clock import SystemClock
 from bot.config.settings import CannotListen, ConfigError, Settings, load_settings
 from bot.logs import configure_logging
 from bot.observability.build import describe
-from bot.slack.turns import AcksFirstLoop
+from bot.slack.acks_first import AcksFirstLoop
 
 __all__ = ["configure_logging", "main"]
 
@@ -117,7 +117,7 @@ def cmd_serve(_: argparse.Namespace) -> int:
     from storage.schema import SchemaIncompatible
 
     try:
-        # Acks first: the work after them takes its turns behind them (bot/slack/turns.py).
+        # Acks first: the work after them takes its turns behind them (bot/slack/acks_first.py).
         with contextlib.suppress(KeyboardInterrupt), \
                 asyncio.Runner(loop_factory=AcksFirstLoop) as runner:
             runner.run(_serve(settings))

@@ -24,11 +24,11 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.domain.errors import DomainError, InvalidCommand, StorageUnavailable
 from bot.logs import log_context
+from bot.slack.acks_first import after_ack
 from bot.slack.answers import NoAnswer
 from bot.slack.blocks.common import error_message, notice
 from bot.slack.blocks.message import Message
 from bot.slack.inflight import ACK_SENT, RECORDED, WORK_SLOTS, AckFirst
-from bot.slack.turns import after_ack
 
 log = logging.getLogger(__name__)
 

@@ -37,13 +37,13 @@ from bot.domain.installation import Installation, outsider, readable
 from bot.domain.models import Actor
 from bot.services.audit import AuditLog
 from bot.services.people import People
+from bot.slack.acks_first import after_ack
 from bot.slack.blocks.common import notice, notice_modal
 from bot.slack.errors import reply_privately
 from bot.slack.inflight import ACK_SENT, InFlight
 from bot.slack.once import Middleware
 from bot.slack.origin import actor_of, kind_of, origin_of, what_of
 from bot.slack.tenancy import INSTALLATION
-from bot.slack.turns import after_ack
 
 log = logging.getLogger(__name__)
 

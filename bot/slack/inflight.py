@@ -30,7 +30,7 @@ from slack_bolt.listener.async_listener_start_handler import AsyncListenerStartH
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 
-from bot.slack.turns import after_ack
+from bot.slack.acks_first import after_ack
 
 ACK_SENT = "ack_sent"  # the request context's key for the event set once its ack has left
 # The request context's key for the task recording its delivery after the ack (bot/slack/once.py)
@@ -63,7 +63,7 @@ class AckFirst(AsyncAck):
 
     async def __call__(self, *args: Any, **kwargs: Any) -> BoltResponse:
         self.response = await self._ack(*args, **kwargs)
-        after_ack()  # from here on this task's turns come behind the acks (bot/slack/turns.py)
+        after_ack()  # from here on this task's turns come behind the acks (bot/slack/acks_first.py)
         if self._sent is not None:
             await self._sent.wait()
         if self._recorded is not None:

@@ -39,8 +39,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from bot.domain.claims import EVENT, PAYLOAD, Delivery
 from bot.domain.errors import StorageUnavailable
 from bot.services.deliveries import Deliveries
+from bot.slack.acks_first import after_ack
 from bot.slack.inflight import ACK_SENT, RECORDED, InFlight
-from bot.slack.turns import after_ack
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
-"""Acks first on the event loop (bot/slack/turns.py): the work after an ack takes at most a slice
-of each turn of the loop, behind everything else, and still always gets that slice.
+"""Acks first on the event loop (bot/slack/acks_first.py): the work after an ack takes at most a
+slice of each turn of the loop, behind everything else, and still always gets that slice.
 
 The work is CPU-heavy on an injected clock (each step "costs" STEP seconds); what is counted
 is steps and turns of the loop, never time.
@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from slack_bolt.async_app import AsyncAck
 
+from bot.slack.acks_first import PASS_TURNS, WORK_PER_TURN, AcksFirstLoop, after_ack
 from bot.slack.inflight import AckFirst, WorkSlots
-from bot.slack.turns import PASS_TURNS, WORK_PER_TURN, AcksFirstLoop, after_ack
 
 STEP = 0.005  # the fake CPU a step of work costs: more than a turn's slice
 LISTENERS, STEPS = 16, 40  # WorkSlots' 16 listeners working after their acks, 40 steps each
