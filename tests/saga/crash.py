@@ -20,7 +20,6 @@ request is approved again (the approvers' part), and the clusters boot and are p
 from __future__ import annotations
 
 import asyncio
-import json
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from aireserve_sim.embedded import EmbeddedSimulator
 from bot.clock import ManualClock
 from bot.domain.models import RequestStatus
 from bot.slack.ids import Action
+from devslack.blockkit import buttons
 from tests.e2e.harness import ALICE, BOB, START, Harness, bot, fake_slack
 from tests.procs import wait_for
 
@@ -115,8 +115,8 @@ async def run(tmp_path: Path, *, point: str, mode: str,
             for request in await h.requests_in_db():
                 if request.status is RequestStatus.PENDING:  # no cluster: asked again
                     repriced = True
-                    [*_, fresh] = [card for card in h.cards()
-                                   if "request_approve" in json.dumps(card.blocks)]
+                    [*_, fresh] = [card for card in h.cards() if any(
+                        b.action_id == Action.APPROVE for b in buttons(card.blocks))]
                     await h.click(fresh, Action.APPROVE, user=BOB)
             for _ in range(3):  # boot, then polls: the SSH details go out once
                 await h.advance(60)
