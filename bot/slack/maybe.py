@@ -16,6 +16,7 @@ So a post is never made twice, and nobody is told "nothing changed" when Slack t
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
@@ -70,11 +71,10 @@ class MaybePosted:
                     exc.cause, "posted; kept" if ts else "not posted; it will be retried")
         return None if ts is None else MessageRef(channel_id=exc.channel, ts=ts)
 
-    async def before_post(self, key: str) -> MessageRef | None:
+    async def before_post(self, key: str, where: Mapping[str, Any] | None) -> MessageRef | None:
         """Before posting `key`: the message already there, if an earlier attempt maybe posted
-        it (None: post it). Raises when Slack can't be asked (nothing is posted then)."""
-        async with self._db.transaction() as repos:
-            where = await repos.outbox.maybe(key)
+        it `where` (as remembered: the caller read it while claiming `key`); None: post it.
+        Raises when Slack can't be asked (nothing is posted then)."""
         if where is None:
             return None
         channel, thread = str(where["channel"]), where.get("thread_ts")

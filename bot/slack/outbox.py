@@ -170,8 +170,9 @@ class SlackOutbox:
             if not claimed:
                 item = await repos.outbox.get(key)
                 return Outcome.DONE if item and item.delivered_at else Outcome.BUSY
+            maybe = await repos.outbox.maybe(key)  # read with the claim (see _send)
         try:
-            await self._send(key, send)
+            await self._send(key, send, maybe)
         except Exception as exc:
             async with self._db.transaction() as repos:
                 await repos.outbox.release(key, holder=self.holder)
@@ -184,11 +185,15 @@ class SlackOutbox:
             await repos.outbox.delivered(key, now=self._clock.now())
         return Outcome.POSTED
 
-    async def _send(self, key: str, send: Callable[[], Awaitable[object]]) -> object:
+    async def _send(self, key: str, send: Callable[[], Awaitable[object]],
+                    maybe: Mapping[str, Any] | None) -> object:
         """`send` with `key` in its post's metadata — unless an earlier attempt maybe posted it
-        and Slack has it (bot/slack/maybe.py): then that message, not a second one."""
+        and Slack has it (bot/slack/maybe.py): then that message, not a second one. `maybe`
+        (where it may have gone) is read in the transaction that claimed `key`: only the
+        claim's holder writes it, so it can't change in between, and a post costs no
+        transaction of its own for it."""
         oldest = self.maybe.started()
-        found = await self.maybe.before_post(key)
+        found = await self.maybe.before_post(key, maybe)
         if found is not None:
             return found
         try:
@@ -355,6 +360,7 @@ class SlackOutbox:
                 if await repos.outbox.claim(key, kind="message", target=channel,
                                             holder=self.holder, now=now,
                                             ttl=self.claim_ttl):
+                    maybe = await repos.outbox.maybe(key)  # read with the claim (see _send)
                     break
                 ref = await repos.messages.get(kind, subject)
             if ref is not None and ref.ts != stale:
@@ -366,7 +372,7 @@ class SlackOutbox:
             return
         try:
             posted: Any = await self._send(key, partial(self._post, channel, message,
-                                                   fallback_user=fallback_user))
+                                                   fallback_user=fallback_user), maybe)
         except Exception as exc:
             async with self._db.transaction() as repos:
                 await repos.outbox.release(key, holder=self.holder)
