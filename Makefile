@@ -3,7 +3,8 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test test-cpu lint typecheck unit simulator bench lock image image-args clean
+.PHONY: run test test-boundary test-cpu lint typecheck unit simulator bench lock image image-args \
+	clean
 
 ## The dependencies come from the lockfile (requirements/dev.txt: exact versions, each file's
 ## hash), the project itself after them with --no-deps: what CI tests is what the image ships
@@ -21,10 +22,14 @@ $(STAMP): pyproject.toml requirements/dev.txt
 
 ## make run: with Slack credentials, the bot; without, the bot plus a local Slack stand-in.
 run: $(STAMP)
-	@$(PY) -m compileall -q bot storage aireserve_sim devslack  # bytecode even where PYTHONDONTWRITEBYTECODE is set
+	@$(COMPILE)  # bytecode even where PYTHONDONTWRITEBYTECODE is set
 	$(PY) -m bot run
 
-## make test: lint, type-check and the whole suite (what CI runs).
+## make test: lint, type-check and every test that runs inside pytest's own processes (the
+## in-process tier: Slack's protocol over loopback to FakeSlack and the simulator, SQLite and
+## PostgreSQL). make test-boundary: the rehearsals outside them (real bot and simulator processes,
+## the image, a Debian root, releases from git history, Chromium). CI runs both (.ci/run);
+## tests/conftest.py says which test is which.
 test: lint typecheck unit
 
 ## lint: ruff, then the layering (pyproject.toml's import-linter contracts; docs/architecture.md).
@@ -38,21 +43,28 @@ typecheck: $(STAMP)
 ## The suite runs on TEST_WORKERS pytest-xdist workers, tests spread one by one (--dist
 ## loadgroup), except the real-process ones, which run in two lanes of one test at a time, one
 ## worker each (`timed` tests that time what they see, `restarts` tests that kill and count:
-## tests/conftest.py). Four workers on CI's 2 cores: the two lanes spend most of their time
-## waiting on real seconds (bot and simulator processes, PostgreSQL), not computing, while the
-## other two keep both cores busy (3 workers: 8 min 20 s; 4: 7 min). Bytecode first: every
-## worker and every bot or simulator process a test starts imports bot/
-## (PYTHONDONTWRITEBYTECODE may be set).
+## tests/conftest.py). Four workers on CI's 2 cores: in-process tests wait on threads (SQLite)
+## and loopback between bursts of CPU, and the two lanes spend most of their time waiting on real
+## seconds (bot and simulator processes, PostgreSQL), not computing. Bytecode first: every
+## worker and every bot or simulator process a test starts imports bot/; and pytest keeps the
+## test modules it rewrites for their asserts (each worker would rewrite all ~330 again, ~10 s of
+## CPU each) even where PYTHONDONTWRITEBYTECODE is set.
 TEST_WORKERS ?= 4
+COMPILE := $(PY) -m compileall -q bot storage aireserve_sim devslack
+PYTEST  := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
 unit: $(STAMP)
-	@$(PY) -m compileall -q bot storage aireserve_sim devslack
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
+	@$(COMPILE)
+	$(PYTEST) -m "not boundary"
 
-## make test-cpu: the suite as `make unit` runs it, then where its CPU went, by kind of test and
-## the costliest tests (tests/cpu_report.py; CPU_REPORT=rows.json keeps every test's figures).
+test-boundary: $(STAMP)
+	@$(COMPILE)
+	$(PYTEST) -m boundary
+
+## make test-cpu: both tiers in one run, then where their CPU went, by kind of test and the
+## costliest tests (tests/cpu_report.py; CPU_REPORT=rows.json keeps every test's figures).
 test-cpu: $(STAMP)
-	@$(PY) -m compileall -q bot storage aireserve_sim devslack
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup -p tests.cpu_report
+	@$(COMPILE)
+	$(PYTEST) -p tests.cpu_report
 
 ## make simulator: the AI Reserve simulator alone on 127.0.0.1:8787 with a virtual clock.
 simulator: $(STAMP)

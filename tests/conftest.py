@@ -1,4 +1,11 @@
-"""Session-wide fixtures: the throwaway PostgreSQL server (tests/pg.py) and a fresh database on it.
+"""Session-wide fixtures: the throwaway PostgreSQL server (tests/pg.py) and a fresh database on it;
+the suite's two tiers and its scheduling under pytest-xdist.
+
+The two tiers: `make test` runs every test inside pytest's own processes (`-m "not boundary"`);
+`make test-boundary` runs the rehearsals at the boundaries the product meets outside them
+(`-m boundary`): real bot and simulator processes (`procs`: signals, kills, replicas, restarts),
+the container image and a Debian root (`image`), earlier releases built from git history, a real
+Chromium. CI (.ci/run) runs both.
 
 Where PostgreSQL cannot start (a developer machine without it), every test that needs it is
 skipped with the reason. In CI (CI=true) it fails instead: the PostgreSQL coverage must not
@@ -14,6 +21,7 @@ import pytest
 
 from bot.slack.blocks import render
 from storage.db import Database
+from tests import procs
 from tests.pg import PgServer, PgUnavailable, run_in_own_loop
 
 
@@ -32,6 +40,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "image: builds and runs the container image (minutes, mostly waiting on "
         "downloads and disk): scheduled first, so that it overlaps the rest of the suite"
     )
+    config.addinivalue_line(
+        "markers", "boundary: a rehearsal outside pytest's processes (`make test-boundary`, "
+        "not `make test`): every `procs` and `image` test, earlier releases from git, Chromium"
+    )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -42,6 +54,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # the long tests start at once and overlap the suite instead of trailing it alone at the end
     # (tests/test_*.py come last in collection order, and several of them are long).
     items.sort(key=_start_order)  # a stable sort
+    for item in items:
+        if item.get_closest_marker("procs") or item.get_closest_marker("image"):
+            item.add_marker(pytest.mark.boundary)
     # `make test` runs the suite on parallel workers (pytest-xdist, --dist loadgroup). Tests that
     # start real processes wait on real seconds (a bot polls every second, AI Reserve boots a
     # node in five): mostly waiting, they would make a long tail run one after another. They
@@ -87,6 +102,7 @@ def _lane(item: pytest.Item) -> str | None:
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
+    procs.STARTS_PROCESSES = item.get_closest_marker("procs") is not None
     group = _lane(item)
     if _grouping(item.config) and group and not item.nodeid.endswith(f"@{group}"):
         pytest.fail("not in its procs lane: this pytest/pytest-xdist names groups another way, "

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
+
 from bot.slack.ids import Action
 from devslack.models import SlackUser
 from devslack.requests import SlackRequests
@@ -19,6 +21,9 @@ from tests.e2e.test_oauth_enterprise import GUEST, ORG, OUTSIDE
 from tests.e2e.test_oauth_install import ONE, TWO, install, oauth_env
 from tests.e2e.test_oauth_tokens import PSEUDO
 from tests.procs import wait_for
+
+# Two replica processes that count what they post (tests/conftest.py).
+pytestmark = pytest.mark.procs(lane="restarts")
 
 
 def of_org(requests: SlackRequests, team: str, *, user_team: str | None = None) -> None:

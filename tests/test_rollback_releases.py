@@ -26,6 +26,9 @@ from storage.db import Database
 from storage.migrations import head_revision, oldest_compatible
 from tests.releases import RELEASES, REPO, must_run
 
+# Earlier releases built from git history: `make test-boundary` (tests/conftest.py).
+pytestmark = pytest.mark.boundary
+
 
 def _archive(commit: str, into: Path) -> Path | None:
     """bot/ and storage/ as they were at `commit`, or None when this clone doesn't have it."""

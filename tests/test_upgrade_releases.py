@@ -21,6 +21,9 @@ from tests.pg import PgServer
 from tests.releases import RELEASES
 from tests.test_rollback_releases import _archive
 
+# Earlier releases built from git history: `make test-boundary` (tests/conftest.py).
+pytestmark = pytest.mark.boundary
+
 # The release's own code: its migrate, its records, its repository (every release since 0014
 # has these names).
 _OLD = """\

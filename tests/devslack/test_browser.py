@@ -26,6 +26,9 @@ from devslack.browser import BrowserWorkspace
 from devslack.local import session
 from tests.conftest import in_ci
 
+# A real Chromium: `make test-boundary` (tests/conftest.py).
+pytestmark = pytest.mark.boundary
+
 CHROMIUM = Path("/usr/bin/chromium")
 # Root needs --no-sandbox; the rest keeps Chromium off the network and quiet (this machine has
 # none: every background connection would be refused).
