@@ -25,7 +25,7 @@ import contextlib
 import heapq
 import itertools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,7 +87,13 @@ class PacerStats:
 
 
 class Pacer:
-    def __init__(self, limits: tuple[Limit, ...]) -> None:
+    def __init__(self, limits: tuple[Limit, ...], *, now: Callable[[], float] | None = None,
+                 look_every: float | None = None) -> None:
+        """`now`: the seconds it paces by — the event loop's clock, unless a test hands it its
+        own; then each real wait lasts at most `look_every`, for a waiting call to see that
+        clock move (tests move time instead of waiting for it to pass)."""
+        self._now = now
+        self._look_every = look_every
         self._channel = {lim.method: 1 / lim.per_second * MARGIN
                          for lim in limits if lim.per_channel}
         self._method = {lim.method: 1 / lim.per_second * MARGIN
@@ -116,19 +122,23 @@ class Pacer:
         self.stats.tried += 1
         self.stats.held += held
 
+    def _time(self) -> float:
+        return self._now() if self._now is not None else asyncio.get_running_loop().time()
+
     async def _turn(self, key: _Key, ticket: tuple[int, int]) -> bool:
-        loop = asyncio.get_running_loop()
         heapq.heappush(key.waiting, ticket)
         waited = False
         async with self._changed:
             try:
                 while True:
-                    now = loop.time()
+                    now = self._time()
                     ready = max(key.next_at, key.paused_until)
                     if key.waiting[0] == ticket and ready <= now:
                         break
                     waited = True
                     timeout = ready - now if key.waiting[0] == ticket else None
+                    if timeout is not None and self._look_every is not None:
+                        timeout = min(timeout, self._look_every)
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._changed.wait(), timeout)
             except BaseException:
@@ -137,14 +147,14 @@ class Pacer:
                 self._changed.notify_all()
                 raise
             heapq.heappop(key.waiting)
-            key.next_at = loop.time() + key.interval
+            key.next_at = self._time() + key.interval
             self._changed.notify_all()
         return waited
 
     async def pause(self, method: str, channel: str | None, seconds: float) -> None:
         """Slack said 429: every call on (method, channel) waits `seconds`, together."""
         key = self._key(method, channel or ANY_CHANNEL)
-        now = asyncio.get_running_loop().time()
+        now = self._time()
         self.stats.refused += 1
         if key.paused_until <= now:
             self.stats.pauses += 1

@@ -18,6 +18,7 @@ from tests.procs import BOB, wait_for, world
 
 pytestmark = pytest.mark.procs  # real processes: one at a time (tests/conftest.py)
 
+HELD = 8.0  # seconds AI Reserve holds a launch's answer (real time): SIGTERM lands within it
 SLACK_WRITES = ("chat.postMessage", "chat.update", "chat.postEphemeral", "conversations.open",
                 "views.publish")
 
@@ -41,13 +42,14 @@ async def test_sigterm_mid_launch_finishes_the_launch_then_exits_0(tmp_path, dat
     async with world(tmp_path, database_url=database_url) as w:
         bot = await w.bot()
         card = await w.request_launch(bot)
-        await w.sim.fault("POST /v1/clusters", delay_seconds=4)  # AI Reserve is slow to answer
+        # AI Reserve carries the launch out, then holds its answer back for HELD seconds.
+        await w.sim.fault("POST /v1/clusters", delay_seconds=HELD)
         await bot.requests.click(card, Action.APPROVE, user_id=BOB)
-
-        async def launching() -> bool:
-            return any(r.status is RequestStatus.LAUNCHING for r in await _requests(w))
-
-        await wait_for(launching, what="the launch in flight")
+        # In flight: AI Reserve has made the cluster and not answered yet. (Waiting to see the
+        # request `launching` instead raced the hold: on a loaded machine a poll could see the
+        # launch only after it had ended, then wait 20 s for a state already gone.)
+        await wait_for(w.sim.clusters, within=60, what="the launch at AI Reserve")
+        assert [r.status for r in await _requests(w)] == [RequestStatus.LAUNCHING]
         began = time.monotonic()
         bot.signal(signal.SIGTERM)
 

@@ -6,6 +6,7 @@ the digest speaks first and the per-cluster thread lines come last."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from bot.domain.lanes import Lane
@@ -17,7 +18,27 @@ from tests.e2e.harness import ALICE, APPROVALS, GENERAL, Harness, bot
 from tests.procs import wait_for
 
 STORM = 16
-LIMITS = "chat.postMessage=1/s/channel"  # Slack's (real time: the bot's pacer): 16 s of storm
+LIMITS = "chat.postMessage=1/s/channel"  # Slack's: 16 s of storm, on the test's clock
+
+
+def _paced(h: Harness, limits: str) -> None:
+    """The bot paces Slack's `limits` by the test's clock: no call goes before the test moves
+    it (`_until`), so what goes out while a storm drains is decided by the test, not by how
+    busy the machine is."""
+    h.rt.slack.pacer = Pacer(parse_limits(limits),  # type: ignore[attr-defined]
+                             now=lambda: h.clock.now().timestamp(), look_every=0.01)
+    h.rt.notifier.outbox.concurrency = 16  # as runtime.py sets it when paced
+
+
+async def _until(h: Harness, done: Callable[[], object], *, what: str) -> None:
+    """Time passes, a second at each look, until `done()`."""
+    def moved() -> bool:
+        if done():
+            return True
+        h.clock.advance(1)
+        return False
+
+    await wait_for(moved, within=60, what=what)
 
 
 async def _seed(h: Harness, count: int, channel: str) -> dict[str, str]:
@@ -54,22 +75,23 @@ async def test_another_channels_notice_never_waits_behind_a_storm(tmp_path):
         storm = await _seed(h, STORM, APPROVALS)
         other = await _seed(h, 1, GENERAL)
         [elsewhere] = other
-        h.rt.slack.pacer = Pacer(parse_limits(LIMITS))  # type: ignore[attr-defined]
-        h.rt.notifier.outbox.concurrency = 16  # as runtime.py sets it when paced
+        _paced(h, LIMITS)
 
         for cluster_id in storm:
             await h.fail_node(cluster_id)
         h.clock.advance(1)
         await sweeps.watch_clusters(h.rt.services)  # the storm's notices, stored
         delivering = asyncio.create_task(sweeps.deliver_outbox(h.rt.services))
-        await wait_for(lambda: len(_replies(h, APPROVALS, storm)) >= 2, within=60,
-                       what="the storm going out")
+        await _until(h, lambda: len(_replies(h, APPROVALS, storm)) >= 2,
+                     what="the storm going out")
 
         await h.fail_node(elsewhere)  # another channel, mid-storm
         h.clock.advance(1)
         await sweeps.watch_clusters(h.rt.services)
+        # The clock stands still: the storm's channel can't post, the other one can.
         [told] = await wait_for(lambda: _replies(h, GENERAL, other), within=STORM,
                                 what="the other channel's notice")
+        await _until(h, delivering.done, what="the rest of the storm")
         await delivering
         storm_told = _replies(h, APPROVALS, storm)
         assert len(storm_told) == STORM
@@ -84,7 +106,7 @@ async def test_another_channels_notice_never_waits_behind_a_storm(tmp_path):
 
 
 EDITS = 12
-EDIT_LIMITS = "chat.update=4/s"  # 3 s of edits
+EDIT_LIMITS = "chat.update=4/s"  # 3 s of edits, on the test's clock
 
 
 async def test_a_notice_stored_while_the_outbox_drains_goes_out_meanwhile(tmp_path):
@@ -95,8 +117,7 @@ async def test_a_notice_stored_while_the_outbox_drains_goes_out_meanwhile(tmp_pa
         cards = await _seed(h, EDITS, APPROVALS)
         other = await _seed(h, 1, GENERAL)
         [elsewhere] = other
-        h.rt.slack.pacer = Pacer(parse_limits(EDIT_LIMITS))  # type: ignore[attr-defined]
-        h.rt.notifier.outbox.concurrency = 16  # as runtime.py sets it when paced
+        _paced(h, EDIT_LIMITS)
         async with h.rt.db.transaction() as repos:
             for cluster_id in cards:
                 await repos.outbox.queue_refresh("cluster", cluster_id, lane=int(Lane.HEALTH),
@@ -112,6 +133,7 @@ async def test_a_notice_stored_while_the_outbox_drains_goes_out_meanwhile(tmp_pa
         await sweeps.watch_clusters(h.rt.services)  # stored while the edits drain
         [told] = await wait_for(lambda: _replies(h, GENERAL, other), within=EDITS,
                                 what="the notice, while the edits still go out")
+        await _until(h, delivering.done, what="the rest of the edits")
         await delivering
         assert len(edits()) == EDITS
         assert told < max(edits()), (told, edits())
