@@ -60,6 +60,7 @@ from bot.slack.unreachable import Fallbacks
 from storage.db import Database
 from storage.outbox import FOUND
 from storage.replica import replica_id
+from storage.repositories import Repos
 
 log = logging.getLogger(__name__)
 
@@ -138,6 +139,8 @@ class SlackNotifier:
     async def _refresh_request(self, request_id: str, *, superseded_quote_id: str | None,
                                card: bool) -> None:
         async with self._locks[request_id]:
+            # What the card, the progress message and the story show, read together: one
+            # transaction (and one view of the request), not one for each.
             async with self._db.transaction() as repos:
                 request = await repos.requests.get(request_id)
                 if request is None:
@@ -148,6 +151,9 @@ class SlackNotifier:
                 approvals = await repos.approvals.for_request(request_id)
                 record = await repos.clusters.by_request(request_id)
                 readiness = await repos.readiness.get(record.id) if record else None
+                held = await repos.request_quotes.quotes_of(request_id)  # newest first
+                card_key = await _card_key(repos, request, held) if card else ""
+                story = await self._untold(repos, request, approvals, record, held)
             assert quote is not None
             now = self._clock.now()
             # Where the request was made: its installation's approvals channel and policy.
@@ -168,8 +174,7 @@ class SlackNotifier:
                          else approval_blocks.approval_outcome(request, quote, approvals,
                                                                now=now, policy=policy))
                 try:
-                    await self.outbox.upsert(APPROVAL, await self._card_key(request),
-                                             channel, shown)
+                    await self.outbox.upsert(APPROVAL, card_key, channel, shown)
                 except Unreachable as exc:
                     with self._people.at(request):  # its approvers, by DM
                         await self.fallbacks.card_by_dm(request, quote.id, shown, exc)
@@ -179,9 +184,12 @@ class SlackNotifier:
                                                        serving=readiness_blocks.serving_line(
                                                            record, readiness)
                                                        if record else None)
-            await self.outbox.upsert(PROGRESS, request_id, request.channel_id, progress,
-                               fallback_user=request.requester_id)
-            await self._tell_story(request, approvals, record)
+            top = await self.outbox.upsert(PROGRESS, request_id, request.channel_id, progress,
+                                           fallback_user=request.requester_id)
+            for key, words in story:  # in the progress message's thread, each step once
+                if top is not None:
+                    await self.outbox.post_once(key, top.channel_id,
+                                                story_blocks.story_post(words), thread_ts=top.ts)
         # Approvers' homes list what waits for them: only a submission or a decision changes it.
         deciding = card and request.status in (RequestStatus.PENDING, RequestStatus.APPROVED,
                                                RequestStatus.REJECTED, RequestStatus.WITHDRAWN)
@@ -189,53 +197,32 @@ class SlackNotifier:
             await self._refresh_homes([request.requester_id,
                                        *(await self._people.approvers() if deciding else ())])
 
-    async def _card_key(self, request: LaunchRequest) -> str:
-        """The approval card to show `request` on: its current quote's — but a decided request
-        that moved to a new quote keeping its decision (stock came back) edits the card it was
-        decided on, the newest one posted, rather than posting a second."""
-        current = f"{request.id}/{request.quote_id}"
-        if request.status is RequestStatus.PENDING:
-            return current
-        async with self._db.transaction() as repos:
-            if await repos.messages.get(APPROVAL, current) is not None:
-                return current
-            for quote_id in await repos.request_quotes.quotes_of(request.id):  # newest first
-                if await repos.messages.get(APPROVAL, f"{request.id}/{quote_id}") is not None:
-                    return f"{request.id}/{quote_id}"
-        return current
-
-    async def _tell_story(self, request: LaunchRequest, approvals: Sequence[Approval],
-                          record: ClusterRecord | None) -> None:
-        """Each step of the request's story once in its thread (bot/slack/blocks/story.py)."""
-        async with self._db.transaction() as repos:
-            top = await repos.messages.get(PROGRESS, request.id)
-            if top is None:
-                return
-            held = [q for q in reversed(await repos.request_quotes.quotes_of(request.id))
-                    if q != request.quote_id] + [request.quote_id]  # oldest first, current last
-            quotes = [q for q in [await repos.quotes.get(i) for i in held] if q is not None]
-            # Oldest first: attempts created at one instant are told apart by the live one
-            # (the request's key) coming last, and the closed ones by when each closed.
-            attempts = sorted(await repos.launches.for_request(request.id),
-                              key=lambda i: (i.idempotency_key == request.idempotency_key,
-                                             i.created_at, i.updated_at))
-            # Who pressed Retry launch on each failed attempt: the press's claim says.
-            retried_by = {}
-            for intent in attempts:
-                attempt = story_blocks.attempt_of(request, intent)
-                claim = await repos.claims.get(ClaimKey(action="retry", subject_id=request.id,
-                                                        version=attempt))
-                if claim is not None:
-                    retried_by[attempt] = claim.actor_id
-            steps = story_blocks.story(request, approvals, record, quotes=quotes,
-                                       attempts=attempts, retried_by=retried_by,
-                                       now=self._clock.now())
-            told = await repos.outbox.delivered_among(  # each refresh retells none of them
-                [story_blocks.story_key(request, step) for step, _ in steps])
-        for step, words in steps:
-            if (key := story_blocks.story_key(request, step)) not in told:
-                await self.outbox.post_once(key, top.channel_id, story_blocks.story_post(words),
-                                            thread_ts=top.ts)
+    async def _untold(self, repos: Repos, request: LaunchRequest,
+                      approvals: Sequence[Approval], record: ClusterRecord | None,
+                      held: Sequence[str]) -> list[tuple[str, str]]:
+        """The steps of the request's story not yet told in its thread, oldest first, by key
+        (bot/slack/blocks/story.py): each refresh retells none of them."""
+        held = [q for q in reversed(held) if q != request.quote_id] + [request.quote_id]
+        quotes = [q for q in [await repos.quotes.get(i) for i in held] if q is not None]
+        # Oldest first: attempts created at one instant are told apart by the live one
+        # (the request's key) coming last, and the closed ones by when each closed.
+        attempts = sorted(await repos.launches.for_request(request.id),
+                          key=lambda i: (i.idempotency_key == request.idempotency_key,
+                                         i.created_at, i.updated_at))
+        # Who pressed Retry launch on each failed attempt: the press's claim says.
+        retried_by = {}
+        for intent in attempts:
+            attempt = story_blocks.attempt_of(request, intent)
+            claim = await repos.claims.get(ClaimKey(action="retry", subject_id=request.id,
+                                                    version=attempt))
+            if claim is not None:
+                retried_by[attempt] = claim.actor_id
+        steps = [(story_blocks.story_key(request, step), words) for step, words in
+                 story_blocks.story(request, approvals, record, quotes=quotes,
+                                    attempts=attempts, retried_by=retried_by,
+                                    now=self._clock.now())]
+        told = await repos.outbox.delivered_among([key for key, _ in steps])
+        return [(key, words) for key, words in steps if key not in told]
 
     async def _refresh_cluster(self, cluster_id: str) -> None:
         async with self._db.transaction() as repos:
@@ -392,3 +379,17 @@ class SlackNotifier:
         person are said once (pass a key for a message that may be repeated)."""
         key = key or sha256(text.encode()).hexdigest()[:24]
         await self.outbox.dm_once(f"tell/{user_id}/{key}", user_id, common_blocks.notice(text))
+
+
+async def _card_key(repos: Repos, request: LaunchRequest, held: Sequence[str]) -> str:
+    """The approval card to show `request` on: its current quote's — but a decided request that
+    moved to a new quote keeping its decision (stock came back) edits the card it was decided
+    on, the newest one posted (`held`: its quotes, newest first), rather than posting a second."""
+    current = f"{request.id}/{request.quote_id}"
+    if request.status is RequestStatus.PENDING \
+            or await repos.messages.get(APPROVAL, current) is not None:
+        return current
+    for quote_id in held:
+        if await repos.messages.get(APPROVAL, f"{request.id}/{quote_id}") is not None:
+            return f"{request.id}/{quote_id}"
+    return current

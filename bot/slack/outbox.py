@@ -188,10 +188,8 @@ class SlackOutbox:
     async def _send(self, key: str, send: Callable[[], Awaitable[object]],
                     maybe: Mapping[str, Any] | None) -> object:
         """`send` with `key` in its post's metadata — unless an earlier attempt maybe posted it
-        and Slack has it (bot/slack/maybe.py): then that message, not a second one. `maybe`
-        (where it may have gone) is read in the transaction that claimed `key`: only the
-        claim's holder writes it, so it can't change in between, and a post costs no
-        transaction of its own for it."""
+        and Slack has it (bot/slack/maybe.py): then that message, not a second one. `maybe` is
+        read with the claim of `key` (only its holder writes it): no transaction of its own."""
         oldest = self.maybe.started()
         found = await self.maybe.before_post(key, maybe)
         if found is not None:
@@ -326,34 +324,35 @@ class SlackOutbox:
     # --- messages edited in place (approval cards, progress messages) ---------------------
 
     async def upsert(self, kind: str, subject: str, channel: str, message: Message, *,
-                      create: bool = True, fallback_user: str | None = None) -> None:
+                     create: bool = True, fallback_user: str | None = None) -> MessageRef | None:
         """Edit the stored message; post it first if there is none. The first post is claimed
         (key `message/<kind>/<subject>`): a replica that finds another posting it waits for
-        the coordinates and edits instead, so no replica posts a second card."""
+        the coordinates and edits instead, so no replica posts a second card. Returns the
+        message's stored coordinates, as edited or posted (None: nothing shown)."""
         async with self._db.transaction() as repos:  # one read for both
             code = await repos.outbox.unreachable_reason(channel)
             ref = await repos.messages.get(kind, subject)
         # Its message is in a channel Slack refuses (a DM fallback can't edit it): not called.
         if code is not None and (fallback_user is None or (ref and ref.channel_id == channel)):
             if not create:
-                return  # nothing to retire where nothing can be seen
+                return None  # nothing to retire where nothing can be seen
             raise Unreachable(channel, code)
         key, stale = f"message/{kind}/{subject}", None
         if ref is not None:
             try:
                 if await self._edit(ref, message, kind=kind, subject=subject):
-                    return
+                    return ref
             except SlackApiError as exc:
                 code = gone(exc)
                 if code is None:
                     raise
                 await self.give_up_on(ref.channel_id, code)
                 if not create:
-                    return
+                    return None
                 raise Unreachable(ref.channel_id, code) from exc
             key, stale = f"{key}/{ref.ts}", ref.ts  # deleted in Slack: a key of its own
         if not create:
-            return
+            return None
         for _ in range(_WAIT_STEPS):
             now = self.claim_clock()
             async with self._db.transaction() as repos:
@@ -365,14 +364,14 @@ class SlackOutbox:
                 ref = await repos.messages.get(kind, subject)
             if ref is not None and ref.ts != stale:
                 await self._edit(ref, message, kind=kind, subject=subject)
-                return
+                return ref
             await asyncio.sleep(_WAIT_SECONDS)  # another replica is posting it right now
         else:
             log.warning("%s message for %s is still being posted elsewhere", kind, subject)
-            return
+            return None
         try:
-            posted: Any = await self._send(key, partial(self._post, channel, message,
-                                                   fallback_user=fallback_user), maybe)
+            sent: Any = await self._send(key, partial(self._post, channel, message,
+                                                 fallback_user=fallback_user), maybe)
         except Exception as exc:
             async with self._db.transaction() as repos:
                 await repos.outbox.release(key, holder=self.holder)
@@ -381,11 +380,12 @@ class SlackOutbox:
                 raise
             await self.give_up_on(channel, code)
             raise Unreachable(channel, code) from exc
-        if not isinstance(posted, MessageRef):  # Slack's answer (else: found, maybe posted)
-            posted = MessageRef(channel_id=posted["channel"], ts=posted["ts"])
+        posted = sent if isinstance(sent, MessageRef) else MessageRef(  # found, or Slack's answer
+            channel_id=sent["channel"], ts=sent["ts"])
         async with self._db.transaction() as repos:  # coordinates and delivery: one commit
             await repos.messages.put(kind, subject, posted, now=self._clock.now())
             await repos.outbox.delivered(key, now=self._clock.now())
+        return posted
 
     async def _edit(self, ref: MessageRef, message: Message, *, kind: str,
                     subject: str) -> bool:

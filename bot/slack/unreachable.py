@@ -216,7 +216,7 @@ class Fallbacks:
         for request in pending:
             await post_pending(request.id)
 
-    async def quietly(self, post: Awaitable[None]) -> None:
+    async def quietly(self, post: Awaitable[object]) -> None:
         """A post that may be skipped where it can't be seen (the admins were told)."""
         try:
             await post

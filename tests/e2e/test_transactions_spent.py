@@ -53,3 +53,21 @@ async def test_a_post_spends_one_transaction_to_claim_and_one_to_mark_it(tmp_pat
             await outbox.post_once("cheap/one", APPROVALS, notice("posted once"))
         assert sum(opened.values()) == 1, opened
         assert [m.text for m in h.slack.messages(APPROVALS)].count("posted once") == 1
+
+
+async def test_a_refresh_reads_its_card_progress_and_story_in_one_transaction(tmp_path,
+                                                                             monkeypatch):
+    """The card's key, the progress message and the untold steps of the story are read with
+    the request (bot/slack/notifier.py): one transaction where three were (`_card_key` and
+    `_tell_story` had their own), besides one per message edited and per Home published."""
+    async with bot(tmp_path) as h:
+        cluster_id = await h.running_cluster()
+        [request] = await h.requests_in_db()
+        top = await h.top(cluster_id)
+        told = len(h.slack.thread(top.channel, top.ts))
+        with counted(h.rt.db, monkeypatch) as opened:
+            await _notifier(h).refresh_request(request.id)
+        # One each: the refresh's reads, the card's edit, the progress message's edit, the
+        # requester's Home (the request is decided: the approvers' Homes are not touched).
+        assert opened == {"_refresh_request": 1, "upsert": 2, "facts": 1}, opened
+        assert len(h.slack.thread(top.channel, top.ts)) == told  # every step told already
