@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
-from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.app.health import Health
@@ -19,6 +18,7 @@ from bot.jobs.tracker import Sweeps
 from bot.observability.metrics import Metrics
 from bot.reserve.client import AsyncAIReserveClient
 from bot.services.container import Services
+from bot.slack.app import AckingApp
 from bot.slack.inflight import InFlight
 from bot.slack.notifier import SlackNotifier
 from storage.db import Database
@@ -36,7 +36,7 @@ class Runtime:
     simulator: EmbeddedSimulator | None
     slack: AsyncWebClient
     services: Services
-    bolt: AsyncApp
+    bolt: AckingApp
     inflight: InFlight
     health: Health
     sweeps: Sweeps

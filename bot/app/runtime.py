@@ -14,7 +14,6 @@ Reserve: work left by an earlier run is resumed in the background, retried until
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import secrets
 import time
@@ -27,6 +26,7 @@ import aiohttp
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bot.app import devtools
+from bot.app.collector import Collector
 from bot.app.health import Health
 from bot.app.installing import oauth_parts
 from bot.app.listeners import internal_site, site, start_prober, watch_connection
@@ -383,13 +383,10 @@ async def serve(runtime: Runtime, *, stop: asyncio.Event | None = None,
     otherwise; the internal port (health, metrics) either way. Socket Mode keeps trying to
     connect while Slack is unreachable instead of exiting (and /readyz says so)."""
     stop = stop or asyncio.Event()
-    # What start-up built (modules, schemas, table metadata: most of the heap) never becomes
-    # garbage: frozen, full collections no longer walk it, so their pauses stay short. Frozen
-    # without collecting first: a full collection here costs ~80 ms of start-up to free ~2,000
-    # objects. The collector was off until now under `cluster-bot serve` (bot/__main__.py).
-    gc.freeze()
-    gc.enable()
+    # The garbage collector on, start-up's heap frozen, full collections in Slack's lulls.
+    collector = Collector(runtime.bolt.quiet)
     async with AsyncExitStack() as stack:
+        stack.enter_context(collector.serving(asyncio.get_running_loop()))
         internal = await stack.enter_async_context(internal_site(runtime, host=host))
         watchers = [start_prober(runtime),  # and the bot token's file (bot/app/reload.py)
                     asyncio.create_task(watch_token_file(runtime), name="token file")]

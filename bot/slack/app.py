@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -72,9 +73,18 @@ class AckingApp(AsyncApp):
 
     on_ack: Callable[[str, float], None] | None = None
     work_slots: WorkSlots | None = None
+    acking = 0  # requests dispatched and not answered yet
+    last_request = -math.inf  # time.monotonic() when the last one came in
+
+    def quiet(self, now: float, for_seconds: float) -> bool:
+        """No request is waiting for its ack and none came in during the last `for_seconds`
+        (at `now`, by time.monotonic): a lull, when pausing the loop delays no ack
+        (bot/app/collector.py)."""
+        return self.acking == 0 and now - self.last_request >= for_seconds
 
     async def async_dispatch(self, req: AsyncBoltRequest) -> BoltResponse:
-        started = time.monotonic()
+        self.last_request = started = time.monotonic()
+        self.acking += 1
         req.context[ACK_SENT] = sent = asyncio.Event()
         if self.work_slots is None:
             self.work_slots = WorkSlots()
@@ -82,6 +92,7 @@ class AckingApp(AsyncApp):
         try:
             return await super().async_dispatch(req)
         finally:
+            self.acking -= 1
             # The listener's work after its ack may begin — one turn of the loop from now, so
             # whoever awaited this dispatch (the HTTP route, the Socket Mode adapter) writes
             # the answer first.
@@ -112,7 +123,7 @@ class SessionRespond(AsyncRespond):
 def build_app(*, services: Services, client: AsyncWebClient, signing_secret: str | None,
               inflight: InFlight, dm_channel: Callable[[str], Awaitable[str]],
               on_ack: Callable[[str, float], None] | None = None,
-              tenancy: Tenancy | None = None, signals: Signals | None = None) -> AsyncApp:
+              tenancy: Tenancy | None = None, signals: Signals | None = None) -> AckingApp:
     """`on_ack(kind, seconds)` is told how long each request took to ack (the metrics);
     `tenancy` finds each request's installation (OAuth: bot/slack/tenancy.py), else the
     client's one token serves every request; `signals` acts on Slack's events about the
