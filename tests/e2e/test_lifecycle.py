@@ -45,11 +45,10 @@ async def test_sigterm_mid_launch_finishes_the_launch_then_exits_0(tmp_path, dat
         # AI Reserve carries the launch out, then holds its answer back for HELD seconds.
         await w.sim.fault("POST /v1/clusters", delay_seconds=HELD)
         await bot.requests.click(card, Action.APPROVE, user_id=BOB)
-        # In flight: AI Reserve has made the cluster and not answered yet. (Waiting to see the
-        # request `launching` instead raced the hold: on a loaded machine a poll could see the
-        # launch only after it had ended, then wait 20 s for a state already gone.)
+        # In flight: AI Reserve has made the cluster and not answered the launch yet. (Not the
+        # request seen `launching`: a watch sweep may link the listed cluster to it by its quote
+        # first, and a poll that came after that waited 20 s for a state already gone.)
         await wait_for(w.sim.clusters, within=60, what="the launch at AI Reserve")
-        assert [r.status for r in await _requests(w)] == [RequestStatus.LAUNCHING]
         began = time.monotonic()
         bot.signal(signal.SIGTERM)
 
