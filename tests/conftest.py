@@ -102,7 +102,7 @@ def _lane(item: pytest.Item) -> str | None:
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    procs.STARTS_PROCESSES = item.get_closest_marker("procs") is not None
+    procs.STARTS_PROCESSES = item.get_closest_marker("boundary") is not None
     group = _lane(item)
     if _grouping(item.config) and group and not item.nodeid.endswith(f"@{group}"):
         pytest.fail("not in its procs lane: this pytest/pytest-xdist names groups another way, "

@@ -85,8 +85,9 @@ _INTERNAL = re.compile(r"health and metrics on \S+ \(this host: (http://\S+)/rea
 _SIM_BANNER = re.compile(r"listening on (http://\S+) .* controls at (http://\S+) with")
 T = TypeVar("T")
 # Whether the running test may start real processes: tests/conftest.py sets it for each test, true
-# only for a `procs` test (`make test-boundary`), so that none hides among the in-process ones of
-# `make test`, outside the lanes. True outside pytest (the benchmarks use this module too).
+# only for a `boundary` one (`make test-boundary`: every `procs` and `image` test), so that none
+# hides among the in-process ones of `make test`. True outside pytest (the benchmarks use this
+# module too).
 STARTS_PROCESSES = True
 
 
@@ -127,8 +128,8 @@ class _Proc:
 
     async def spawn(self) -> None:
         assert self.proc is None or self.proc.returncode is not None, "already running"
-        assert STARTS_PROCESSES, ("this test starts real processes: mark it "
-                                  "@pytest.mark.procs (tests/conftest.py)")
+        assert STARTS_PROCESSES, ("this test starts real processes: mark it @pytest.mark.procs "
+                                  "(tests/conftest.py)")
         with self.log_path.open("ab") as out:
             self.proc = await asyncio.create_subprocess_exec(
                 *self.argv, cwd=self.cwd, env=self.env, stdin=asyncio.subprocess.DEVNULL,
