@@ -92,7 +92,7 @@ class Pacer:
         """`now`: the seconds it paces by — the event loop's clock, unless a test hands it its
         own; then each real wait lasts at most `look_every`, for a waiting call to see that
         clock move (tests move time instead of waiting for it to pass)."""
-        self._now = now
+        self._time = now or (lambda: asyncio.get_running_loop().time())
         self._look_every = look_every
         self._channel = {lim.method: 1 / lim.per_second * MARGIN
                          for lim in limits if lim.per_channel}
@@ -121,9 +121,6 @@ class Pacer:
             held |= await self._turn(key, (int(lane), next(self._seq)))
         self.stats.tried += 1
         self.stats.held += held
-
-    def _time(self) -> float:
-        return self._now() if self._now is not None else asyncio.get_running_loop().time()
 
     async def _turn(self, key: _Key, ticket: tuple[int, int]) -> bool:
         heapq.heappush(key.waiting, ticket)
