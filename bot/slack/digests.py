@@ -22,7 +22,7 @@ from bot.domain.models import ClusterRecord, MessageRef
 from bot.domain.watch import Notice, NoticeKind
 from bot.slack.blocks import digest as digest_blocks
 from bot.slack.duty import NOTICE, PROGRESS, notice_subject, top_subject
-from bot.slack.outbox import POST_ERRORS, reason
+from bot.slack.refusals import POST_ERRORS, reason
 from bot.slack.senders import OutboxSender
 
 log = logging.getLogger(__name__)

@@ -33,7 +33,8 @@ from bot.slack.blocks import payment as payment_blocks
 from bot.slack.blocks import unreadable as unreadable_blocks
 from bot.slack.blocks.message import Message
 from bot.slack.digests import StormDigests
-from bot.slack.outbox import POST_ERRORS, Outcome, SlackOutbox, reason
+from bot.slack.outbox import SlackOutbox
+from bot.slack.refusals import POST_ERRORS, Outcome, reason
 from bot.slack.tokens import usable
 from bot.slack.unreachable import Fallbacks
 from storage.db import Database
