@@ -85,24 +85,26 @@ class StormDigests(OutboxSender):
         async with self._db.transaction() as repos:
             open_now = await repos.digests.list_open()
         for digest in open_now:
+            # Its clusters read, rendered, what it shows claimed and what the edit reads
+            # first (bot/slack/outbox.py `seen`): one transaction.
             async with self._db.transaction() as repos:
                 members = [c for c in [await repos.clusters.get(i)
                                        for i in await repos.digests.members(digest.id)] if c]
+                if not members:
+                    continue
                 tops = {c.id: ref for c in members
                         if (ref := await repos.messages.get(PROGRESS, top_subject(c)))}
-            if not members:
-                continue
-            message = digest_blocks.digest(digest.id, members, tops)
-            shown = hashlib.sha256(json.dumps(message.as_kwargs(), sort_keys=True)
-                                   .encode()).hexdigest()[:24]
-            over = not still_degraded(members)
-            async with self._db.transaction() as repos:
-                mine = await repos.digests.shown(digest.id, shown,
-                                                 close_at=self._clock.now() if over else None)
-            if not mine:
-                continue  # shows this already (edited here or by another replica)
+                message = digest_blocks.digest(digest.id, members, tops)
+                shown = hashlib.sha256(json.dumps(message.as_kwargs(), sort_keys=True)
+                                       .encode()).hexdigest()[:24]
+                over = not still_degraded(members)
+                if not await repos.digests.shown(digest.id, shown,
+                                                 close_at=self._clock.now() if over else None):
+                    continue  # shows this already (edited here or by another replica)
+                seen = await self._outbox.seen(repos, DIGEST, digest.id, digest.channel_id)
             try:
-                await self._outbox.upsert(DIGEST, digest.id, digest.channel_id, message)
+                await self._outbox.upsert(DIGEST, digest.id, digest.channel_id, message,
+                                          seen=seen)
             except POST_ERRORS as exc:
                 log.warning("could not post the storm digest in %s: %s", digest.channel_id,
                             reason(exc))

@@ -102,3 +102,24 @@ async def test_a_card_refused_in_the_channel_it_shares_with_the_progress_message
         assert [c.method for c in tried] == ["chat.update"], tried  # the card's, refused
         assert opened["upsert"] == 1, opened  # the progress message's upsert read again
         assert (await _notifier(h).outbox.unreachable()) == {GENERAL: "is_archived"}
+
+
+async def test_a_digest_is_read_rendered_and_claimed_in_one_transaction(tmp_path, monkeypatch):
+    """A storm's digest (bot/slack/digests.py): its clusters read, what it shows claimed and
+    what its upsert reads first, in one transaction where three were; its first post is then
+    claimed, and stored with its delivery (the upsert's two)."""
+    async with bot(tmp_path) as h:
+        cluster_id = await h.running_cluster()
+        async with h.rt.db.transaction() as repos:
+            digest = await repos.digests.open(GENERAL, now=h.clock.now())
+            await repos.digests.join(digest.id, [cluster_id], now=h.clock.now())
+        with counted(h.rt.db, monkeypatch) as opened:
+            await _notifier(h).digests.refresh()
+        # The open digests listed, then the one read with its claim; the upsert's claim of
+        # the first post and its coordinates (nothing degraded any more: closed, nobody told).
+        assert (opened["refresh"], opened["upsert"]) == (2, 2), opened
+        [shown] = [m for m in h.slack.messages(GENERAL) if cluster_id in h.text_of(m)
+                   and not m.is_reply and "Storm" in m.text]
+        with counted(h.rt.db, monkeypatch) as opened:  # closed: nothing open to render
+            await _notifier(h).digests.refresh()
+        assert opened == {"refresh": 1}, opened
