@@ -101,6 +101,8 @@ class SlackOutbox:
         self.concurrency = 1
         # Bumped whenever a target is given up on or works again: a `Seen` read before is stale.
         self.reach_epoch = 0
+        # DM channels known here (user → channel): stored once, never changed, so not read again.
+        self._dm_channels: dict[str, str] = {}
 
     async def unreachable(self) -> Mapping[str, str]:
         """Targets recorded undeliverable → Slack's code."""
@@ -241,12 +243,15 @@ class SlackOutbox:
         return True
 
     async def dm(self, user_id: str, kwargs: dict[str, Any]) -> None:
-        """Post to a person's DM channel (opened once, then read from the database)."""
+        """Post to a person's DM channel (opened once, read from the database once a process)."""
         channel = await self.dm_channel(user_id)
         await self._client.chat_postMessage(channel=channel, **kwargs)
 
     async def dm_channel(self, user_id: str) -> str:
-        """The person's DM channel id: from the database, else opened once (claimed)."""
+        """The person's DM channel id: known here, else from the database, else opened once
+        (claimed)."""
+        if known := self._dm_channels.get(user_id):
+            return known
         key = f"dm-channel/{user_id}"
         for wait in (*DM_CHANNEL_WAITS, None):
             async with self._db.transaction() as repos:
@@ -255,6 +260,7 @@ class SlackOutbox:
                     key, kind="dm_channel", target=user_id, holder=self.holder,
                     now=self.claim_clock(), ttl=self.claim_ttl)
             if channel is not None:
+                self._dm_channels[user_id] = channel
                 return channel
             if claimed or wait is None:
                 break
@@ -271,6 +277,7 @@ class SlackOutbox:
             await repos.dm_channels.put(user_id, channel)
             if claimed:
                 await repos.outbox.delivered(key, now=self._clock.now())
+        self._dm_channels[user_id] = channel
         return channel
 
     async def _durable(self, key: str, payload: dict[str, Any]) -> Outcome:

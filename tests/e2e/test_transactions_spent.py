@@ -57,6 +57,22 @@ async def test_a_post_spends_one_transaction_to_claim_and_one_to_mark_it(tmp_pat
         assert [m.text for m in h.slack.messages(APPROVALS)].count("posted once") == 1
 
 
+async def test_a_dm_reads_the_dm_channel_once_a_process(tmp_path, monkeypatch):
+    """The person's DM channel is opened once and stored (never changed): a process reads it
+    once (bot/slack/outbox.py `dm_channel`), then a DM is its claim and its mark, 2 where it
+    was 3."""
+    async with bot(tmp_path) as h:
+        outbox = _notifier(h).outbox
+        await outbox.dm_once("cheap/dm/1", ALICE, notice("first"))
+        with counted(h.rt.db, monkeypatch) as opened:
+            await outbox.dm_once("cheap/dm/2", ALICE, notice("second"))
+        assert opened == {"once": 2}, opened
+        assert [m.text for m in h.slack.dms(ALICE)][-2:] == ["first", "second"]
+        opens = [c for c in h.slack.calls if c.method == "conversations.open"
+                 and c.args.get("users") == ALICE]
+        assert len(opens) == 1, opens
+
+
 async def test_a_refresh_reads_its_card_progress_and_story_in_one_transaction(tmp_path,
                                                                              monkeypatch):
     """The card's key, the progress message, the untold steps of the story and what each
