@@ -216,10 +216,13 @@ class NoticeDelivery:
                     return
                 record = await repos.clusters.get(notice.cluster_id)
                 top = await repos.messages.get(PROGRESS, top_subject(record)) if record else None
+                # Broadcast to the channel only when no storm's digest speaks for it.
+                broadcast = (notice.kind.broadcast and record is not None
+                             and await repos.digests.digest_of(record.id) is None)
             done = True
             if record is not None:
                 try:
-                    done = await self._deliver(notice, record, top)
+                    done = await self._deliver(notice, record, top, broadcast)
                 except POST_ERRORS as exc:
                     # Left pending: the next pass tries again; later notices still go.
                     log.warning("could not deliver %s notice for %s: %s", notice.kind,
@@ -242,12 +245,12 @@ class NoticeDelivery:
         return skipped
 
     async def _deliver(self, notice: Notice, record: ClusterRecord,
-                       top: MessageRef | None) -> bool:
+                       top: MessageRef | None, broadcast: bool) -> bool:
         with self._people.at(record):  # its installation's approvers, channel and policy
-            return await self._deliver_here(notice, record, top)
+            return await self._deliver_here(notice, record, top, broadcast)
 
     async def _deliver_here(self, notice: Notice, record: ClusterRecord,
-                            top: MessageRef | None) -> bool:
+                            top: MessageRef | None, broadcast: bool) -> bool:
         """Each post of the notice once (keyed under the notice); False if one is still busy
         at another replica (one that died mid-notice: its claims expire, a later pass ends)
         or held for a channel a person can give back (bot/slack/unreachable.py)."""
@@ -283,7 +286,8 @@ class NoticeDelivery:
                       else notice_blocks.thread_notice(notice, record, now=now)).as_kwargs()
             if top is not None:
                 posts.append((f"{prefix}/thread", top.channel_id, partial(
-                    self._digests.thread_post, notice, record, top, kwargs)))
+                    self._digests.thread_post, notice, record, top, kwargs,
+                    broadcast=broadcast)))
             else:  # no top message to thread under (it could not be posted): the channel
                 posts.append((f"{prefix}/channel", record.channel_id, partial(
                     self._client.chat_postMessage, channel=record.channel_id, **kwargs)))
