@@ -38,6 +38,7 @@ from bot.slack.refusals import POST_ERRORS, Outcome, reason
 from bot.slack.tokens import usable
 from bot.slack.unreachable import Fallbacks
 from storage.db import Database
+from storage.repositories import Repos
 
 log = logging.getLogger(__name__)
 
@@ -136,8 +137,9 @@ class NoticeDelivery:
                                    limit=100 + len(skipped) + len(where),
                                    now=self.outbox.claim_clock())
                                if _ident(n) not in skipped]
-                if any(_ident(n) not in where for n in pending):
-                    stormy = await self._route(pending, where)
+                    new = any(_ident(n) not in where for n in pending)
+                    stormy = await self._routed(repos, pending, where) if new else set()
+                if new:
                     # A calm channel goes at once; a storm's first has its digest (one per
                     # channel, bot/slack/digests.py) gathered — so notices stored while others
                     # went out (the sweep goes on) join it too — and shown before its notices:
@@ -171,17 +173,22 @@ class NoticeDelivery:
         clusters a storm's digest speaks for now (their lines go last). Returns the channels
         with an open digest or a storm starting (their notices wait for the digest)."""
         async with self._db.transaction() as repos:
-            digests = await repos.digests.list_open()
-            self._stormy = {c for d in digests for c in await repos.digests.members(d.id)}
-            stormy = {d.channel_id for d in digests} | storms(
-                c.channel_id for c in await repos.clusters.list_degraded())
-            for notice in pending:
-                if _ident(notice) in where:
-                    continue
-                record = await repos.clusters.get(notice.cluster_id)
-                top = await repos.messages.get(PROGRESS, top_subject(record)) if record else None
-                where[_ident(notice)] = (top.channel_id if top
-                                         else record.channel_id if record else "")
+            return await self._routed(repos, pending, where)
+
+    async def _routed(self, repos: Repos, pending: Sequence[Notice],
+                      where: dict[Ident, str]) -> set[str]:
+        """`_route` in `repos`' transaction (the one that read `pending`)."""
+        digests = await repos.digests.list_open()
+        self._stormy = {c for d in digests for c in await repos.digests.members(d.id)}
+        stormy = {d.channel_id for d in digests} | storms(
+            c.channel_id for c in await repos.clusters.list_degraded())
+        for notice in pending:
+            if _ident(notice) in where:
+                continue
+            record = await repos.clusters.get(notice.cluster_id)
+            top = await repos.messages.get(PROGRESS, top_subject(record)) if record else None
+            where[_ident(notice)] = (top.channel_id if top
+                                     else record.channel_id if record else "")
         return stormy
 
     def _start(self, pending: Sequence[Notice], where: Mapping[Ident, str],

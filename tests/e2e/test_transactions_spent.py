@@ -151,5 +151,8 @@ async def test_whether_a_notice_is_broadcast_is_read_with_its_claim(tmp_path, mo
         with counted(h.rt.db, monkeypatch) as opened:
             await h.advance(30)
         assert opened["thread_post"] == 1, opened
+        # Its channel is found with the read of what is pending (bot/slack/notices.py), not in
+        # a transaction after it: `_route` is left only the look after the digests' gather.
+        assert opened["_route"] == 1, opened
         [line] = await h.notices(cluster_id, "is degraded")
         assert [m for m in h.slack.messages(GENERAL) if m.is_reply] == [line]  # broadcast
