@@ -71,6 +71,9 @@ class SlackNotifier:
         self._home = home
         self._homes = Coalesced(self._publish_home)  # one publish of a home at a time
         self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+        # A cluster's request, once linked, never changes (storage/clusters.py): known here,
+        # a cluster's refresh goes to its request's without reading the cluster first.
+        self._request_of: dict[str, str] = {}
         self.outbox = SlackOutbox(client=client, db=db, clock=clock,
                                   holder=holder or replica_id(), claim_ttl=claim_ttl)
         self.outbox.on_refresh = self._refresh_queued
@@ -221,11 +224,15 @@ class SlackNotifier:
         return [(key, words) for key, words in steps if key not in told]
 
     async def _refresh_cluster(self, cluster_id: str) -> None:
+        if request_id := self._request_of.get(cluster_id):
+            await self._refresh_request(request_id, superseded_quote_id=None, card=False)
+            return
         async with self._db.transaction() as repos:
             record = await repos.clusters.get(cluster_id)
         if record is None:
             return
         if record.request_id is not None:
+            self._request_of[cluster_id] = record.request_id
             await self._refresh_request(record.request_id, superseded_quote_id=None,
                                         card=False)
             return

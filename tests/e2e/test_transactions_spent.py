@@ -156,3 +156,18 @@ async def test_whether_a_notice_is_broadcast_is_read_with_its_claim(tmp_path, mo
         assert opened["_route"] == 1, opened
         [line] = await h.notices(cluster_id, "is degraded")
         assert [m for m in h.slack.messages(GENERAL) if m.is_reply] == [line]  # broadcast
+
+
+async def test_a_clusters_refresh_goes_to_its_requests_without_reading_it_again(tmp_path,
+                                                                               monkeypatch):
+    """A cluster's request never changes once linked (storage/clusters.py): the notifier reads
+    it once, then a cluster's refresh (every poll that moved it) is its request's refresh,
+    without a transaction of its own to find the request."""
+    async with bot(tmp_path) as h:
+        cluster_id = await h.running_cluster()
+        await _notifier(h).refresh_cluster(cluster_id)
+        with counted(h.rt.db, monkeypatch) as opened:
+            await _notifier(h).refresh_cluster(cluster_id)
+        assert "_refresh_cluster" not in opened and opened["_refresh_request"] == 1, opened
+        top = await h.top(cluster_id)
+        assert cluster_id in h.text_of(top)  # its request's progress message, edited
