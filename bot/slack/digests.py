@@ -63,13 +63,10 @@ class StormDigests(OutboxSender):
         return joined
 
     async def thread_post(self, notice: Notice, record: ClusterRecord, top: MessageRef,
-                          kwargs: dict[str, Any]) -> None:
-        """A notice's line in the cluster's thread: broadcast to the channel only when no
-        digest speaks for it; the degraded one's coordinates kept (Acknowledge edits it)."""
-        broadcast = notice.kind.broadcast
-        if broadcast:
-            async with self._db.transaction() as repos:
-                broadcast = await repos.digests.digest_of(record.id) is None
+                          kwargs: dict[str, Any], *, broadcast: bool) -> None:
+        """A notice's line in the cluster's thread, `broadcast` to the channel too (a kind
+        that is, when no digest speaks for it: read with the notice's claim); the degraded
+        one's coordinates kept (Acknowledge edits it)."""
         posted = await self._client.chat_postMessage(channel=top.channel_id, thread_ts=top.ts,
                                                      reply_broadcast=broadcast, **kwargs)
         if notice.kind is NoticeKind.DEGRADED:

@@ -139,3 +139,20 @@ async def test_a_digest_is_read_rendered_and_claimed_in_one_transaction(tmp_path
         with counted(h.rt.db, monkeypatch) as opened:  # closed: nothing open to render
             await _notifier(h).digests.refresh()
         assert opened == {"refresh": 1}, opened
+
+
+async def test_whether_a_notice_is_broadcast_is_read_with_its_claim(tmp_path, monkeypatch):
+    """Whether a storm's digest speaks for the cluster (then its line stays in the thread) is
+    read with the notice's claim (bot/slack/notices.py), not in a transaction before its post:
+    the degraded line's post keeps only the one that stores its coordinates."""
+    async with bot(tmp_path) as h:
+        cluster_id = await h.running_cluster()
+        await h.fail_node(cluster_id)
+        with counted(h.rt.db, monkeypatch) as opened:
+            await h.advance(30)
+        assert opened["thread_post"] == 1, opened
+        # Its channel is found with the read of what is pending (bot/slack/notices.py), not in
+        # a transaction after it: `_route` is left only the look after the digests' gather.
+        assert opened["_route"] == 1, opened
+        [line] = await h.notices(cluster_id, "is degraded")
+        assert [m for m in h.slack.messages(GENERAL) if m.is_reply] == [line]  # broadcast
