@@ -41,7 +41,7 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 from sqlalchemy.orm import ORMExecuteState, Session
-from sqlalchemy.pool import ConnectionPoolEntry
+from sqlalchemy.pool import ConnectionPoolEntry, PoolResetState
 
 from bot.domain import lanes
 from bot.domain.errors import StorageTrouble, StorageUnavailable
@@ -116,13 +116,18 @@ class Database:
     def __init__(self, url: str, *, echo: bool = False) -> None:
         self._url = normalize_url(url)
         self._is_sqlite = self._url.startswith("sqlite")
-        options: dict[str, Any] = {} if self._is_sqlite else {"pool_pre_ping": True}
+        # SQLite: a connection back in the pool is rolled back only if a transaction is still
+        # open on it (`_sqlite_on_reset`), not after every commit as well (a call on aiosqlite's
+        # thread, one of five in an empty transaction).
+        options: dict[str, Any] = ({"pool_reset_on_return": None} if self._is_sqlite
+                                   else {"pool_pre_ping": True})
         # hide_parameters: SQLAlchemy's own log lines and error messages never carry the values
         # bound to a statement (a workload's environment, before it is sealed, among them).
         self._engine = create_engine(self._url, echo=echo, hide_parameters=True, **options)
         if self._is_sqlite:
             event.listen(self._engine.sync_engine, "connect", _sqlite_on_connect)
             event.listen(self._engine.sync_engine, "begin", _sqlite_on_begin)
+            event.listen(self._engine.sync_engine.pool, "reset", _sqlite_on_reset)
         # Rows are turned into frozen models before commit: nothing to expire or refresh.
         self._sessions = async_sessionmaker(self._engine, expire_on_commit=False,
                                             sync_session_class=_NotingSession)
@@ -293,6 +298,16 @@ def _use_wal(cursor: Any) -> None:
             if attempt == 19 or "locked" not in str(exc):
                 raise
             time.sleep(0.01 * (attempt + 1))
+
+
+def _sqlite_on_reset(dbapi_connection: Any, _record: ConnectionPoolEntry,
+                     state: PoolResetState) -> None:
+    """A connection checked back in: rolled back when the driver says a transaction is still
+    open on it (a COMMIT that failed, a session closed mid-way); committed, it is clean."""
+    if state.terminate_only or not state.asyncio_safe:
+        return  # being closed, or outside the loop (no call to its thread can be made)
+    if dbapi_connection.driver_connection.in_transaction:
+        dbapi_connection.rollback()
 
 
 def _sqlite_on_begin(conn: Connection) -> None:

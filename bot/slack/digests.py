@@ -22,7 +22,7 @@ from bot.domain.models import ClusterRecord, MessageRef
 from bot.domain.watch import Notice, NoticeKind
 from bot.slack.blocks import digest as digest_blocks
 from bot.slack.duty import NOTICE, PROGRESS, notice_subject, top_subject
-from bot.slack.outbox import POST_ERRORS, reason
+from bot.slack.refusals import POST_ERRORS, reason
 from bot.slack.senders import OutboxSender
 
 log = logging.getLogger(__name__)
@@ -63,13 +63,10 @@ class StormDigests(OutboxSender):
         return joined
 
     async def thread_post(self, notice: Notice, record: ClusterRecord, top: MessageRef,
-                          kwargs: dict[str, Any]) -> None:
-        """A notice's line in the cluster's thread: broadcast to the channel only when no
-        digest speaks for it; the degraded one's coordinates kept (Acknowledge edits it)."""
-        broadcast = notice.kind.broadcast
-        if broadcast:
-            async with self._db.transaction() as repos:
-                broadcast = await repos.digests.digest_of(record.id) is None
+                          kwargs: dict[str, Any], *, broadcast: bool) -> None:
+        """A notice's line in the cluster's thread, `broadcast` to the channel too (a kind
+        that is, when no digest speaks for it: read with the notice's claim); the degraded
+        one's coordinates kept (Acknowledge edits it)."""
         posted = await self._client.chat_postMessage(channel=top.channel_id, thread_ts=top.ts,
                                                      reply_broadcast=broadcast, **kwargs)
         if notice.kind is NoticeKind.DEGRADED:
@@ -85,24 +82,26 @@ class StormDigests(OutboxSender):
         async with self._db.transaction() as repos:
             open_now = await repos.digests.list_open()
         for digest in open_now:
+            # Its clusters read, rendered, what it shows claimed and what the edit reads
+            # first (bot/slack/outbox.py `seen`): one transaction.
             async with self._db.transaction() as repos:
                 members = [c for c in [await repos.clusters.get(i)
                                        for i in await repos.digests.members(digest.id)] if c]
+                if not members:
+                    continue
                 tops = {c.id: ref for c in members
                         if (ref := await repos.messages.get(PROGRESS, top_subject(c)))}
-            if not members:
-                continue
-            message = digest_blocks.digest(digest.id, members, tops)
-            shown = hashlib.sha256(json.dumps(message.as_kwargs(), sort_keys=True)
-                                   .encode()).hexdigest()[:24]
-            over = not still_degraded(members)
-            async with self._db.transaction() as repos:
-                mine = await repos.digests.shown(digest.id, shown,
-                                                 close_at=self._clock.now() if over else None)
-            if not mine:
-                continue  # shows this already (edited here or by another replica)
+                message = digest_blocks.digest(digest.id, members, tops)
+                shown = hashlib.sha256(json.dumps(message.as_kwargs(), sort_keys=True)
+                                       .encode()).hexdigest()[:24]
+                over = not still_degraded(members)
+                if not await repos.digests.shown(digest.id, shown,
+                                                 close_at=self._clock.now() if over else None):
+                    continue  # shows this already (edited here or by another replica)
+                seen = await self._outbox.seen(repos, DIGEST, digest.id, digest.channel_id)
             try:
-                await self._outbox.upsert(DIGEST, digest.id, digest.channel_id, message)
+                await self._outbox.upsert(DIGEST, digest.id, digest.channel_id, message,
+                                          seen=seen)
             except POST_ERRORS as exc:
                 log.warning("could not post the storm digest in %s: %s", digest.channel_id,
                             reason(exc))

@@ -12,7 +12,7 @@ from bot.domain.watch import NoticeKind
 from bot.slack.blocks import duty as duty_blocks
 from bot.slack.blocks import notices as notice_blocks
 from bot.slack.blocks.story import story_post
-from bot.slack.outbox import POST_ERRORS, reason
+from bot.slack.refusals import POST_ERRORS, reason
 from bot.slack.senders import OutboxSender
 
 log = logging.getLogger(__name__)

@@ -33,10 +33,12 @@ from bot.slack.blocks import payment as payment_blocks
 from bot.slack.blocks import unreadable as unreadable_blocks
 from bot.slack.blocks.message import Message
 from bot.slack.digests import StormDigests
-from bot.slack.outbox import POST_ERRORS, Outcome, SlackOutbox, reason
+from bot.slack.outbox import SlackOutbox
+from bot.slack.refusals import POST_ERRORS, Outcome, reason
 from bot.slack.tokens import usable
 from bot.slack.unreachable import Fallbacks
 from storage.db import Database
+from storage.repositories import Repos
 
 log = logging.getLogger(__name__)
 
@@ -135,8 +137,9 @@ class NoticeDelivery:
                                    limit=100 + len(skipped) + len(where),
                                    now=self.outbox.claim_clock())
                                if _ident(n) not in skipped]
-                if any(_ident(n) not in where for n in pending):
-                    stormy = await self._route(pending, where)
+                    new = any(_ident(n) not in where for n in pending)
+                    stormy = await self._routed(repos, pending, where) if new else set()
+                if new:
                     # A calm channel goes at once; a storm's first has its digest (one per
                     # channel, bot/slack/digests.py) gathered — so notices stored while others
                     # went out (the sweep goes on) join it too — and shown before its notices:
@@ -170,17 +173,22 @@ class NoticeDelivery:
         clusters a storm's digest speaks for now (their lines go last). Returns the channels
         with an open digest or a storm starting (their notices wait for the digest)."""
         async with self._db.transaction() as repos:
-            digests = await repos.digests.list_open()
-            self._stormy = {c for d in digests for c in await repos.digests.members(d.id)}
-            stormy = {d.channel_id for d in digests} | storms(
-                c.channel_id for c in await repos.clusters.list_degraded())
-            for notice in pending:
-                if _ident(notice) in where:
-                    continue
-                record = await repos.clusters.get(notice.cluster_id)
-                top = await repos.messages.get(PROGRESS, top_subject(record)) if record else None
-                where[_ident(notice)] = (top.channel_id if top
-                                         else record.channel_id if record else "")
+            return await self._routed(repos, pending, where)
+
+    async def _routed(self, repos: Repos, pending: Sequence[Notice],
+                      where: dict[Ident, str]) -> set[str]:
+        """`_route` in `repos`' transaction (the one that read `pending`)."""
+        digests = await repos.digests.list_open()
+        self._stormy = {c for d in digests for c in await repos.digests.members(d.id)}
+        stormy = {d.channel_id for d in digests} | storms(
+            c.channel_id for c in await repos.clusters.list_degraded())
+        for notice in pending:
+            if _ident(notice) in where:
+                continue
+            record = await repos.clusters.get(notice.cluster_id)
+            top = await repos.messages.get(PROGRESS, top_subject(record)) if record else None
+            where[_ident(notice)] = (top.channel_id if top
+                                     else record.channel_id if record else "")
         return stormy
 
     def _start(self, pending: Sequence[Notice], where: Mapping[Ident, str],
@@ -215,10 +223,13 @@ class NoticeDelivery:
                     return
                 record = await repos.clusters.get(notice.cluster_id)
                 top = await repos.messages.get(PROGRESS, top_subject(record)) if record else None
+                # Broadcast to the channel only when no storm's digest speaks for it.
+                broadcast = (notice.kind.broadcast and record is not None
+                             and await repos.digests.digest_of(record.id) is None)
             done = True
             if record is not None:
                 try:
-                    done = await self._deliver(notice, record, top)
+                    done = await self._deliver(notice, record, top, broadcast)
                 except POST_ERRORS as exc:
                     # Left pending: the next pass tries again; later notices still go.
                     log.warning("could not deliver %s notice for %s: %s", notice.kind,
@@ -241,12 +252,12 @@ class NoticeDelivery:
         return skipped
 
     async def _deliver(self, notice: Notice, record: ClusterRecord,
-                       top: MessageRef | None) -> bool:
+                       top: MessageRef | None, broadcast: bool) -> bool:
         with self._people.at(record):  # its installation's approvers, channel and policy
-            return await self._deliver_here(notice, record, top)
+            return await self._deliver_here(notice, record, top, broadcast)
 
     async def _deliver_here(self, notice: Notice, record: ClusterRecord,
-                            top: MessageRef | None) -> bool:
+                            top: MessageRef | None, broadcast: bool) -> bool:
         """Each post of the notice once (keyed under the notice); False if one is still busy
         at another replica (one that died mid-notice: its claims expire, a later pass ends)
         or held for a channel a person can give back (bot/slack/unreachable.py)."""
@@ -282,7 +293,8 @@ class NoticeDelivery:
                       else notice_blocks.thread_notice(notice, record, now=now)).as_kwargs()
             if top is not None:
                 posts.append((f"{prefix}/thread", top.channel_id, partial(
-                    self._digests.thread_post, notice, record, top, kwargs)))
+                    self._digests.thread_post, notice, record, top, kwargs,
+                    broadcast=broadcast)))
             else:  # no top message to thread under (it could not be posted): the channel
                 posts.append((f"{prefix}/channel", record.channel_id, partial(
                     self._client.chat_postMessage, channel=record.channel_id, **kwargs)))

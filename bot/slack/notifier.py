@@ -46,16 +46,8 @@ from bot.slack.coalesce import Coalesced
 from bot.slack.digests import StormDigests
 from bot.slack.found import FoundClusters
 from bot.slack.notices import PROGRESS, NoticeDelivery, top_subject
-from bot.slack.outbox import (
-    DEFAULT_CLAIM,
-    HELD,
-    POST_ERRORS,
-    Outcome,
-    SlackOutbox,
-    Unreachable,
-    gone,
-    reason,
-)
+from bot.slack.outbox import DEFAULT_CLAIM, SlackOutbox
+from bot.slack.refusals import HELD, POST_ERRORS, Outcome, Unreachable, gone, reason
 from bot.slack.unreachable import Fallbacks
 from storage.db import Database
 from storage.outbox import FOUND
@@ -139,12 +131,15 @@ class SlackNotifier:
     async def _refresh_request(self, request_id: str, *, superseded_quote_id: str | None,
                                card: bool) -> None:
         async with self._locks[request_id]:
-            # What the card, the progress message and the story show, read together: one
-            # transaction (and one view of the request), not one for each.
+            # What the card, the progress message and the story show, and what their upserts
+            # read first, read together: one transaction (one view of the request), not one each.
             async with self._db.transaction() as repos:
                 request = await repos.requests.get(request_id)
                 if request is None:
                     return
+                # Where the request was made: its installation's approvals channel and policy.
+                policy = self._people.policy_for(request)
+                channel = policy.approvals_channel or ""
                 quote = await repos.quotes.get(request.quote_id)
                 old_quote = (await repos.quotes.get(superseded_quote_id)
                              if superseded_quote_id else None)
@@ -153,12 +148,13 @@ class SlackNotifier:
                 readiness = await repos.readiness.get(record.id) if record else None
                 held = await repos.request_quotes.quotes_of(request_id)  # newest first
                 card_key = await _card_key(repos, request, held) if card else ""
+                card_seen = (await self.outbox.seen(repos, APPROVAL, card_key, channel)
+                             if card else None)
+                top_seen = await self.outbox.seen(repos, PROGRESS, request_id,
+                                                  request.channel_id)
                 story = await self._untold(repos, request, approvals, record, held)
             assert quote is not None
             now = self._clock.now()
-            # Where the request was made: its installation's approvals channel and policy.
-            policy = self._people.policy_for(request)
-            channel = policy.approvals_channel or ""
             if old_quote is not None:
                 stale = request.model_copy(update={"status": RequestStatus.SUPERSEDED,
                                                    "hourly_cents": request.previous_hourly_cents
@@ -174,7 +170,7 @@ class SlackNotifier:
                          else approval_blocks.approval_outcome(request, quote, approvals,
                                                                now=now, policy=policy))
                 try:
-                    await self.outbox.upsert(APPROVAL, card_key, channel, shown)
+                    await self.outbox.upsert(APPROVAL, card_key, channel, shown, seen=card_seen)
                 except Unreachable as exc:
                     with self._people.at(request):  # its approvers, by DM
                         await self.fallbacks.card_by_dm(request, quote.id, shown, exc)
@@ -185,7 +181,7 @@ class SlackNotifier:
                                                            record, readiness)
                                                        if record else None)
             top = await self.outbox.upsert(PROGRESS, request_id, request.channel_id, progress,
-                                           fallback_user=request.requester_id)
+                                           fallback_user=request.requester_id, seen=top_seen)
             for key, words in story:  # in the progress message's thread, each step once
                 if top is not None:
                     await self.outbox.post_once(key, top.channel_id,

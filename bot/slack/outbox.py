@@ -35,14 +35,13 @@ made: each post carries its key in its metadata, and it is looked for before it 
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
-import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -52,9 +51,11 @@ from bot.domain.models import MessageRef
 from bot.slack.answers import posting
 from bot.slack.blocks.message import Message
 from bot.slack.maybe import MaybePosted
+from bot.slack.refusals import DM_INSTEAD, POST_ERRORS, Outcome, Unreachable, gone, reason
 from storage.db import Database
 from storage.outbox import OutboxItem
 from storage.replica import wall_clock
+from storage.repositories import Repos
 
 log = logging.getLogger(__name__)
 
@@ -62,53 +63,21 @@ DEFAULT_CLAIM = timedelta(minutes=2)
 # How a DM waits for another task or replica that is opening the same DM channel (real time:
 # it waits on that one's call to Slack): 0.05 s doubling, about 3 s in all, then opens it too.
 DM_CHANNEL_WAITS = tuple(0.05 * 2 ** n for n in range(6))
-# What a refused or lost post raises: the claim is released and the post tried again later.
-POST_ERRORS = (SlackApiError, aiohttp.ClientError, TimeoutError)
-# Posting into a channel the bot can't reach: tell the requester by DM instead.
-_UNREACHABLE = {"channel_not_found", "not_in_channel", "is_archived", "restricted_action"}
-# Slack's answers that mean the target can't receive anything until a person fixes it.
-# (`account_inactive` is not one: it is Slack refusing the bot's own token, bot/slack/tokens.py.)
-GONE = frozenset({"user_not_found", "user_disabled", "cannot_dm_bot",
-                  "channel_not_found", "is_archived", "not_in_channel"})
-# Of those, the ones a person undoes (unarchive the channel, invite the bot back): what is meant
-# for such a channel is held — a notice stays pending, a stored post stays stored — and goes
-# out once it works again (bot/slack/unreachable.py), never dropped as "gone for good".
-HELD = frozenset({"is_archived", "not_in_channel"})
 # How long a replica waits for another that is posting the same card (then it edits it).
 _WAIT_STEPS, _WAIT_SECONDS = 100, 0.05
 
 
-def reason(exc: BaseException) -> str:
-    """A log-safe reason: Slack's error code, or the exception's type (never a message body)."""
-    if isinstance(exc, SlackApiError):
-        return str(exc.response.get("error"))
-    return type(exc).__name__
+@dataclass(frozen=True)
+class Seen:
+    """What an upsert reads before it edits or posts: whether its channel is recorded
+    undeliverable (`code`) and where its message is (`ref`). A caller that reads the stored
+    state anyway reads these with it (`SlackOutbox.seen`) and saves the upsert a transaction;
+    taken only while no target's reachability changed since (`epoch`): a card refused in a
+    channel is what the progress message in the same channel must see next."""
 
-
-def gone(exc: BaseException) -> str | None:
-    """Slack's code when `exc` says the target is unreachable for good (`GONE`), else None."""
-    if isinstance(exc, SlackApiError):
-        code = str(exc.response.get("error"))
-        return code if code in GONE else None
-    return None
-
-
-class Unreachable(SlackApiError):
-    """A post to a target recorded undeliverable: Slack was not called (or just refused it)."""
-
-    def __init__(self, target: str, code: str) -> None:
-        # A SlackApiError, so every handler of Slack refusals also handles this one.
-        super().__init__(f"{target} is unreachable ({code})",  # type: ignore[no-untyped-call]
-                         {"ok": False, "error": code})
-        self.target = target
-        self.code = code
-
-
-class Outcome(enum.Enum):
-    POSTED = "posted"  # this call posted it
-    DONE = "done"  # posted earlier (by this replica or another)
-    BUSY = "busy"  # another replica holds a live claim: it is posting it now
-    UNDELIVERABLE = "undeliverable"  # the target refuses posts for good: not posted, not retried
+    code: str | None
+    ref: MessageRef | None
+    epoch: int
 
 
 class SlackOutbox:
@@ -130,6 +99,10 @@ class SlackOutbox:
         # Stored entries sent at once by a delivery pass: with Slack's limits paced per
         # channel (bot/slack/pacing.py) many go out side by side, each waiting its turn.
         self.concurrency = 1
+        # Bumped whenever a target is given up on or works again: a `Seen` read before is stale.
+        self.reach_epoch = 0
+        # DM channels known here (user → channel): stored once, never changed, so not read again.
+        self._dm_channels: dict[str, str] = {}
 
     async def unreachable(self) -> Mapping[str, str]:
         """Targets recorded undeliverable → Slack's code."""
@@ -139,6 +112,7 @@ class SlackOutbox:
 
     async def give_up_on(self, target: str, code: str) -> None:
         """Record `target` undeliverable; the first to record it tells `on_undeliverable`."""
+        self.reach_epoch += 1
         async with self._db.transaction() as repos:
             first = await repos.outbox.mark_undeliverable(target, reason=code,
                                                           now=self._clock.now())
@@ -269,12 +243,15 @@ class SlackOutbox:
         return True
 
     async def dm(self, user_id: str, kwargs: dict[str, Any]) -> None:
-        """Post to a person's DM channel (opened once, then read from the database)."""
+        """Post to a person's DM channel (opened once, read from the database once a process)."""
         channel = await self.dm_channel(user_id)
         await self._client.chat_postMessage(channel=channel, **kwargs)
 
     async def dm_channel(self, user_id: str) -> str:
-        """The person's DM channel id: from the database, else opened once (claimed)."""
+        """The person's DM channel id: known here, else from the database, else opened once
+        (claimed)."""
+        if known := self._dm_channels.get(user_id):
+            return known
         key = f"dm-channel/{user_id}"
         for wait in (*DM_CHANNEL_WAITS, None):
             async with self._db.transaction() as repos:
@@ -283,6 +260,7 @@ class SlackOutbox:
                     key, kind="dm_channel", target=user_id, holder=self.holder,
                     now=self.claim_clock(), ttl=self.claim_ttl)
             if channel is not None:
+                self._dm_channels[user_id] = channel
                 return channel
             if claimed or wait is None:
                 break
@@ -299,6 +277,7 @@ class SlackOutbox:
             await repos.dm_channels.put(user_id, channel)
             if claimed:
                 await repos.outbox.delivered(key, now=self._clock.now())
+        self._dm_channels[user_id] = channel
         return channel
 
     async def _durable(self, key: str, payload: dict[str, Any]) -> Outcome:
@@ -324,14 +303,17 @@ class SlackOutbox:
     # --- messages edited in place (approval cards, progress messages) ---------------------
 
     async def upsert(self, kind: str, subject: str, channel: str, message: Message, *,
-                     create: bool = True, fallback_user: str | None = None) -> MessageRef | None:
+                     create: bool = True, fallback_user: str | None = None,
+                     seen: Seen | None = None) -> MessageRef | None:
         """Edit the stored message; post it first if there is none. The first post is claimed
         (key `message/<kind>/<subject>`): a replica that finds another posting it waits for
         the coordinates and edits instead, so no replica posts a second card. Returns the
-        message's stored coordinates, as edited or posted (None: nothing shown)."""
-        async with self._db.transaction() as repos:  # one read for both
-            code = await repos.outbox.unreachable_reason(channel)
-            ref = await repos.messages.get(kind, subject)
+        message's stored coordinates, as edited or posted (None: nothing shown). `seen`: what
+        the caller read of it (`seen`), else read here."""
+        if seen is None or seen.epoch != self.reach_epoch:
+            async with self._db.transaction() as repos:
+                seen = await self.seen(repos, kind, subject, channel)
+        code, ref = seen.code, seen.ref
         # Its message is in a channel Slack refuses (a DM fallback can't edit it): not called.
         if code is not None and (fallback_user is None or (ref and ref.channel_id == channel)):
             if not create:
@@ -387,6 +369,11 @@ class SlackOutbox:
             await repos.outbox.delivered(key, now=self._clock.now())
         return posted
 
+    async def seen(self, repos: Repos, kind: str, subject: str, channel: str) -> Seen:
+        """What `upsert(kind, subject, channel, …)` reads first, read in `repos`' transaction."""
+        return Seen(code=await repos.outbox.unreachable_reason(channel),
+                    ref=await repos.messages.get(kind, subject), epoch=self.reach_epoch)
+
     async def _edit(self, ref: MessageRef, message: Message, *, kind: str,
                     subject: str) -> bool:
         """chat.update (idempotent); False if the message was deleted in Slack."""
@@ -405,7 +392,7 @@ class SlackOutbox:
         try:
             return await self._client.chat_postMessage(channel=channel, **message.as_kwargs())
         except SlackApiError as exc:
-            if fallback_user is None or exc.response.get("error") not in _UNREACHABLE:
+            if fallback_user is None or exc.response.get("error") not in DM_INSTEAD:
                 raise
             log.warning("can't post to %s (%s); using a DM", channel, exc.response.get("error"))
             channel = await self.dm_channel(fallback_user)  # opened once per person

@@ -1,4 +1,4 @@
-"""What the bot does when Slack refuses a target for good (bot/slack/outbox.py `GONE`).
+"""What the bot does when Slack refuses a target for good (bot/slack/refusals.py `GONE`).
 
 Retrying a deactivated person or an archived channel only spends Slack calls, so the outbox
 records the target once and skips it from then on. What is left is telling people who can act:
@@ -34,7 +34,8 @@ from bot.services.people import People
 from bot.slack.blocks import common as common_blocks
 from bot.slack.blocks.format import money
 from bot.slack.blocks.message import Message
-from bot.slack.outbox import HELD, POST_ERRORS, Outcome, SlackOutbox, Unreachable, reason
+from bot.slack.outbox import SlackOutbox
+from bot.slack.refusals import HELD, POST_ERRORS, Outcome, Unreachable, reason
 from storage.db import Database
 from storage.outbox import FOUND
 
@@ -211,6 +212,7 @@ class Fallbacks:
             await repos.outbox.reachable_again(target)
             pending = [r for r in await repos.requests.list_pending()  # its cards' channel
                        if self._people.policy_for(r).approvals_channel == target]
+        self._outbox.reach_epoch += 1  # what an upsert read of it before is stale
         if is_channel(target):
             await self._outbox.queue_refresh(FOUND, target)
         for request in pending:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
+import aiosqlite
 import pytest
 
 from bot.domain.models import MessageRef, RequestStatus
@@ -129,3 +130,35 @@ async def test_cancelled_transaction_rolls_back(db):
         await task
     async with db.transaction() as repos:
         assert (await repos.requests.get("r-1")).last_error is None
+
+
+async def test_a_committed_transaction_is_not_rolled_back_again_on_sqlite(sqlite_db,
+                                                                           monkeypatch):
+    """An empty transaction is four calls on aiosqlite's thread (cursor, BEGIN IMMEDIATE, close,
+    COMMIT): the pool's rollback of every connection checked back in, after a commit too, was
+    a fifth (issue 32: every transaction of the bot paid it)."""
+    calls: list[str] = []
+    real = aiosqlite.Connection._execute
+
+    async def counted(self, fn, *args, **kwargs):
+        calls.append(fn.__qualname__)
+        return await real(self, fn, *args, **kwargs)
+
+    await seed(sqlite_db)  # its connection opened
+    monkeypatch.setattr(aiosqlite.Connection, "_execute", counted)
+    async with sqlite_db.transaction():
+        pass
+    assert len(calls) == 4 and "Connection.rollback" not in calls, calls
+
+
+async def test_a_connection_back_with_a_transaction_open_is_rolled_back_on_sqlite(sqlite_db):
+    """What the pool's reset is kept for (storage/db.py `_sqlite_on_reset`): a transaction the
+    driver still has open when its connection comes back (a COMMIT that failed) is rolled back,
+    not left holding SQLite's write lock for the next transaction on that connection."""
+    async with sqlite_db.engine.connect() as conn:
+        raw = await conn.get_raw_connection()
+        await raw.driver_connection.execute("BEGIN IMMEDIATE")
+        assert raw.driver_connection.in_transaction
+    await seed(sqlite_db)  # rolled back on its return: the next transaction writes
+    async with sqlite_db.transaction() as repos:
+        assert await repos.requests.get("r-1") is not None
