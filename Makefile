@@ -26,8 +26,8 @@ run: $(STAMP)
 	$(PY) -m bot run
 
 ## make test: lint, type-check and every test that runs inside pytest's own processes (the
-## in-process tier: Slack's protocol over loopback to FakeSlack and the simulator, SQLite and
-## PostgreSQL). make test-boundary: the rehearsals outside them (real bot and simulator processes,
+## in-process tier: Slack's protocol over loopback to FakeSlack and the simulator, on SQLite).
+## make test-boundary: the rehearsals outside them (PostgreSQL, real bot and simulator processes,
 ## the image, a Debian root, releases from git history, Chromium). CI runs both (.ci/run);
 ## tests/conftest.py says which test is which.
 test: lint typecheck unit

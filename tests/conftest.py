@@ -1,10 +1,11 @@
 """Session-wide fixtures: the throwaway PostgreSQL server (tests/pg.py) and a fresh database on it;
 the suite's two tiers and its scheduling under pytest-xdist.
 
-The two tiers: `make test` runs every test inside pytest's own processes (`-m "not boundary"`);
-`make test-boundary` runs the rehearsals at the boundaries the product meets outside them
-(`-m boundary`): real bot and simulator processes (`procs`: signals, kills, replicas, restarts),
-the container image and a Debian root (`image`), earlier releases built from git history, a real
+The two tiers: `make test` runs every test inside pytest's own processes (`-m "not boundary"`),
+on SQLite; `make test-boundary` runs the rehearsals at the boundaries the product meets outside
+them (`-m boundary`): the PostgreSQL server (`postgres`: every test on PostgreSQL, the replicas'
+database), real bot and simulator processes (`procs`: signals, kills, replicas, restarts), the
+container image and a Debian root (`image`), earlier releases built from git history, a real
 Chromium. CI (.ci/run) runs both.
 
 Where PostgreSQL cannot start (a developer machine without it), every test that needs it is
@@ -42,7 +43,8 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line(
         "markers", "boundary: a rehearsal outside pytest's processes (`make test-boundary`, "
-        "not `make test`): every `procs` and `image` test, earlier releases from git, Chromium"
+        "not `make test`): every `postgres`, `procs` and `image` test, earlier releases from "
+        "git, Chromium"
     )
 
 
@@ -55,7 +57,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # (tests/test_*.py come last in collection order, and several of them are long).
     items.sort(key=_start_order)  # a stable sort
     for item in items:
-        if item.get_closest_marker("procs") or item.get_closest_marker("image"):
+        if any(item.get_closest_marker(kind) for kind in BOUNDARIES):
             item.add_marker(pytest.mark.boundary)
     # `make test` runs the suite on parallel workers (pytest-xdist, --dist loadgroup). Tests that
     # start real processes wait on real seconds (a bot polls every second, AI Reserve boots a
@@ -81,6 +83,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             from _pytest.nodeid import NodeId
 
             item._id = NodeId.parse(f"{item.nodeid}@{group}")
+
+
+# What puts a test in the boundary tier. PostgreSQL is a server outside pytest's processes, as
+# the bots and the simulator of `procs` are: its 204 tests were ~11% of the in-process tier's
+# CPU (and ~160 s of its workers' wall, waiting on the server), for the database that replicas
+# use — CI rehearses them on every run, `make test` keeps to SQLite.
+BOUNDARIES = ("postgres", "procs", "image")
 
 
 def _start_order(item: pytest.Item) -> int:

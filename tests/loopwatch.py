@@ -1,17 +1,17 @@
 """The slow-callback check: nothing may hold the event loop for more than SLOW seconds.
 
-`watch(loop)` switches the loop to asyncio's debug mode with `slow_callback_duration = SLOW`
-(asyncio then logs "Executing <callback> took 0.123 seconds" for each slow one, and refuses a
-call from another thread) and records every callback that spent SLOW or more of the loop
-thread's CPU time. It leaves out one part of debug mode, the stack captured at the creation of
-every future, task and handle: the costliest part, and the report names what ran without it.
+`watch(loop)` records every callback (a task's step included) that spent SLOW or more of the
+loop thread's CPU time, and meanwhile refuses a call into the loop from another thread, as
+asyncio's debug mode does. It does not switch debug mode on: see `_DEBUG_FOR` below for why and
+for what of it is kept.
+
 CPU, not wall time: on a machine shared with other processes a callback may be descheduled
 half-way, and that is not the code's fault; a callback that computes for SLOW is.
 
 A garbage collection is CPU spent in whichever callback triggers it, and its cost grows with
-the whole process's heap — here pytest, FakeSlack, the simulator and debug mode's tracebacks,
-none of which the bot's process holds. So the collector's time is left out of a callback's
-CPU (and named in the report); the benchmarks measure the bot process's own GC pauses. The heap
+the whole process's heap — here pytest's, FakeSlack's and the simulator's, none of which the
+bot's process holds. So the collector's time is left out of a callback's CPU (and named in the
+report); the benchmarks measure the bot process's own GC pauses. The heap
 present when the watch starts is frozen (`gc.freeze()`) meanwhile, as the bot freezes what it
 built at start-up.
 
@@ -29,14 +29,15 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import aiohttp
-import aiohttp.connector
 
-# 100 ms of CPU in one step. Production's steps are cheaper than the tests': here asyncio's debug
-# mode and pytest's capture of every DEBUG log record (SQL included) run inside them too, and a
-# shared 2-core CI box inflates CPU time under contention (a 54 ms step was seen once with two
-# suites running side by side). A step that computes for 100 ms even so is a real stall.
+# 100 ms of CPU in one step. Production's steps are cheaper than the tests': here pytest's capture
+# of each log record and the watch's own bookkeeping run inside them too, and a shared 2-core CI
+# box inflates CPU time under contention (a 54 ms step was seen once with two suites running side
+# by side; CI's machine measured a 90 ms step of a test's own at 101 ms). A step that computes for
+# 100 ms even so is a real stall.
 SLOW = 0.1
 
 
@@ -110,50 +111,52 @@ def starting_up() -> Iterator[None]:
         _starting[0] -= 1
 
 
-# Where debug mode captures the stack that created each future, task and handle: the whole
-# stack, pytest's included, with its source lines read — for every `await` on a future. That
-# was ~40 % of an e2e test's CPU and tells nothing the report doesn't (a slow task is named with
-# where it stands). Asked from these, the watched loop says "not debugging"; everything else
-# (its thread checks, the slow-callback log line, aiohttp's unclosed-response warning …) still
-# sees debug mode.
-_NO_CREATION_STACK = frozenset({
-    asyncio.BaseEventLoop.create_future.__code__,  # the C Future asks its loop on creation
-    asyncio.BaseEventLoop.create_task.__code__,  # … and so does the C Task
-    asyncio.Handle.__init__.__code__,  # TimerHandle's too
-    asyncio.tasks._GatheringFuture.__init__.__code__,  # type: ignore[attr-defined]  # gather()
-    # aiohttp keeps the creating stack of each session, connector, connection, request and
-    # response in debug mode (~4 % of an e2e test's CPU). Its "Unclosed response" warning, asked
-    # from ClientResponse.__del__, still sees debug mode.
-    aiohttp.ClientSession.__init__.__code__,
-    aiohttp.BaseConnector.__init__.__code__,
-    aiohttp.connector.Connection.__init__.__code__,
-    aiohttp.ClientRequest.__init__.__code__,
-    aiohttp.ClientResponse.__init__.__code__,
-})
+# asyncio's debug mode is NOT switched on: it cost ~26 % of an e2e test's CPU (measured A/B on
+# test_flow, test_approvals and test_watching: 34 s -> 25 s) for checks this watch makes itself
+# or does not need — its slow-callback log line (the report here names the slow step with where
+# it stands), an inspect of every callback handed to call_soon, a clock read around every step
+# and every poll. The two parts worth their price are kept, cheaply:
+# - the thread check: a call_soon / call_at (call_later goes through call_at) from a thread that
+#   is not the loop's raises, as debug mode's does — the bug it catches is a future resolved or a
+#   callback scheduled from aiosqlite's or a to_thread worker's thread;
+# - aiohttp's "Unclosed response" warning, which aiohttp gives only when the loop says it is
+#   debugging: asked from ClientResponse.__del__, the watched loop says so.
+_DEBUG_FOR = frozenset({aiohttp.ClientResponse.__del__.__code__})
 
 
-def _debug_but_no_creation_stacks(loop: asyncio.AbstractEventLoop) -> Callable[[], bool]:
+def _debugging_only_for_aiohttp(loop: asyncio.AbstractEventLoop) -> Callable[[], bool]:
     real = loop.get_debug
 
     def get_debug() -> bool:
-        return real() and sys._getframe(1).f_code not in _NO_CREATION_STACK
+        return real() or sys._getframe(1).f_code in _DEBUG_FOR
 
     return get_debug
 
 
+def _on_the_loops_thread(method: Callable[..., Any]) -> Callable[..., Any]:
+    owner = threading.get_ident()
+
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        if threading.get_ident() != owner:
+            raise RuntimeError("Non-thread-safe operation invoked on an event loop other than "
+                               "the current one (call_soon_threadsafe is the one for threads)")
+        return method(*args, **kwargs)
+
+    return checked
+
+
+_PATCHED = ("get_debug", "call_soon", "call_at")
+
+
 @contextmanager
 def watch(loop: asyncio.AbstractEventLoop) -> Iterator[Slow]:
-    """Record `loop`'s slow callbacks inside the block (debug mode on meanwhile)."""
+    """Record `loop`'s slow callbacks inside the block; meanwhile calls into the loop from
+    another thread raise (`watch` must be entered on the loop's own thread)."""
+    assert not any(name in vars(loop) for name in _PATCHED), "one watch per loop at a time"
     slow = Slow(loop)
-    debug, duration = loop.get_debug(), loop.slow_callback_duration
-    loop.set_debug(True)
-    # set_debug on a running loop turns on coroutine origin tracking at its next step (a
-    # callback it queues): every coroutine created then keeps the ten frames that created it,
-    # for the text of a "never awaited" warning alone — ~15 % of an e2e test's CPU. Off again
-    # right after (queued behind it); the warning is still raised, naming the coroutine.
-    loop.call_soon_threadsafe(sys.set_coroutine_origin_tracking_depth, 0)
-    loop.get_debug = _debug_but_no_creation_stacks(loop)  # type: ignore[method-assign]
-    loop.slow_callback_duration = SLOW
+    loop.get_debug = _debugging_only_for_aiohttp(loop)  # type: ignore[method-assign]
+    loop.call_soon = _on_the_loops_thread(loop.call_soon)  # type: ignore[method-assign]
+    loop.call_at = _on_the_loops_thread(loop.call_at)  # type: ignore[method-assign]
     asyncio.Handle._run = _timed_run  # type: ignore[method-assign]
     _watching.append(slow)
     # What exists now is frozen: collections while watched don't walk it (a full collection of
@@ -169,6 +172,5 @@ def watch(loop: asyncio.AbstractEventLoop) -> Iterator[Slow]:
         _watching.remove(slow)
         if not _watching:
             asyncio.Handle._run = _original_run  # type: ignore[method-assign]
-        del loop.get_debug  # the class's again
-        loop.set_debug(debug)
-        loop.slow_callback_duration = duration
+        for name in _PATCHED:
+            delattr(loop, name)  # the class's again

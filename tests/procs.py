@@ -470,5 +470,22 @@ async def world(tmp_path: Path, *, database_url: str | None = None,
                     await bot.close()
 
         stack.push_async_callback(close_bots)
-        yield w
+        try:
+            yield w
+        except Exception as failed:
+            failed.add_note(_what_happened(w))  # the report shows the processes' side too
+            raise
         assert slack.violations == [], slack.violations
+
+
+def _what_happened(w: World, lines: int = 80) -> str:
+    """For a failed test's report: the Slack calls FakeSlack refused and the end of each
+    process's log (a bot's view of a modal that never opened, an answer that never came)."""
+    refused = [f"{c.at:%H:%M:%S} {c.method} -> {c.status} {c.error}" for c in w.slack.calls
+               if c.status != 200 or c.error]
+    parts = ["Slack calls refused: " + ("; ".join(refused) or "none")]
+    procs: list[tuple[str, SimProcess | BotProcess]] = [("simulator", w.sim)]
+    for name, proc in procs + [(bot.name, bot) for bot in w.bots]:
+        tail = proc.logs().splitlines()[-lines:]
+        parts.append(f"--- the end of {name}'s log ---\n" + "\n".join(tail))
+    return "\n".join(parts)

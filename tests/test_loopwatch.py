@@ -1,13 +1,17 @@
 """The slow-callback check itself (tests/loopwatch.py) can fail: a callback that computes for
-longer than SLOW is caught, a quick one and a long *wait* are not."""
+longer than SLOW is caught, a quick one and a long *wait* are not; a call into the loop from
+another thread is refused, and an unclosed aiohttp response is still named."""
 
 from __future__ import annotations
 
 import asyncio
-import sys
+import gc
 import time
+import warnings
 
+import aiohttp
 import pytest
+from aiohttp import web
 
 from tests.loopwatch import SLOW, watch
 
@@ -21,7 +25,7 @@ def _compute(seconds: float) -> None:
 async def test_a_callback_computing_past_the_limit_is_caught():
     loop = asyncio.get_running_loop()
     with watch(loop) as slow:
-        assert loop.get_debug() and loop.slow_callback_duration == SLOW
+        assert not loop.get_debug()  # asyncio's debug mode stays off (loopwatch.py: its cost)
         loop.call_soon(_compute, SLOW * 1.6)
         await asyncio.sleep(0)  # one loop iteration: the callback runs
     assert len(slow.found) == 1 and slow.found[0][0] >= SLOW
@@ -39,23 +43,55 @@ async def test_quick_callbacks_and_long_waits_pass():
     assert slow.found == []
 
 
-async def test_debug_checks_stay_on_without_a_creation_stack_per_future():
+async def test_a_call_from_another_thread_is_refused_as_debug_mode_would():
     loop = asyncio.get_running_loop()
     with watch(loop):
-        future = loop.create_future()
-        task = asyncio.create_task(asyncio.sleep(0))
-        handle = loop.call_soon(lambda: None)
-        # The costly part of debug mode is off: no creation stack for each of these …
-        assert future._source_traceback is None and task._source_traceback is None
-        assert handle._source_traceback is None  # type: ignore[attr-defined]
-        # … nor the creating frames of each coroutine (debug mode turns that on a step later).
-        await asyncio.sleep(0)
-        made = asyncio.sleep(0)
-        assert made.cr_origin is None and sys.get_coroutine_origin_tracking_depth() == 0
-        await made
-        # … its checks are on: a call from another thread is refused.
-        with pytest.raises(RuntimeError, match="thread"):
-            await asyncio.to_thread(loop.call_soon, lambda: None)
-        await task
-        future.cancel()
-    assert loop.create_future()._source_traceback is None  # debug mode is off again
+        waited = loop.create_future()
+        waited.add_done_callback(lambda _: None)  # resolving it schedules this: call_soon
+        for call in (lambda: loop.call_soon(lambda: None),
+                     lambda: loop.call_later(1, lambda: None),
+                     lambda: loop.call_at(loop.time() + 1, lambda: None),
+                     lambda: waited.set_result(1)):
+            with pytest.raises(RuntimeError, match="thread"):
+                await asyncio.to_thread(call)
+        # … from the loop's own thread, and through call_soon_threadsafe, all is well
+        done = loop.create_future()
+        await asyncio.to_thread(loop.call_soon_threadsafe, done.set_result, 1)
+        assert await done == 1
+        loop.call_later(0, lambda: None).cancel()
+    assert "call_soon" not in vars(loop) and "get_debug" not in vars(loop)  # the class's again
+    await asyncio.to_thread(loop.call_soon, lambda: None)  # unwatched: no check (asyncio's own)
+
+
+async def test_an_unclosed_aiohttp_response_is_still_named():
+    """aiohttp names a response nobody closed only when the loop says it is debugging: asked
+    from there, the watched loop says so (and nowhere else: no creation stacks)."""
+    finish = asyncio.Event()
+
+    async def unread(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse()
+        await response.prepare(request)
+        await response.write(b"a body that goes on")
+        await finish.wait()
+        return response
+
+    app = web.Application()
+    app.router.add_get("/", unread)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        loop = asyncio.get_running_loop()
+        with watch(loop), warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            assert loop.create_future()._source_traceback is None
+            async with aiohttp.ClientSession() as session:
+                response = await session.get(f"http://127.0.0.1:{port}/")
+                del response  # never read nor closed; the session's close lets go of it
+            gc.collect()
+        assert "Unclosed response" in " ".join(str(w.message) for w in seen)
+    finally:
+        finish.set()
+        await runner.cleanup()

@@ -286,6 +286,7 @@ async def launch(h: Harness, rnd: random.Random, *, volume: str | None = None) -
     storage = rnd.choice(("", "", f" storage={rnd.randint(10, 4096)}"))
     if volume is not None:
         storage = f" volume={volume}"  # mounted again: pinned to the volume's location
+    before = {r.id for r in await h.requests_in_db()}
     await h.slash(f"quote {shape} nodes={nodes}{storage}")
     cards = [m for m in h.slack.ephemerals(ALICE) if Action.QUOTE_REQUEST_LAUNCH in
              h.text_of(m)]
@@ -296,8 +297,10 @@ async def launch(h: Harness, rnd: random.Random, *, volume: str | None = None) -
     assert modal is not None
     await h.submit(modal, user=ALICE)
     await h.click(h.cards()[-1], Action.APPROVE, user=BOB)
-    cluster_id = (await h.requests_in_db())[-1].cluster_id
-    return cluster_id
+    # The request just made: requests made at one instant (the clock stands still between
+    # launches) are ordered by their random ids, so the newest is not always the last listed.
+    [made] = [r for r in await h.requests_in_db() if r.id not in before]
+    return made.cluster_id
 
 
 async def advance(h: Harness, check: Check, seconds: float) -> None:
