@@ -3,7 +3,9 @@
 Every listener is wrapped with `@answering`: a `DomainError` becomes its ephemeral message (with
 the usage line when the input was wrong); anything unexpected is logged once with a short
 reference the person can quote, and they see only that reference — never a traceback. A
-database outage (`StorageUnavailable`: disk full, unreachable, read-only) is told in words.
+database outage (`StorageUnavailable`: disk full, unreachable, read-only) is told in words, and
+so is a form Slack refused to open because the bot took longer than Slack's 3 s
+(`expired_trigger_id`: a busy bot, not a fault to quote).
 
 Why a wrapper and not Bolt's `@app.error`: when a listener raises after it acked, Bolt resets
 the ack it already gave and answers Slack 404 ("unhandled request") if that happens within its
@@ -20,6 +22,7 @@ from typing import Any
 
 from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_bolt.kwargs_injection.async_args import AsyncArgs
+from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.domain.errors import DomainError, InvalidCommand, StorageUnavailable
@@ -44,6 +47,11 @@ def message_for(error: Exception) -> Message:
         return notice(error.user_message)  # (storage/outages.py): no reference, no traceback
     if isinstance(error, StaleReference):
         return notice("That button is no longer valid; use the newest message.")
+    if isinstance(error, SlackApiError) and error.response.get("error") == "expired_trigger_id":
+        log.warning("a form opened later than Slack allows (expired_trigger_id): the bot took "
+                    "over 3 s between the click and views.open")
+        return notice("Slack gives an app 3 seconds to open a form, and this one took longer "
+                      "(the bot is busy). Nothing was changed: press the button again.")
     ref = uuid.uuid4().hex[:8]
     with log_context(error_ref=ref):
         log.error("unhandled error in a Slack listener (ref %s)", ref, exc_info=error)

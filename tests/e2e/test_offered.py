@@ -55,3 +55,20 @@ async def test_someone_who_may_not_request_is_refused_before_the_form(tmp_path):
         said = h.text_of(h.last_ephemeral(DAVE, containing="allow_guests"))
         assert "Guest" in said
         assert await h.requests_in_db() == []
+
+
+async def test_a_form_slack_would_not_open_in_time_says_so_and_asks_again(tmp_path, caplog):
+    """A busy bot past Slack's 3 s for a trigger_id (the loaded run of test_kill's PostgreSQL
+    case waited for a modal that never came): the person is told what happened and to press
+    again — not "something went wrong on our side" with a reference — and no error is logged.
+    The press after works."""
+    async with bot(tmp_path) as h:
+        card = await h.quote("quote h100x8 nodes=2")
+        h.slack.fail_next("views.open", error="expired_trigger_id")
+        await h.click(card, Action.QUOTE_REQUEST_LAUNCH, user=ALICE)
+        assert h.slack.last_view(ALICE) is None
+        said = h.text_of(h.last_ephemeral(ALICE, containing="3 seconds"))
+        assert "press the button again" in said and "reference" not in said, said
+        assert not [r for r in caplog.records if r.levelname == "ERROR"]
+        await h.click(card, Action.QUOTE_REQUEST_LAUNCH, user=ALICE)
+        assert h.slack.last_view(ALICE) is not None
