@@ -15,6 +15,7 @@ import yaml
 from bot.domain.extension import ExtensionStatus
 from bot.slack.ids import Action
 from tests.e2e.harness import ALICE, APPROVALS, BOB, CAROL, DAVE, LEADS, bot
+from tests.e2e.test_thread import thread_lines
 
 MALLORY = DAVE  # neither the owner nor an approver (no admins in this policy)
 
@@ -252,8 +253,6 @@ async def test_a_card_for_an_envelope_that_moved_says_so_and_cannot_apply(tmp_pa
 
 
 async def test_the_cluster_thread_tells_each_step_of_an_extension_once(tmp_path):
-    from tests.e2e.test_thread import thread_lines
-
     async with bot(tmp_path, policy=policy()) as h:
         cluster_id = await planned(h)
         request_id = (await h.requests_in_db())[-1].id

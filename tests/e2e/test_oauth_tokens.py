@@ -18,12 +18,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from slack_sdk.errors import SlackApiError
 
 from bot.clock import ManualClock
+from bot.services.installations import REFRESH_RETRY
 from bot.slack.tenancy import NotInstalled
 from devslack.requests import SlackRequests
 from devslack.webapi import FakeSlack
-from tests.e2e.harness import ALICE, DAVE, SECRET, Harness, fake_slack, replicas
+from tests.e2e.harness import ALICE, DAVE, SECRET, Harness, bot, fake_slack, replicas
+from tests.e2e.test_metrics import scrape, value
 from tests.e2e.test_oauth_install import ONE, TWO, install, oauth_bot, oauth_env
 
 PSEUDO = ("ack", "response_url", "scheduled_message")  # not Web API calls: no token
@@ -147,9 +150,6 @@ async def test_a_refresh_that_fails_is_said_once_across_replicas_counted_and_ale
     """Slack refuses the refresh (invalid_refresh_token): one ERROR line for the three replicas,
     the failing gauge 1 on every replica, no replica tries again before REFRESH_RETRY, the
     token still used until it expires; once a refresh works, one WARNING and the gauge 0."""
-    from bot.services.installations import REFRESH_RETRY
-    from tests.e2e.test_metrics import scrape, value
-
     caplog.set_level(logging.INFO)
     clock = ManualClock(datetime.now(UTC).replace(microsecond=0))
     async with an_hour_from_expiry(tmp_path, clock) as (slack, bots, first):
@@ -198,12 +198,6 @@ async def test_an_expired_token_stops_its_installation_only_and_its_refusal_ends
     before sending), T0TWO goes on; once the refresh works, the new token is used and the old
     one's refusal ends (before: the refused-token gauge, its alert and /readyz's note stayed on
     for a token no longer used)."""
-    from slack_sdk.errors import SlackApiError
-
-    from bot.services.installations import REFRESH_RETRY
-    from tests.e2e.harness import bot
-    from tests.e2e.test_metrics import scrape, value
-
     clock = ManualClock(datetime.now(UTC).replace(microsecond=0))
     async with fake_slack(clock) as slack:
         slack.oauth.rotation = True
