@@ -86,7 +86,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 # What puts a test in the boundary tier. PostgreSQL is a server outside pytest's processes, as
-# the bots and the simulator of `procs` are: its 204 tests were ~11% of the in-process tier's
+# the bots and the simulator of `procs` are: its 190 in-process tests were ~11% of that tier's
 # CPU (and ~160 s of its workers' wall, waiting on the server), for the database that replicas
 # use — CI rehearses them on every run, `make test` keeps to SQLite.
 BOUNDARIES = ("postgres", "procs", "image")

@@ -85,7 +85,7 @@ _INTERNAL = re.compile(r"health and metrics on \S+ \(this host: (http://\S+)/rea
 _SIM_BANNER = re.compile(r"listening on (http://\S+) .* controls at (http://\S+) with")
 T = TypeVar("T")
 # Whether the running test may start real processes: tests/conftest.py sets it for each test, true
-# only for a `boundary` one (`make test-boundary`: every `procs` and `image` test), so that none
+# only for a `boundary` one (`make test-boundary`: tests/conftest.py's BOUNDARIES), so that none
 # hides among the in-process ones of `make test`. True outside pytest (the benchmarks use this
 # module too).
 STARTS_PROCESSES = True
