@@ -6,8 +6,8 @@ app (benchmarks/barebolt.py) take the same signed requests — the burst's kinds
 `help`, `status <id>`, `waiting` and a cluster's Status button — one at a time, through their
 aiohttp route handlers (no socket: the HTTP parsing and writing, the same for both, is left
 out). The CPU (`time.process_time`) from the request to its answer is counted; the bot's work
-after the ack is let finish between requests and not counted. PROFILE=1 prints the bot's top
-functions by own time over those requests.
+after the ack is let finish between requests and not counted. PROFILE=1 (PROFILE=bare) prints
+the bot's (the bare app's) top functions over those requests.
 """
 
 from __future__ import annotations
@@ -103,14 +103,16 @@ async def _measure(h: Harness, sink: str) -> tuple[dict[str, dict[str, list[floa
     for handler, settle in programs.values():  # warm-up: auth.test, caches, first imports
         for kind in KINDS:
             await _cpu_per_ack(handler, kind, sink, settle, 20)
-    profile = cProfile.Profile() if os.environ.get("PROFILE") else None
+    profiled = os.environ.get("PROFILE", "")  # "1": the bot's; "bare": the bare app's
+    profile = cProfile.Profile() if profiled else None
+    profiled_name = "bare Bolt" if profiled == "bare" else "bot"
     got: dict[str, dict[str, list[float]]] = {name: {} for name in programs}
     gc.collect()
     for kind in KINDS:  # alternately, kind by kind
         for name, (handler, settle) in programs.items():
             got[name][kind] = await _cpu_per_ack(
                 handler, kind, sink, settle, REQUESTS,
-                profile if name == "bot" else None)
+                profile if name == profiled_name else None)
     text = ""
     if profile is not None:
         out = io.StringIO()
@@ -149,5 +151,5 @@ async def run() -> list[Table]:
     table.notes.append("the route handler's CPU from the signed request to the answer "
                        "(HTTP parsing and writing, the same for both, left out)")
     if profile:
-        table.notes.append("the bot's profile over the measured requests:\n" + profile)
+        table.notes.append("a profile over the measured requests:\n" + profile)
     return [table]

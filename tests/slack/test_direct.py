@@ -1,5 +1,6 @@
-"""Before the ack, a request is parsed once and Bolt builds no arguments for the bot's middleware
-and matchers (bot/slack/direct.py, bot/slack/inbound.py): the same functions answer the same."""
+"""Before the ack, a request is parsed once, Bolt builds no arguments for the bot's middleware
+and matchers (bot/slack/direct.py, bot/slack/inbound.py) — the same functions answer the same —
+and the help is not serialised again for every ack."""
 
 from __future__ import annotations
 
@@ -9,14 +10,17 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
-from slack_bolt.async_app import AsyncApp
+from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_bolt.middleware.async_custom_middleware import AsyncCustomMiddleware
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 
 from bot.slack import inbound
 from bot.slack.app import AckingApp
+from bot.slack.blocks.common import help_message
+from bot.slack.commands import help_answer
 from bot.slack.direct import BodyMatcher, DirectMiddleware
+from bot.slack.inflight import AckFirst
 
 FORM = "application/x-www-form-urlencoded"
 COMMAND = urlencode({"command": "/cluster", "text": "list", "user_id": "U1", "team_id": "T1",
@@ -107,3 +111,11 @@ def test_depth_is_counted_only_when_the_brackets_could_reach_the_limit() -> None
     inside_a_string = json.dumps({"type": "event_callback", "event": {"type": "x", "user": "U"},
                                   "text": "[" * 100}).encode()
     assert inbound.parsed(inside_a_string, "application/json")["text"] == "[" * 100
+
+
+async def test_the_help_is_acked_as_bolt_would_serialise_it() -> None:
+    bolts = await AsyncAck()(**help_message().as_kwargs(), response_type="ephemeral")
+    ours = await AckFirst(AsyncAck(), None).answer(help_answer())
+    assert json.loads(ours.body) == json.loads(bolts.body)
+    assert (ours.status, ours.headers) == (bolts.status, bolts.headers)
+    assert help_answer() is help_answer()  # serialised once
