@@ -71,7 +71,7 @@ class OneCallCursor:
                 cursor.close()
 
         try:
-            outcome: _Outcome = await_(conn._execute(run))
+            outcome: _Outcome = await_(conn._execute(run))  # type: ignore[no-untyped-call]
         except Exception as error:
             self._adapt_connection._handle_exception(error)
         self.description, rows, self.rowcount, self.lastrowid = outcome
