@@ -1,5 +1,5 @@
-"""`python -m benchmarks [ack] [burst] [sweep] [storage] [envelope] [saga] [replicas] [scale]
-[charts] [stock] [storm] [quiet] [first_install]`: run the
+"""`python -m benchmarks [ack] [ackcpu] [burst] [sweep] [storage] [envelope] [saga] [replicas]
+[scale] [charts] [stock] [storm] [quiet] [first_install]`: run the
 benchmarks (all by default), report.
 
 The report goes to stdout; the bot's own log is kept to errors so it doesn't drown the figures
@@ -19,6 +19,7 @@ from typing import Any
 
 from benchmarks import (
     ack,
+    ackcpu,
     burst,
     charts,
     envelope,
@@ -36,6 +37,7 @@ from benchmarks.report import Table
 
 BENCHMARKS: dict[str, Callable[[], Coroutine[Any, Any, list[Table]]]] = {
     "ack": ack.run,
+    "ackcpu": ackcpu.run,
     "burst": burst.run,
     "sweep": sweep.run,
     "storage": storage.run,

@@ -16,10 +16,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 from benchmarks.serving import serve_until_sigterm
 
 
-async def main() -> None:
-    client = AsyncWebClient(token=os.environ["SLACK_BOT_TOKEN"],
-                            base_url=os.environ["SLACK_API_URL"])
-    app = AsyncApp(client=client, signing_secret=os.environ["SLACK_SIGNING_SECRET"])
+def bare_app(client: AsyncWebClient, signing_secret: str) -> AsyncApp:
+    """The baseline app: one `/cluster` listener and one for every button, each only acking
+    (benchmarks/ackcpu.py measures it in process too)."""
+    app = AsyncApp(client=client, signing_secret=signing_secret)
 
     @app.command("/cluster")
     async def command(ack: AsyncAck) -> None:
@@ -29,6 +29,13 @@ async def main() -> None:
     async def click(ack: AsyncAck) -> None:
         await ack()
 
+    return app
+
+
+async def main() -> None:
+    client = AsyncWebClient(token=os.environ["SLACK_BOT_TOKEN"],
+                            base_url=os.environ["SLACK_API_URL"])
+    app = bare_app(client, os.environ["SLACK_SIGNING_SECRET"])
     await serve_until_sigterm(
         app.web_app(path="/slack/events"),
         lambda port: f"listening for Slack on http://127.0.0.1:{port}/slack/events")

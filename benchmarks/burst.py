@@ -5,6 +5,8 @@ bare Bolt app (benchmarks/barebolt.py) answering the same signed requests in the
   <id>`, `waiting` in turn) and 40 clicks (a cluster's Status button) — sent all at once,
   BURSTS times to each program, alternately; ack p50/p99 per kind, and the bot's p99 as a
   ratio of the bare app's for the same kind;
+  and the CPU each program used from sending a burst to its last ack (what the wall time
+  follows on a busy machine, where the wall times scatter with the load);
 - list-only traffic: bursts of 50 concurrent `/cluster list` every 0.25 s for LOAD_SECONDS,
   bot and bare Bolt alternately, ROUNDS times: ack p99 ratio (the target: ≤ 1.5×).
 
@@ -28,7 +30,16 @@ from pathlib import Path
 import aiohttp
 
 from benchmarks.report import Table, percentile
-from benchmarks.world import LISTENING, POLL_SECONDS, Child, World, open_world, signed, signed_click
+from benchmarks.world import (
+    LISTENING,
+    POLL_SECONDS,
+    Child,
+    World,
+    cpu_seconds,
+    open_world,
+    signed,
+    signed_click,
+)
 from tests.pg import PgServer, PgUnavailable
 
 CLUSTERS = 1000
@@ -41,7 +52,8 @@ BURST_EVERY = 0.25
 LOAD_SECONDS = 2.0 * POLL_SECONDS  # each window holds sweeps
 ROUNDS = 2
 
-Acks = dict[str, list[float]]  # kind → ack seconds
+Acks = dict[str, list[float]]  # kind → ack seconds; CPU → the program's CPU seconds per burst
+CPU = "cpu"
 
 
 async def _post(w: World, url: str, body: bytes, headers: dict[str, str]) -> float:
@@ -89,14 +101,16 @@ async def _lists(w: World, url: str) -> list[float]:
     return list(await asyncio.gather(*pending))
 
 
-async def measure(w: World, bot_url: str, bare_url: str, clusters: Sequence[str]
-                  ) -> tuple[dict[str, Acks], dict[str, list[float]]]:
+async def measure(w: World, bot_url: str, bare_url: str, clusters: Sequence[str],
+                  pids: dict[str, int]) -> tuple[dict[str, Acks], dict[str, list[float]]]:
     bursts: dict[str, Acks] = {"bot": {}, "bare Bolt": {}}
     lists: dict[str, list[float]] = {"bot": [], "bare Bolt": []}
     targets = {"bot": f"{bot_url}/slack/events", "bare Bolt": f"{bare_url}/slack/events"}
     for _ in range(BURSTS):
         for name, url in targets.items():
+            used = cpu_seconds(pids[name])
             await _burst(w, url, clusters, bursts[name])
+            bursts[name].setdefault(CPU, []).append(cpu_seconds(pids[name]) - used)
             await asyncio.sleep(SETTLE_SECONDS)  # the work after the acks, between bursts
     for _ in range(ROUNDS):
         for name, url in targets.items():
@@ -126,7 +140,9 @@ async def run() -> list[Table]:
             await asyncio.sleep(2 * POLL_SECONDS)  # the bot has swept the clusters: warm
             await _burst(w, f"{bot_url}/slack/events", clusters, {})  # warm-up, not counted
             await _burst(w, f"{bare_url}/slack/events", clusters, {})
-            bursts, lists = await measure(w, bot_url, bare_url, clusters)
+            assert w.bot is not None
+            bursts, lists = await measure(w, bot_url, bare_url, clusters,
+                                          {"bot": w.bot.pid, "bare Bolt": bare.pid})
     return _tables(bursts, lists, database="PostgreSQL" if server else "SQLite")
 
 
@@ -149,6 +165,10 @@ def _tables(bursts: dict[str, Acks], lists: dict[str, list[float]], *,
                 _ms(max(got)), str(sum(1 for a in got if a > 3.0)),
                 str(sum(1 for a in got if a == math.inf)),
                 f"{percentile(got, 99) / percentile(bare, 99):.2f}×"])
+    cpu = {name: sum(bursts[name][CPU]) / len(bursts[name][CPU]) for name in bursts}
+    burst.notes.append(f"CPU per burst, from sending it to its last ack: bot {_ms(cpu['bot'])} "
+                       f"ms, bare Bolt {_ms(cpu['bare Bolt'])} ms "
+                       f"({cpu['bot'] / cpu['bare Bolt']:.2f}×)")
     command, click = bursts["bot"]["command"], bursts["bot"]["click"]
     burst.notes.append(f"the bot's command p99 / its click p99: "
                        f"{percentile(command, 99) / percentile(click, 99):.2f}× "

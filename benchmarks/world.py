@@ -88,6 +88,12 @@ class Child:
                 await self.proc.wait()
 
 
+def cpu_seconds(pid: int) -> float:
+    """The CPU `pid` has used so far (user + system, all threads), in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def rss_mib(pid: int) -> tuple[float, float]:
     """(VmRSS, VmHWM) of `pid` in MiB: now, and the peak."""
     fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text()

@@ -45,7 +45,7 @@ from sqlalchemy.pool import ConnectionPoolEntry, PoolResetState
 
 from bot.domain import lanes
 from bot.domain.errors import StorageTrouble, StorageUnavailable
-from storage import pgurl
+from storage import onecall, pgurl
 from storage.migrations import upgrade_head
 from storage.outages import OutageLog, trouble_of
 from storage.repositories import Repos
@@ -118,9 +118,10 @@ class Database:
         self._is_sqlite = self._url.startswith("sqlite")
         # SQLite: a connection back in the pool is rolled back only if a transaction is still
         # open on it (`_sqlite_on_reset`), not after every commit as well (a call on aiosqlite's
-        # thread, one of five in an empty transaction).
-        options: dict[str, Any] = ({"pool_reset_on_return": None} if self._is_sqlite
-                                   else {"pool_pre_ping": True})
+        # thread, one of five in an empty transaction); a statement is one such call, not three
+        # or four (storage/onecall.py).
+        options: dict[str, Any] = ({"pool_reset_on_return": None, "module": onecall.dbapi()}
+                                   if self._is_sqlite else {"pool_pre_ping": True})
         # hide_parameters: SQLAlchemy's own log lines and error messages never carry the values
         # bound to a statement (a workload's environment, before it is sealed, among them).
         self._engine = create_engine(self._url, echo=echo, hide_parameters=True, **options)

@@ -123,13 +123,13 @@ def test_the_same_figures_are_drawn_once_and_send_the_same_picture(monkeypatch):
     """`/cluster spend` asked again with nothing new billed: the PNG kept, not drawn again
     (a tenth of a second of CPU each); any other figure draws anew."""
     drawn: list[str] = []
-    figure = charts.spend_figure
+    show = charts._SpendChart.show
 
-    def counted(**kwargs):
+    def counted(self, **kwargs):
         drawn.append(kwargs["month"])
-        return figure(**kwargs)
+        return show(self, **kwargs)
 
-    monkeypatch.setattr(charts, "spend_figure", counted)
+    monkeypatch.setattr(charts._SpendChart, "show", counted)
     charts.forget_charts()
     report, now = month_of(5)
     days = daily_cents(report, now=now)
@@ -147,3 +147,26 @@ def test_the_same_figures_are_drawn_once_and_send_the_same_picture(monkeypatch):
     assert png(days=[*days[:-1], (days[-1][0], days[-1][1] + 10**7)]) != first and len(drawn) == 4
     charts.forget_charts()
     assert png() == first and len(drawn) == 5  # drawn again: the very same picture
+
+
+def test_a_month_drawn_on_the_kept_figure_is_the_picture_a_figure_of_its_own_draws():
+    """Each month is drawn on the figure the last one was drawn on (a third less CPU): nothing
+    of the last month may stay on it — no bar, no figure, no owner, no limit of the axes."""
+    charts.forget_charts()
+    big, now = month_of(50, seed=5)
+    charts.spend_png(month=big.month, days=daily_cents(big, now=now), total_cents=12_345,
+                     owners=[(f"owner {i}", 10_000 - i) for i in range(14)])  # 10 + others
+    kept = charts._kept
+    day = datetime(2026, 11, 3, tzinfo=UTC).date()
+    # Two owners of one name are two bars (categorical labels once folded them into one).
+    small = {"month": "2026-12", "days": [(day, 5_000)], "total_cents": 5_056,
+             "owners": [("alice", 5_000), ("alice", 56)]}
+    charts.forget_charts()
+    png = charts.spend_png(**small)
+    assert charts._kept is kept  # drawn on the kept figure, not one of its own
+    alone = charts._png(charts.spend_figure(**small))
+    assert decoded(png).tobytes() == decoded(alone).tobytes()
+    by_day, by_owner = kept.fig.axes
+    assert [t.get_text() for t in by_owner.texts] == ["$0.56", "$50.00"]
+    assert [t.get_text() for t in by_owner.get_yticklabels()] == ["alice", "alice"]
+    assert len(by_day.patches) == 1 and len(by_owner.patches) == 2

@@ -34,6 +34,7 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 from bot.logs import begin
 from bot.services.container import Services
 from bot.slack import actions, commands, errors, home, inbound, views
+from bot.slack.direct import DirectMiddleware, body_only, takes_req_resp_next
 from bot.slack.gate import only_installation
 from bot.slack.inflight import ACK_SENT, WORK_SLOTS, InFlight, WorkSlots
 from bot.slack.oauth import oauth_routes
@@ -81,6 +82,21 @@ class AckingApp(AsyncApp):
         (at `now`, by time.monotonic): a lull, when pausing the loop delays no ack
         (bot/app/collector.py)."""
         return self.acking == 0 and now - self.last_request >= for_seconds
+
+    def middleware(self, *args: Any) -> Callable[..., Any] | None:
+        """Bolt's, but a middleware of (req, resp, next) is called with just those
+        (bot/slack/direct.py)."""
+        if len(args) == 1 and takes_req_resp_next(args[0]):
+            self._async_middleware_list.append(DirectMiddleware(
+                app_name=self.name, func=args[0], base_logger=self._base_logger))
+            return args[0]  # type: ignore[no-any-return]
+        return super().middleware(*args)
+
+    def _register_listener(self, functions: Any, primary_matcher: Any,
+                           *args: Any, **kwargs: Any) -> Any:
+        """Bolt's, the listener's builtin matcher called with the body alone
+        (bot/slack/direct.py)."""
+        return super()._register_listener(functions, body_only(primary_matcher), *args, **kwargs)
 
     async def async_dispatch(self, req: AsyncBoltRequest) -> BoltResponse:
         self.last_request = started = time.monotonic()
@@ -196,15 +212,15 @@ def http_app(bolt: AsyncApp, *, signing_secrets: Sequence[str],
                    for secret in signing_secrets):
             log.info("refused a Slack request that is unsigned, forged or stale (401)")
             return web.json_response(refused, status=401)
-        problem = inbound.malformed(raw, request.content_type)
-        if problem is not None:
+        try:
+            body = inbound.parsed(raw, request.content_type)
+        except inbound.Malformed as problem:
             log.warning("refused a signed Slack request: %s", problem)
-            return web.json_response({"error": "malformed request", "detail": problem},
+            return web.json_response({"error": "malformed request", "detail": str(problem)},
                                      status=400)
         try:
-            bolt_request = AsyncBoltRequest(body=raw.decode("utf-8"),
-                                            query=request.query_string,
-                                            headers=dict(request.headers))
+            bolt_request = inbound.bolt_request(raw, body, query=request.query_string,
+                                                headers=dict(request.headers))
             response = await bolt.async_dispatch(bolt_request)
         except Exception:
             # Signed and shaped like Slack's, yet Bolt couldn't take it: still the sender's.

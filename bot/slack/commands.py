@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
+from functools import cache
 from typing import Any
 
-from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
+from slack_bolt.async_app import AsyncApp, AsyncRespond
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -29,6 +31,7 @@ from bot.slack.blocks.format import money
 from bot.slack.blocks.message import Message
 from bot.slack.directory import SlackDirectory
 from bot.slack.errors import answering
+from bot.slack.inflight import AckFirst
 from bot.slack.origin import actor_of
 
 EPHEMERAL: dict[str, Any] = {"response_type": "ephemeral"}
@@ -38,7 +41,7 @@ def register(app: AsyncApp, services: Services,
              dm_channel: Callable[[str], Awaitable[str]]) -> None:
     @app.command("/cluster")
     @answering
-    async def cluster_command(ack: AsyncAck, command: dict[str, Any],
+    async def cluster_command(ack: AckFirst, command: dict[str, Any],
                               respond: AsyncRespond, client: AsyncWebClient) -> None:
         try:
             cmd = parsing.parse(command.get("text") or "")
@@ -47,7 +50,10 @@ def register(app: AsyncApp, services: Services,
                       **EPHEMERAL)
             return
         if isinstance(cmd, commands.HelpCommand):
-            await ack(**common.help_message(unknown=cmd.unknown).as_kwargs(), **EPHEMERAL)
+            if cmd.unknown:
+                await ack(**common.help_message(unknown=cmd.unknown).as_kwargs(), **EPHEMERAL)
+            else:
+                await ack.answer(help_answer())
             return
         actor = actor_of(command)
         now = services.clock.now
@@ -183,6 +189,12 @@ def register(app: AsyncApp, services: Services,
             reply = notice_blocks.logs_message(
                 cmd.cluster_id, cmd.node, [(ln.ts, ln.stream, ln.line) for ln in logs.lines])
         await respond(**reply.as_kwargs(), **EPHEMERAL)
+
+
+@cache
+def help_answer() -> str:
+    """`/cluster help`'s ack as JSON, serialised once: the same every time, and ~10 KB."""
+    return json.dumps({**common.help_message().as_kwargs(), **EPHEMERAL})
 
 
 async def _channel_named(client: AsyncWebClient, name: str) -> str:

@@ -27,8 +27,8 @@ def register(app: AsyncApp, services: Services) -> None:
 
 async def publish(services: Services, client: AsyncWebClient, user_id: str) -> None:
     facts = await services.home.facts(user_id)
-    view = home_blocks.home_view(**home_blocks.fields_of(facts), now=services.clock.now())
-    await client.views_publish(user_id=facts.user_id, view=view)
+    await client.views_publish(
+        user_id=facts.user_id, view=home_blocks.home_payload(facts, now=services.clock.now()))
 
 
 def pressed_in_home(body: dict[str, Any]) -> bool:

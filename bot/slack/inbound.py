@@ -4,12 +4,13 @@
 input: whatever the headers hold, it answers True or False (a 400-digit timestamp, a non-ASCII
 one or a body that isn't UTF-8 included), never raises.
 
-`malformed(raw, content_type)` parses the body exactly as Bolt will (JSON when the content type
-says so or it starts with `{`; else a form, whose `payload` field is JSON) and returns what is
-wrong with it in a few words — or None when it is a shape the listeners can rely on. It checks
-the fields Bolt and the listeners read without looking (`user.id`, each action's `action_id`, a
-view's `callback_id`, an event's `type` …); it never decides anything about their values.
-A signed request that fails here is answered 400, never passed on to crash in a listener.
+`parsed(raw, content_type)` parses the body exactly as Bolt would (JSON when the content type
+says so or it starts with `{`; else a form, whose `payload` field is JSON) and returns it — the
+body Bolt is handed, so a request is parsed once (`bolt_request`) — or raises `Malformed`
+saying what is wrong with it in a few words. It checks the fields Bolt and the listeners read
+without looking (`user.id`, each action's `action_id`, a view's `callback_id`, an event's
+`type` …); it never decides anything about their values. A signed request that fails here is
+answered 400, never passed on to crash in a listener.
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ import hashlib
 import hmac
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl
+
+from slack_bolt.request.async_request import AsyncBoltRequest
 
 MAX_DEPTH = 64  # Slack's deepest payloads (a modal's state) nest about 10 levels
 MAX_SKEW_SECONDS = 300  # Slack's replay window
@@ -38,34 +41,55 @@ def verified(raw: bytes, headers: Mapping[str, str], *, secret: str,
     return hmac.compare_digest("v0=" + mac.hexdigest(), signature)
 
 
-def malformed(raw: bytes, content_type: str | None) -> str | None:
+class Malformed(ValueError):
+    """What is wrong with a signed request's body, in a few words (answered 400)."""
+
+
+def parsed(raw: bytes, content_type: str | None) -> dict[str, Any]:
+    """The body as Bolt parses it, once it is a shape the listeners can rely on."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        return "the body is not UTF-8"
+        raise Malformed("the body is not UTF-8") from None
     if not text:
-        return "the body is empty"
+        raise Malformed("the body is empty")
     if "\0" in text:
-        return "the body holds a NUL character"
+        raise Malformed("the body holds a NUL character")
     if content_type == "application/json" or text.startswith("{"):
         body = _json(text)
         if isinstance(body, _Bad):
-            return f"the JSON body is {body}"
+            raise Malformed(f"the JSON body is {body}")
         if not isinstance(body, dict):
-            return "the JSON body is not an object"
-        return _event(body)
+            raise Malformed("the JSON body is not an object")
+        return _valid(body, _event(body))
     form = parse_qsl(text, keep_blank_values=True)
     fields = dict(form)
     if len(fields) != len(form):
-        return "a form field is repeated"
+        raise Malformed("a form field is repeated")
     if "payload" in text:  # Bolt's own test: a form carrying an interactive payload
         payload = _json(fields.get("payload", ""))
         if isinstance(payload, _Bad):
-            return f"the payload is {payload}"
+            raise Malformed(f"the payload is {payload}")
         if not isinstance(payload, dict):
-            return "the payload is not a JSON object"
-        return _interactive(payload)
-    return _command(fields)
+            raise Malformed("the payload is not a JSON object")
+        return _valid(payload, _interactive(payload))
+    return _valid(fields, _command(fields))
+
+
+def bolt_request(raw: bytes, body: dict[str, Any], *, query: str,
+                 headers: dict[str, str | Sequence[str]]) -> AsyncBoltRequest:
+    """Bolt's HTTP request for `raw`, holding `body` (`parsed(raw, …)`): what Bolt's own
+    constructor makes, without parsing the body a second time (a click's payload: ~0.2 ms).
+    Bolt takes a parsed body only in Socket Mode, where it reads nothing else of the mode."""
+    request = AsyncBoltRequest(body=body, query=query, headers=headers, mode="socket_mode")
+    request.raw_body, request.mode = raw.decode("utf-8"), "http"
+    return request
+
+
+def _valid(body: dict[str, Any], problem: str | None) -> dict[str, Any]:
+    if problem is not None:
+        raise Malformed(problem)
+    return body
 
 
 class _Bad(ValueError):
@@ -73,7 +97,8 @@ class _Bad(ValueError):
 
 
 def _json(text: str) -> Any:
-    if _depth(text) > MAX_DEPTH:
+    # No deeper than it has opening brackets: counting them (in C) decides most bodies.
+    if text.count("[") + text.count("{") > MAX_DEPTH and _depth(text) > MAX_DEPTH:
         return _Bad("nested too deeply")
     try:
         return json.loads(text)

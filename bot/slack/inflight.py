@@ -62,7 +62,16 @@ class AckFirst(AsyncAck):
         self._holding = False
 
     async def __call__(self, *args: Any, **kwargs: Any) -> BoltResponse:
-        self.response = await self._ack(*args, **kwargs)
+        return await self._acked(await self._ack(*args, **kwargs))
+
+    async def answer(self, body: str) -> BoltResponse:
+        """Ack with a JSON answer serialised beforehand (what Bolt's `ack(**message)` would
+        serialise on every call: the help, ~10 KB, takes ~0.3 ms)."""
+        self._ack.response = BoltResponse(status=200, body=body)
+        return await self._acked(self._ack.response)
+
+    async def _acked(self, response: BoltResponse) -> BoltResponse:
+        self.response = response
         after_ack()  # from here on this task's turns come behind the acks (bot/slack/acks_first.py)
         if self._sent is not None:
             await self._sent.wait()

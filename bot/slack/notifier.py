@@ -365,8 +365,8 @@ class SlackNotifier:
 
     async def _publish_home(self, user_id: str) -> None:
         facts = await self._home.facts(user_id)
-        view = home_blocks.home_view(**home_blocks.fields_of(facts), now=self._clock.now())
-        await self._client.views_publish(user_id=user_id, view=view)
+        await self._client.views_publish(
+            user_id=user_id, view=home_blocks.home_payload(facts, now=self._clock.now()))
 
     async def _refresh_homes(self, user_ids: Iterable[str | None]) -> None:
         """The App Home of everyone a change concerns (best effort: a home is not a record)."""

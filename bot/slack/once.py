@@ -54,12 +54,11 @@ Middleware = Callable[[AsyncBoltRequest, BoltResponse, Callable[[], Awaitable[No
 def delivery_of(body: dict[str, Any], headers: dict[str, Any]) -> Delivery | None:
     """What names this request among Slack's deliveries; None for what is never deduplicated."""
     retried = bool(headers.get(RETRY_NUM))
-    kind = body.get("type")  # anything at all in a fuzzed payload
-    if kind == "event_callback":
+    if body.get("type") == "event_callback":
         event_id = body.get("event_id")
         return Delivery(kind=EVENT, id=event_id, retried=retried) \
             if isinstance(event_id, str) and event_id else None
-    if "command" in body or (isinstance(kind, str) and kind in _ACTING_PAYLOADS):
+    if _named_by_payload(body):
         # The parsed payload, not the raw bytes: Socket Mode hands Bolt no raw body. Key
         # order is fixed so the same payload always has the same digest.
         canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
@@ -68,16 +67,26 @@ def delivery_of(body: dict[str, Any], headers: dict[str, Any]) -> Delivery | Non
     return None
 
 
+def _named_by_payload(body: dict[str, Any]) -> bool:
+    """A slash command, a modal submission or a shortcut: named by a digest of its payload."""
+    kind = body.get("type")  # anything at all in a fuzzed payload
+    return kind != "event_callback" and (
+        "command" in body or (isinstance(kind, str) and kind in _ACTING_PAYLOADS))
+
+
 def once(deliveries: Deliveries, inflight: InFlight) -> Middleware:
     after: set[asyncio.Task[None]] = set()
 
-    async def record(req: AsyncBoltRequest, delivery: Delivery) -> None:
-        """After the ack: the first delivery's key, for a later retry to find."""
+    async def record(req: AsyncBoltRequest) -> None:
+        """After the ack: the first delivery's key, for a later retry to find (its digest made
+        here too: nothing before the ack needs it)."""
         try:
             sent = req.context.get(ACK_SENT)
             if isinstance(sent, asyncio.Event):
                 await sent.wait()
             after_ack()
+            delivery = delivery_of(req.body, req.headers)
+            assert delivery is not None  # a payload's, by drop_repeats
             await deliveries.remember(delivery)
         except StorageUnavailable:
             # The outage itself is told once, by storage.outages; a line per delivery is noise.
@@ -93,15 +102,18 @@ def once(deliveries: Deliveries, inflight: InFlight) -> Middleware:
 
     async def drop_repeats(req: AsyncBoltRequest, resp: BoltResponse,
                            next: Callable[[], Awaitable[None]]) -> BoltResponse | None:
-        delivery = delivery_of(req.body, req.headers)
-        if delivery is not None and not delivery.repeats():
-            # It acts whatever is recorded: recorded after the ack, before the listener's work.
+        if not req.headers.get(RETRY_NUM) and _named_by_payload(req.body):
+            # A first delivery: it acts whatever is recorded, so it is recorded after the ack,
+            # before the listener's work.
             inflight.started()
-            task = asyncio.create_task(record(req, delivery))
+            task = asyncio.create_task(record(req))
             after.add(task)
             task.add_done_callback(after.discard)
             req.context[RECORDED] = task
-        elif delivery is not None:
+            await next()
+            return None
+        delivery = delivery_of(req.body, req.headers)
+        if delivery is not None:
             try:
                 first = await deliveries.first(delivery)
             except (SQLAlchemyError, OSError) as exc:

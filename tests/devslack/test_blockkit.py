@@ -88,6 +88,35 @@ def test_view_checks_cover_the_sdk_and_slack_rules():
     assert view_problems("nope", expected_type="modal") == ["view must be a JSON object"]
 
 
+def test_a_home_published_again_with_new_ids_is_judged_once_but_judged_whole():
+    """An App Home's block ids change with anything on it: the same blocks under new ids of the
+    same length are not parsed again, while every rule still holds for each view."""
+    from devslack import blockkit
+
+    def home(digest: str, **extra: Any) -> dict[str, Any]:
+        section = {"type": "section", "text": {"type": "mrkdwn", "text": "*$62.53/h*"}}
+        blocks = [{**section, "block_id": f"home.{i}.{digest}"} for i in range(3)]
+        return {"type": "home", "blocks": blocks, **extra}
+
+    assert view_problems(home("0123456789"), expected_type="home") == []
+    parsed = blockkit._block_verdict.cache_info().misses, blockkit._view_verdict.cache_info().misses
+    assert view_problems(home("abcdefghij"), expected_type="home") == []
+    assert (blockkit._block_verdict.cache_info().misses,
+            blockkit._view_verdict.cache_info().misses) == parsed  # nothing parsed again
+    long_id = home("0123456789")
+    long_id["blocks"][1]["block_id"] = "x" * 256
+    assert any("block_id" in p and "255" in p
+               for p in view_problems(long_id, expected_type="home"))
+    twice = home("0123456789")
+    twice["blocks"][2]["block_id"] = twice["blocks"][0]["block_id"]
+    assert any("duplicate block_id" in p for p in view_problems(twice, expected_type="home"))
+    too_many = {"type": "home", "blocks": [{"type": "divider"}] * 101}
+    assert any("between 1 and 100 blocks" in p
+               for p in view_problems(too_many, expected_type="home"))
+    assert "home view cannot have submit and close" in view_problems(
+        home("0123456789", close={"type": "plain_text", "text": "x"}), expected_type="home")
+
+
 def test_with_ids_fills_what_slack_fills_and_keeps_the_rest():
     blocks: list[dict[str, Any]] = [
         {"type": "section", "text": {"type": "mrkdwn", "text": "a"}},

@@ -132,11 +132,8 @@ async def test_cancelled_transaction_rolls_back(db):
         assert (await repos.requests.get("r-1")).last_error is None
 
 
-async def test_a_committed_transaction_is_not_rolled_back_again_on_sqlite(sqlite_db,
-                                                                           monkeypatch):
-    """An empty transaction is four calls on aiosqlite's thread (cursor, BEGIN IMMEDIATE, close,
-    COMMIT): the pool's rollback of every connection checked back in, after a commit too, was
-    a fifth (issue 32: every transaction of the bot paid it)."""
+def _thread_calls(monkeypatch) -> list[str]:
+    """The calls made on aiosqlite's thread from now on, by what they ran."""
     calls: list[str] = []
     real = aiosqlite.Connection._execute
 
@@ -144,11 +141,36 @@ async def test_a_committed_transaction_is_not_rolled_back_again_on_sqlite(sqlite
         calls.append(fn.__qualname__)
         return await real(self, fn, *args, **kwargs)
 
-    await seed(sqlite_db)  # its connection opened
     monkeypatch.setattr(aiosqlite.Connection, "_execute", counted)
+    return calls
+
+
+async def test_a_committed_transaction_is_not_rolled_back_again_on_sqlite(sqlite_db,
+                                                                           monkeypatch):
+    """An empty transaction is two calls on aiosqlite's thread (BEGIN IMMEDIATE, COMMIT): the
+    pool's rollback of every connection checked back in, after a commit too, was one more
+    (issue 32: every transaction of the bot paid it)."""
+    await seed(sqlite_db)  # its connection opened
+    calls = _thread_calls(monkeypatch)
     async with sqlite_db.transaction():
         pass
-    assert len(calls) == 4 and "Connection.rollback" not in calls, calls
+    assert len(calls) == 2 and "Connection.rollback" not in calls, calls
+
+
+async def test_a_statement_is_one_call_on_aiosqlites_thread(sqlite_db, monkeypatch):
+    """A statement is one call on aiosqlite's thread, its rows fetched with it
+    (storage/onecall.py): SQLAlchemy's adapter made four of a SELECT (cursor, execute, fetch,
+    close) and three of an UPDATE or of BEGIN IMMEDIATE (issue 32: ~4 per statement were most
+    of a transaction's cost on the event loop's thread)."""
+    await seed(sqlite_db)
+    calls = _thread_calls(monkeypatch)
+    async with sqlite_db.transaction() as repos:
+        await repos.requests.update("r-1", now=T0, last_error="x")  # UPDATE, then SELECT
+        assert (await repos.requests.get("r-1")).last_error == "x"
+        assert await repos.requests.get("r-none") is None
+    assert len(calls) == 1 + 4 + 1, calls  # BEGIN IMMEDIATE, 4 statements, COMMIT
+    async with sqlite_db.transaction() as repos:  # what was written is what is read after it
+        assert (await repos.requests.get("r-1")).last_error == "x"
 
 
 async def test_a_connection_back_with_a_transaction_open_is_rolled_back_on_sqlite(sqlite_db):

@@ -50,7 +50,7 @@ PENDING_SHOWN = 15  # two blocks each (the request, its buttons)
 BAR_WIDTH = 10
 
 
-def home_view(
+def _blocks(
     *,
     user_id: str,
     clusters: Sequence[ClusterRecord],
@@ -67,8 +67,7 @@ def home_view(
     unclaimed_cents: int = 0,
     policy: SpendThresholds | None = None,
     extensions: Sequence[Extension] = (),
-) -> View:
-    """The home tab of `user_id` (≤ 100 blocks with any number of clusters and requests)."""
+) -> list[Block]:
     blocks: list[Block] = [
         section(f"Hello {user(user_id)} — your GPU clusters on AI Reserve. Every cluster bills "
                 "its whole hourly rate from the moment it is ready until someone terminates it."),
@@ -87,14 +86,27 @@ def home_view(
     blocks.append(context(f"`/cluster help` lists every command · updated {when(now)}"))
     if len(blocks) > MAX_VIEW_BLOCKS:  # cannot happen: every list is cut above
         raise ValueError(f"a home view holds at most {MAX_VIEW_BLOCKS} blocks")
-    return View(type="home", blocks=_identified(blocks))
+    return blocks
 
 
-def fields_of(facts: object) -> dict[str, Any]:
-    """`home_view`'s arguments but `now`, from the Home's facts (bot/services/home.py): one
-    shape for every publisher of a Home."""
-    names = [n for n in inspect.signature(home_view).parameters if n != "now"]
-    return {n: getattr(facts, n) for n in names}
+def home_view(**fields: Any) -> View:
+    """The home tab of `user_id` (≤ 100 blocks with any number of clusters and requests):
+    `_blocks`' arguments."""
+    blocks, _ = _identified(_blocks(**fields))
+    return View(type="home", blocks=blocks)
+
+
+def home_payload(facts: object, *, now: datetime) -> dict[str, Any]:
+    """What `views.publish` sends for the Home of `facts` (bot/services/home.py): `home_view`'s
+    view as slack_sdk's `to_dict` gives it, each block rendered once. (A View handed to
+    `views_publish` is rendered again by slack_sdk's reflection, validators and all: the
+    larger part of a Home's CPU, and a Home is published after every change.) One shape for
+    every publisher of a Home."""
+    _, rendered = _identified(_blocks(**{n: getattr(facts, n) for n in _FACTS}, now=now))
+    return {"type": "home", "blocks": rendered}
+
+
+_FACTS = tuple(n for n in inspect.signature(_blocks).parameters if n != "now")
 
 
 def spend_bar(spent_cents: int, budget_cents: int) -> tuple[str, int]:
@@ -189,12 +201,12 @@ def _spend(spent: int, budget: int | None, month: str) -> list[Block]:
     return blocks
 
 
-def _identified(blocks: list[Block]) -> list[Block]:
+def _identified(blocks: list[Block]) -> tuple[list[Block], list[dict[str, Any]]]:
     """Content-derived block ids (as `message.compose` gives), so a re-published home keeps its
-    ids and an edited one gets new ones."""
-    payload = json.dumps([render(block) for block in blocks], sort_keys=True)
-    digest = hashlib.sha256(payload.encode()).hexdigest()[:10]
-    for index, block in enumerate(blocks):
+    ids and an edited one gets new ones: the blocks, and each rendered (once) with its id."""
+    rendered = [render(block) for block in blocks]
+    digest = hashlib.sha256(json.dumps(rendered, sort_keys=True).encode()).hexdigest()[:10]
+    for index, (block, out) in enumerate(zip(blocks, rendered, strict=True)):
         if block.block_id is None:
-            block.block_id = f"home.{index}.{digest}"
-    return blocks
+            block.block_id = out["block_id"] = f"home.{index}.{digest}"
+    return blocks, rendered

@@ -6,8 +6,9 @@ import pytest
 from slack_sdk.models.views import View
 
 from bot.domain.models import ClusterRecord, ClusterState, LaunchRequest, QuoteInfo
+from bot.services.home import HomeFacts
 from bot.slack.blocks.approval import approval_card
-from bot.slack.blocks.home import home_view, spend_bar
+from bot.slack.blocks.home import home_payload, home_view, spend_bar
 from bot.slack.ids import Action, ApprovalRef, ClusterRef
 from tests.slack.blocks import *
 from tests.slack.blocks import button as card_button
@@ -23,7 +24,11 @@ def _home(clusters: list[ClusterRecord] | None = None,
     }
     fields.update(changes)
     view = home_view(**fields)
-    return _check(view)
+    as_dict = _check(view)
+    # What the publishers send: the very dict slack_sdk makes of the view, rendered once.
+    facts = HomeFacts(**{name: value for name, value in fields.items() if name != "now"})
+    assert home_payload(facts, now=fields["now"]) == as_dict
+    return as_dict
 
 
 def _check(view: View) -> dict[str, Any]:
