@@ -51,6 +51,7 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -95,16 +96,23 @@ async def wait_for(check: Callable[[], T | Awaitable[T]], *, within: float = 20.
                    interval: float = 0.05, what: str = "the condition") -> T:
     """Poll `check` until it returns something truthy (returned); fail at the deadline."""
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
+    deadline, began = loop.time() + within, datetime.now()
     while True:
         value = check()
         if inspect.isawaitable(value):
             value = await value
         if value:
             return value  # type: ignore[return-value]
-        if loop.time() >= deadline:
-            raise AssertionError(f"timed out after {within:.0f} s waiting for {what}")
+        if loop.time() >= deadline:  # from when to when: to read the processes' logs against
+            raise AssertionError(f"timed out after {within:.0f} s waiting for {what} "
+                                 f"({_hms(began)} to {_hms(datetime.now())})")
         await asyncio.sleep(interval)
+
+
+def _hms(at: datetime) -> str:
+    """`18:55:40.361` in local time, as the processes' log lines say it."""
+    at = at.astimezone()
+    return f"{at:%H:%M:%S}.{at.microsecond // 1000:03d}"
 
 
 def _base_env() -> dict[str, str]:
@@ -392,7 +400,7 @@ class World:
             "POLL_INTERVAL_SECONDS": "1",
             "PORT": "0",
             "INTERNAL_PORT": "0",
-            "LOG_LEVEL": "INFO",
+            "LOG_LEVEL": os.environ.get("PROCS_LOG_LEVEL", "INFO"),  # DEBUG: each AI Reserve call
             "CLOCK_OFFSET_FILE": str(self.clock_file),
             "LISTENER_DRAIN_SECONDS": "0",  # a test that drains says how long
         }
@@ -478,12 +486,17 @@ async def world(tmp_path: Path, *, database_url: str | None = None,
         assert slack.violations == [], slack.violations
 
 
-def _what_happened(w: World, lines: int = 80) -> str:
-    """For a failed test's report: the Slack calls FakeSlack refused and the end of each
-    process's log (a bot's view of a modal that never opened, an answer that never came)."""
+def _what_happened(w: World, lines: int = 80, calls: int = 40) -> str:
+    """For a failed test's report: the Slack calls FakeSlack refused, the last ones it answered
+    (when the bot told Slack what: paced per channel, they show where its seconds went) and the
+    end of each process's log (a bot's view of a modal that never opened, an answer that never
+    came). `PROCS_LOG_LEVEL=DEBUG` on a rerun logs each AI Reserve call too."""
     refused = [f"{c.at:%H:%M:%S} {c.method} -> {c.status} {c.error}" for c in w.slack.calls
                if c.status != 200 or c.error]
-    parts = ["Slack calls refused: " + ("; ".join(refused) or "none")]
+    told = [f"{_hms(c.at)} {c.method} {c.args.get('channel') or ''}".rstrip()
+            for c in w.slack.calls[-calls:]]
+    parts = ["Slack calls refused: " + ("; ".join(refused) or "none"),
+             f"--- the last {len(told)} Slack calls ---\n" + "\n".join(told)]
     procs: list[tuple[str, SimProcess | BotProcess]] = [("simulator", w.sim)]
     for name, proc in procs + [(bot.name, bot) for bot in w.bots]:
         tail = proc.logs().splitlines()[-lines:]

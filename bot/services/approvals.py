@@ -21,7 +21,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Protocol, Unpack
+from typing import Unpack
 
 from sqlalchemy.exc import IntegrityError
 
@@ -45,6 +45,7 @@ from bot.services import budgets, stakes
 from bot.services.acting import ActingService, Basics
 from bot.services.audit import AuditLog, audited
 from bot.services.budgets import committed as _committed
+from bot.services.deciding import LaunchScheduler, launched_then_shown
 from bot.services.quoting import QuotingService
 from bot.services.withdrawals import already as _already
 from bot.services.withdrawals import repriced_words, withdraw_pending
@@ -52,10 +53,6 @@ from storage.db import Database
 from storage.repositories import Repos
 
 Judge = Callable[[QuoteInfo, str, str | None], Awaitable[Verdict]]
-
-
-class LaunchScheduler(Protocol):
-    def launch_soon(self, request_id: str) -> None: ...
 
 
 class ApprovalService(ActingService):
@@ -163,6 +160,7 @@ class ApprovalService(ActingService):
         self._launcher.launch_soon(request.id)
         return approved
 
+    @launched_then_shown
     @audited("approve", subject="request_id", stake=stakes.request_rate)
     async def approve(self, *, request_id: str, quote_id: str, hourly_cents: int,
                       actor: Actor) -> LaunchRequest:
@@ -199,6 +197,7 @@ class ApprovalService(ActingService):
         decided = await self._decide(request_id=request_id, quote_id=quote_id,
                                      hourly_cents=hourly_cents, decision=Decision.REJECT,
                                      actor=actor, reason=reason)
+        await self._notifier.refresh_request(request_id)
         if reason and decided.status is RequestStatus.REJECTED:
             await self._notifier.tell(
                 decided.requester_id, f"<@{actor.user_id}> rejected your launch request "
@@ -282,10 +281,7 @@ class ApprovalService(ActingService):
             await self.requote(request, reason="expired")
             raise Conflict("That quote had expired, so nothing was launched. I priced it again "
                            "and posted a fresh approval card.")
-        await self._notifier.refresh_request(request_id)
-        if decided.status is RequestStatus.APPROVED:
-            self._launcher.launch_soon(request_id)
-        return decided
+        return decided  # shown (approve: launched first) by the caller
 
     async def _refused_at_approval(self, request: LaunchRequest, refusal: str) -> None:
         """A request the budgets no longer fit when it was approved: it failed, and says why."""
@@ -315,6 +311,7 @@ class ApprovalService(ActingService):
             await self._notifier.refresh_request(request.id)
         return len(expired)
 
+    @launched_then_shown
     @audited("retry", subject="request_id", stake=stakes.request_rate)
     async def retry(self, *, request_id: str, actor: Actor,
                     attempt: str | None = None) -> LaunchRequest:
@@ -338,9 +335,7 @@ class ApprovalService(ActingService):
             )
             if retried is None:
                 raise Conflict(_already(request))
-        await self._notifier.refresh_request(request_id)
-        self._launcher.launch_soon(request_id)
-        return retried
+        return retried  # launched, then shown (deciding.py)
 
     async def requote(self, request: LaunchRequest, *, reason: str) -> LaunchRequest:
         return await reprice(request, reason=reason, db=self._db, quoting=self._quoting,

@@ -34,8 +34,9 @@ from bot.domain.policy import money
 from bot.domain.ports import Notifier
 from bot.services import stakes
 from bot.services.acting import ActingService, Basics
-from bot.services.approvals import Judge, LaunchScheduler, reprice
+from bot.services.approvals import Judge, reprice
 from bot.services.audit import audited
+from bot.services.deciding import LaunchScheduler
 from bot.services.quoting import QuotingService
 
 log = logging.getLogger(__name__)
@@ -234,13 +235,13 @@ class StockService(ActingService):
                                        f"{money(fresh.hourly_cents)}/h (approved "
                                        f"{money(request.hourly_cents)}/h); launching from "
                                        f"quote {fresh.id}")
-        await self._notifier.tell(
+        await self._notifier.tell(  # before anything the launch may say
             request.requester_id, f"Stock is back for your launch request `{request.id}`: "
             f"launching {fresh.accelerator_name} in {fresh.location} at "
             f"{money(fresh.hourly_cents)}/h (approved {money(request.hourly_cents)}/h).",
             key=f"stock/{request.id}/{fresh.id}")
+        self._launcher.launch_soon(request.id)  # not behind the paced refresh (seconds)
         await self._notifier.refresh_request(request.id)
-        self._launcher.launch_soon(request.id)
 
     async def _ask_again(self, request: LaunchRequest, fresh: QuoteInfo) -> None:
         """Stock, but dearer than approved: the approvers decide on the difference."""

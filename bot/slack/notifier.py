@@ -71,6 +71,9 @@ class SlackNotifier:
         self._home = home
         self._homes = Coalesced(self._publish_home)  # one publish of a home at a time
         self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+        # A request's refreshes asked while one runs fold into one run after it (a launch's
+        # steps, the approval and the watch sweep ask at once; each run is paced Slack calls).
+        self._requests = Coalesced(self._refresh_folded)
         # A cluster's request, once linked, never changes (storage/clusters.py): known here,
         # a cluster's refresh goes to its request's without reading the cluster first.
         self._request_of: dict[str, str] = {}
@@ -94,10 +97,16 @@ class SlackNotifier:
         Slack refusing (a storm's 429s) fails nothing: what it shows is stored, so showing it
         is queued in the outbox and goes out on a later delivery pass, until it does."""
         try:
-            await self._refresh_request(request_id, superseded_quote_id=superseded_quote_id,
-                                        card=card)
+            if superseded_quote_id is None:
+                await self._requests(f"{int(card)}{request_id}")
+            else:
+                await self._refresh_request(request_id, superseded_quote_id=superseded_quote_id,
+                                            card=card)
         except POST_ERRORS as exc:
             await self._queue("request", request_id, exc, superseded=superseded_quote_id)
+
+    async def _refresh_folded(self, key: str) -> None:
+        await self._refresh_request(key[1:], superseded_quote_id=None, card=key[0] == "1")
 
     async def refresh_cluster(self, cluster_id: str) -> None:
         """The cluster's message shows its stored state now, or (Slack refusing) later."""
@@ -225,7 +234,7 @@ class SlackNotifier:
 
     async def _refresh_cluster(self, cluster_id: str) -> None:
         if request_id := self._request_of.get(cluster_id):
-            await self._refresh_request(request_id, superseded_quote_id=None, card=False)
+            await self._requests(f"0{request_id}")
             return
         async with self._db.transaction() as repos:
             record = await repos.clusters.get(cluster_id)
@@ -233,8 +242,7 @@ class SlackNotifier:
             return
         if record.request_id is not None:
             self._request_of[cluster_id] = record.request_id
-            await self._refresh_request(record.request_id, superseded_quote_id=None,
-                                        card=False)
+            await self._requests(f"0{record.request_id}")
             return
         # Adopted (found at AI Reserve, not launched here): its card in the approvals channel,
         # posted when it was told (bot/slack/found.py) — or, told in its channel's digest and

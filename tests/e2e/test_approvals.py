@@ -153,3 +153,65 @@ async def test_capacity_unavailable_keeps_the_request_for_a_retry(tmp_path):
         await h.click(h.cards()[-1], Action.RETRY_LAUNCH, user=ALICE)
         assert len(h.sim.engine.list_clusters()) == 1
         assert h.cards()[-1].channel == APPROVALS
+
+
+async def test_an_approved_launch_reaches_ai_reserve_while_slack_is_still_being_told(
+        tmp_path, monkeypatch):
+    """Issue 32: the approval showed itself in Slack first (the card, the progress message and
+    its story, the approvers' homes: paced per channel, seconds on a busy bot) and only then
+    started the launch — a real bot under load called AI Reserve 7 s after the click."""
+    async with bot(tmp_path) as h:
+        card = await h.request()
+        entered, held = asyncio.Event(), asyncio.Event()
+        refresh = h.rt.notifier.refresh_request
+
+        async def slow_slack(request_id, **kwargs):
+            if not entered.is_set():  # the approval's own refresh: Slack still being told
+                entered.set()
+                await held.wait()
+            await refresh(request_id, **kwargs)
+
+        monkeypatch.setattr(h.rt.notifier, "refresh_request", slow_slack)
+        click = asyncio.create_task(h.requests.click(card, Action.APPROVE, user_id=BOB))
+        try:
+            await entered.wait()
+            await h.rt.services.launching.drain()
+            [request] = await h.requests_in_db()
+            assert request.status is RequestStatus.LAUNCHED, request.status
+            assert [c.id for c in h.sim.engine.list_clusters()] == [request.cluster_id]
+        finally:
+            held.set()
+            await click
+            await h.rt.settle()
+        assert not has_buttons(h.cards()[-1])  # and Slack shows it, after
+
+
+async def test_refreshes_asked_while_one_runs_fold_into_one_run_after_it(tmp_path, monkeypatch):
+    """Issue 32: a launch asks its request's messages to be shown several times at once (the
+    approval, the launch starting, the cluster linked, the watch sweep's SSH details); each
+    refresh is ~6 paced Slack calls, and they queued one behind the other — on a busy bot the
+    owner's SSH details waited 20 s behind four of them. Those asked while one runs wait for
+    one more run, which reads the request after all of them were asked."""
+    async with bot(tmp_path) as h:
+        await h.request()
+        [request] = await h.requests_in_db()
+        notifier = h.rt.notifier
+        runs, entered, held = [], asyncio.Event(), asyncio.Event()
+        refresh = notifier._refresh_request
+
+        async def counted(request_id, **kwargs):
+            runs.append(kwargs["card"])
+            if len(runs) == 1:
+                entered.set()
+                await held.wait()
+            await refresh(request_id, **kwargs)
+
+        monkeypatch.setattr(notifier, "_refresh_request", counted)
+        first = asyncio.create_task(notifier.refresh_request(request.id))
+        await entered.wait()
+        asked = [asyncio.create_task(notifier.refresh_request(request.id)) for _ in range(3)]
+        asked.append(asyncio.create_task(notifier.refresh_request(request.id, card=False)))
+        await asyncio.sleep(0)  # they are asked while the first one runs
+        held.set()
+        await asyncio.gather(first, *asked)
+        assert sorted(runs) == [False, True, True], runs  # 5 asked: the card's twice

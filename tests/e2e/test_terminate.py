@@ -143,8 +143,10 @@ async def _launch_running(w, bot_process):
     await bot_process.requests.click(card, Action.APPROVE, user_id="U0BOB")
     await wait_for(w.sim.clusters, what="the launch")
     await w.advance(120)
+    # A poll sees it running; its message is shown so (one refresh of the request's messages,
+    # behind at most the one running and one folded: bot/slack/notifier.py), then the DM.
     await wait_for(lambda: any("ssh -p" in w.text_of(m) for m in w.slack.dms(ALICE)),
-                   what="the cluster running")
+                   what="the cluster running: the owner's SSH details DM")
 
 
 async def _terminate_button(w):
