@@ -9,11 +9,18 @@ STAMP  := $(VENV)/.installed-stamp
 ## The dependencies come from the lockfile (requirements/dev.txt: exact versions, each file's
 ## hash), the project itself after them with --no-deps: what CI tests is what the image ships
 ## (requirements/runtime.txt, the same pins). pyproject.toml keeps the ranges for library users.
-$(STAMP): pyproject.toml requirements/dev.txt
+## uv installs them, hash-checked as pip would, downloading and compiling in parallel (half
+## pip's time); uv itself comes from requirements/uv.txt, hash-checked by the pip the venv is
+## made with (not upgraded: the tests' `pip wheel` and `pip download` need no newer one). The
+## project is built by requirements/build.txt's tools (the image's): nothing unpinned downloaded.
+## Bytecode for every installed module, as pip did: test workers and the processes they start
+## import the same modules at once, and PYTHONDONTWRITEBYTECODE may be set.
+UV_INSTALL := $(VENV)/bin/uv pip install --quiet --python $(PY)
+$(STAMP): pyproject.toml requirements/dev.txt requirements/build.txt requirements/uv.txt
 	python3 -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet --require-hashes -r requirements/dev.txt
-	$(PY) -m pip install --quiet --no-deps -e .
+	$(PY) -m pip install --quiet --require-hashes -r requirements/uv.txt
+	$(UV_INSTALL) --require-hashes --compile-bytecode -r requirements/dev.txt -r requirements/build.txt
+	$(UV_INSTALL) --no-deps --no-build-isolation -e .
 	@# The development tools (aireserve_sim, devslack) are no part of the product's wheel: this
 	@# checkout on the dev venv's path brings them to `make run` and the tests.
 	$(PY) -c "import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()['purelib'], \
@@ -78,16 +85,19 @@ bench: $(STAMP)
 ## make lock: compile the lockfiles again from pyproject.toml (after changing a range there, or
 ## to take newer releases: delete requirements/*.txt first). The runtime pins (the image's)
 ## constrain the dev ones, so both files agree on every package they share; build.txt pins what
-## builds the image's wheel of the project (pyproject.toml's build-system).
+## builds the image's wheel of the project (pyproject.toml's build-system); uv.txt pins the uv
+## that installs the venv (UV_PIN: change it here, then make lock).
+UV_PIN     := uv==0.13.9
 UV_COMPILE := $(VENV)/bin/uv pip compile pyproject.toml --quiet --universal --python-version 3.11 \
 	--generate-hashes --custom-compile-command 'make lock'
 lock:
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install --quiet 'uv==0.13.9'
+	$(PY) -m pip install --quiet '$(UV_PIN)'
 	$(UV_COMPILE) --extra postgres -o requirements/runtime.txt
 	$(UV_COMPILE) --extra postgres --extra test -c requirements/runtime.txt -o requirements/dev.txt
 	$(PY) -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['build-system']['requires'], sep='\n')" \
 		| $(UV_COMPILE:pyproject.toml=-) -o requirements/build.txt
+	echo '$(UV_PIN)' | $(UV_COMPILE:pyproject.toml=-) -o requirements/uv.txt
 
 ## make image: the container image, tagged cluster-bot:<version> and labelled with the version,
 ## the commit (bot/observability/build.py: `-dirty` when bot/, storage/ or pyproject.toml differ

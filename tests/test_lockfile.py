@@ -101,11 +101,20 @@ def test_the_tools_that_build_the_images_wheel_are_pinned():
     assert mismatches(requires, read_lock(LOCKS / "build.txt")) == []
 
 
-@pytest.mark.parametrize("lock_name", ["build.txt", *sorted(CASES)])
+@pytest.mark.parametrize("lock_name", ["build.txt", "uv.txt", *sorted(CASES)])
 def test_every_pin_carries_a_hash(lock_name):
     lock = read_lock(LOCKS / lock_name)
     assert lock, f"{lock_name} pins nothing"
     assert [name for name, pins in lock.items() if any(p.hashes == 0 for p in pins)] == []
+
+
+def test_the_uv_that_installs_the_venv_is_the_one_make_lock_pins():
+    # `make` installs requirements/uv.txt (hash-checked), then the lockfiles with that uv.
+    (pin,) = re.findall(r"^UV_PIN\s*:=\s*(\S+)$", (ROOT / "Makefile").read_text(), re.M)
+    (exact,) = Requirement(pin).specifier
+    lock = read_lock(LOCKS / "uv.txt")
+    assert {name: [p.version for p in pins] for name, pins in lock.items()} == {
+        "uv": [exact.version]}
 
 
 def test_ci_tests_the_versions_the_image_ships():
