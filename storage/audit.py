@@ -7,7 +7,7 @@ from collections.abc import Collection
 from datetime import datetime
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from bot.domain.models import AuditEntry
 from storage.rows import row_values, to_domain
@@ -25,7 +25,7 @@ class AuditRepo:
     `at` is the time the caller stated and is not used for ordering.
     """
 
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncConnection) -> None:
         self._session = session
 
     async def add(self, e: AuditEntry) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 LOCK_NAMESPACE = 74102620  # the first key of every budget lock (int4); the second is the budget
 
@@ -35,12 +35,12 @@ def project_budget(project: str) -> str:
 
 
 class BudgetLocks:
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncConnection) -> None:
         self._session = session
 
     async def hold(self, budgets: Iterable[str]) -> None:
         """Lock `budgets` (see `user_budget`, `team_budget`) until this transaction ends."""
-        if self._session.get_bind().dialect.name != "postgresql":
+        if self._session.dialect.name != "postgresql":
             return  # SQLite: BEGIN IMMEDIATE already serialises every writer
         for key in sorted(set(budgets)):
             await self._session.execute(

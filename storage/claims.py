@@ -7,7 +7,7 @@ from collections.abc import Collection
 from datetime import datetime
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from bot.domain.claims import ActionClaim, ClaimKey
 from storage.statements import insert, rowcount
@@ -19,7 +19,7 @@ class ClaimRepo:
     INSERT … ON CONFLICT DO NOTHING (or, past the lease, the UPDATE guarded by the old
     `claimed_at`) matches for one transaction only."""
 
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncConnection) -> None:
         self._session = session
 
     async def take(self, key: ClaimKey, *, actor_id: str, now: datetime,
@@ -74,7 +74,7 @@ class ClaimRepo:
         result = await self._session.execute(
             sa.delete(ACTION_CLAIMS).where(ACTION_CLAIMS.c.action.in_(actions),
                                            ACTION_CLAIMS.c.claimed_at < before))
-        count: int = result.rowcount  # type: ignore[attr-defined]  # CursorResult for DML
+        count: int = result.rowcount
         return count
 
     async def get(self, key: ClaimKey) -> ActionClaim | None:

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from bot.domain.errors import UnknownResource
 from bot.domain.models import ClusterRecord, ClusterState
@@ -25,12 +25,14 @@ from storage.statements import MANAGED, insert, rowcount
 from storage.tables.clusters import CLUSTERS
 
 _LIVE = tuple(s.value for s in ClusterState if s.is_live)
+# Built once (values bound at execution): see storage/repositories.py.
+_GET = sa.select(CLUSTERS).where(CLUSTERS.c.id == sa.bindparam("id"))
 
 
 class ClusterRepo:
     """Clusters the bot keeps track of until they stop billing."""
 
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncConnection) -> None:
         self._session = session
 
     async def add_many(self, records: Collection[ClusterRecord]) -> None:
@@ -86,9 +88,7 @@ class ClusterRepo:
         return stored
 
     async def get(self, id: str) -> ClusterRecord | None:
-        row = (await self._session.execute(
-            sa.select(CLUSTERS).where(CLUSTERS.c.id == id)
-        )).mappings().one_or_none()
+        row = (await self._session.execute(_GET, {"id": id})).mappings().one_or_none()
         return None if row is None else to_domain(ClusterRecord, row)
 
     async def require(self, id: str) -> ClusterRecord:
@@ -265,7 +265,7 @@ class ClusterRepo:
         raw = stmt.with_only_columns(*raw_columns(CLUSTERS))
         rows = (await self._session.execute(raw)).all()
         return await to_domain_many(ClusterRecord, CLUSTERS, rows,
-                                    self._session.get_bind().dialect, remembered=remembered)
+                                    self._session.dialect, remembered=remembered)
 
 
 def _owned(stmt: sa.Select[Any], owners: Collection[str] | None) -> sa.Select[Any]:

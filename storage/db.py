@@ -34,13 +34,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import (
-    AsyncEngine,
-    AsyncSession,
-    async_sessionmaker,
-    create_async_engine,
-)
-from sqlalchemy.orm import ORMExecuteState, Session
+from sqlalchemy.engine.default import DefaultExecutionContext
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import ConnectionPoolEntry, PoolResetState
 
 from bot.domain import lanes
@@ -59,7 +54,7 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 # The probe's row: big enough that a database with no room left can't take it (4 SQLite
 # pages), small enough to cost nothing. Inserted and deleted in one committed transaction.
 PROBE_BYTES = 16_384
-_WROTE = "wrote"  # Session.info key: this transaction ran an INSERT/UPDATE/DELETE
+_WROTE = "wrote"  # Connection.info key: this transaction ran an INSERT/UPDATE/DELETE
 
 _ASYNC_SCHEMES = {
     "sqlite": "sqlite+aiosqlite",
@@ -129,9 +124,7 @@ class Database:
             event.listen(self._engine.sync_engine, "connect", _sqlite_on_connect)
             event.listen(self._engine.sync_engine, "begin", _sqlite_on_begin)
             event.listen(self._engine.sync_engine.pool, "reset", _sqlite_on_reset)
-        # Rows are turned into frozen models before commit: nothing to expire or refresh.
-        self._sessions = async_sessionmaker(self._engine, expire_on_commit=False,
-                                            sync_session_class=_NotingSession)
+        event.listen(self._engine.sync_engine, "after_cursor_execute", _note_write)
         self.outages = OutageLog()
         self._turns = Turns()
         self._holder: asyncio.Task[Any] | None = None
@@ -175,7 +168,7 @@ class Database:
             await conn.run_sync(_migrate)
 
     def transaction(self) -> AbstractAsyncContextManager[Repos]:
-        """One session, one transaction: committed on normal exit, rolled back on exception.
+        """One connection, one transaction: committed on normal exit, rolled back on exception.
 
         On SQLite, do not open a second transaction from inside one in the same task: it would
         wait for itself (this raises RuntimeError instead).
@@ -212,9 +205,11 @@ class Database:
     @asynccontextmanager
     async def _transaction(self) -> AsyncIterator[Repos]:
         try:
-            async with self._serialized(), self._sessions() as session, session.begin():
-                await _connect(session)
-                yield Repos(session)
+            async with self._serialized(), _connected(self._engine) as conn, conn.begin():
+                noted = conn.info  # the pooled connection's: what a statement before left there
+                noted.pop(_WROTE, None)
+                yield Repos(conn)
+                wrote = noted.pop(_WROTE, False)
         except Exception as exc:
             outage = trouble_of(exc)
             if outage is None:
@@ -223,7 +218,7 @@ class Database:
             if outage is exc:
                 raise
             raise outage from exc
-        if session.info.get(_WROTE):  # a read succeeds on a full disk: only a write tells
+        if wrote:  # a read succeeds on a full disk: only a write tells
             self.outages.wrote()
 
     def _serialized(self) -> AbstractAsyncContextManager[object]:
@@ -242,26 +237,30 @@ class Database:
                 self._holder = None
 
 
-async def _connect(session: AsyncSession) -> None:
+@asynccontextmanager
+async def _connected(engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
     """Check out the transaction's connection. A server that is down or restarting refuses it
     with the socket's own error (asyncpg raises ConnectionRefusedError, FileNotFoundError for a
     UNIX socket that is gone), which SQLAlchemy passes on unwrapped: here, and only here, an
     OSError is the database's."""
+    conn = engine.connect()
     try:
-        await session.connection()
+        await conn.start()
     except OSError as exc:
         raise StorageUnavailable(StorageTrouble.UNAVAILABLE,
                                  f"can't connect: {type(exc).__name__}") from exc
+    try:
+        yield conn
+    finally:
+        await asyncio.shield(conn.close())
 
 
-class _NotingSession(Session):
-    """A session that notes whether its transaction wrote (see OutageLog.wrote)."""
-
-
-@event.listens_for(_NotingSession, "do_orm_execute")
-def _note_write(state: ORMExecuteState) -> None:
-    if state.is_insert or state.is_update or state.is_delete:
-        state.session.info[_WROTE] = True
+def _note_write(conn: Connection, _cursor: Any, _statement: str, _parameters: Any,
+                context: DefaultExecutionContext, _executemany: bool) -> None:
+    """After each statement: an INSERT, UPDATE or DELETE notes that its transaction wrote
+    (see OutageLog.wrote)."""
+    if context.isinsert or context.isupdate or context.isdelete:
+        conn.info[_WROTE] = True
 
 
 async def _migrate_apart(url: str) -> None:
@@ -304,7 +303,7 @@ def _use_wal(cursor: Any) -> None:
 def _sqlite_on_reset(dbapi_connection: Any, _record: ConnectionPoolEntry,
                      state: PoolResetState) -> None:
     """A connection checked back in: rolled back when the driver says a transaction is still
-    open on it (a COMMIT that failed, a session closed mid-way); committed, it is clean."""
+    open on it (a COMMIT that failed, a connection closed mid-way); committed, it is clean."""
     if state.terminate_only or not state.asyncio_safe:
         return  # being closed, or outside the loop (no call to its thread can be made)
     if dbapi_connection.driver_connection.in_transaction:

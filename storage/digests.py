@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from storage.statements import insert, rowcount
 from storage.tables.outbox import DIGEST_MEMBERS, DIGESTS
@@ -25,7 +25,7 @@ class Digest:
 
 
 class DigestRepo:
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncConnection) -> None:
         self._session = session
 
     async def open_in(self, channel_id: str) -> Digest | None:

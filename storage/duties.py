@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from bot.domain.duty import Duty, Escalation
 from storage.statements import insert, rowcount
@@ -15,7 +15,7 @@ from storage.tables.people import DUTIES
 
 
 class DutyRepo:
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncConnection) -> None:
         self._session = session
 
     async def get(self, cluster_id: str, episode: int) -> Duty | None:

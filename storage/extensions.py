@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from bot.domain.extension import Extension, ExtensionStatus
 from storage.rows import field_values, row_values, to_domain
@@ -21,7 +21,7 @@ _E = EXTENSIONS.c
 
 
 class ExtensionRepo:
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncConnection) -> None:
         self._session = session
 
     async def add(self, extension: Extension) -> None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from storage.outbox import UNDELIVERABLE
 from storage.tables.clusters import CLUSTERS
@@ -26,13 +26,13 @@ class Backlog:
     oldest_notice: datetime | None
 
 
-async def clusters_by_state(session: AsyncSession) -> dict[str, int]:
+async def clusters_by_state(session: AsyncConnection) -> dict[str, int]:
     rows = await session.execute(
         sa.select(CLUSTERS.c.status, sa.func.count()).group_by(CLUSTERS.c.status))
     return {str(status): int(n) for status, n in rows.all()}
 
 
-async def burn_cents_per_hour(session: AsyncSession) -> int:
+async def burn_cents_per_hour(session: AsyncConnection) -> int:
     """The locked rates of every cluster billing now (running or degraded)."""
     total = await session.scalar(sa.select(sa.func.coalesce(sa.func.sum(CLUSTERS.c.hourly_cents),
                                                             0))
@@ -40,7 +40,7 @@ async def burn_cents_per_hour(session: AsyncSession) -> int:
     return int(total or 0)
 
 
-async def outbox_backlog(session: AsyncSession) -> Backlog:
+async def outbox_backlog(session: AsyncConnection) -> Backlog:
     """Posts not delivered yet, in both outboxes (watcher notices and every other post)."""
     found = []
     # Outbox rows without a payload are claims on a post someone else still holds the content
@@ -54,13 +54,13 @@ async def outbox_backlog(session: AsyncSession) -> Backlog:
     return Backlog(pending=posts + notices, oldest_post=oldest_post, oldest_notice=oldest_notice)
 
 
-async def refresh_failing(session: AsyncSession) -> int:
+async def refresh_failing(session: AsyncConnection) -> int:
     """Installations whose rotating token's last refresh failed."""
     return int(await session.scalar(sa.select(sa.func.count()).select_from(INSTALLATIONS).where(
         INSTALLATIONS.c.refresh_failing_since.is_not(None))) or 0)
 
 
-async def undeliverable_by_reason(session: AsyncSession) -> dict[str, int]:
+async def undeliverable_by_reason(session: AsyncConnection) -> dict[str, int]:
     """Slack targets recorded undeliverable (storage/outbox.py `UNDELIVERABLE`), by Slack's code:
     an archived channel (`is_archived`), one the bot left (`not_in_channel`), a person gone."""
     rows = await session.execute(sa.select(OUTBOX.c.payload).where(OUTBOX.c.kind == UNDELIVERABLE))

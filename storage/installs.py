@@ -14,7 +14,7 @@ from collections.abc import Collection
 from datetime import datetime
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from bot.domain.installation import Installation, installation_key
 from storage.rows import row_values, to_domain
@@ -25,7 +25,7 @@ from storage.tables.installs import INSTALLATIONS, OAUTH_STATES, ORG_WORKSPACES,
 class InstallationRepo:
     """The `slack_installations` table (see `storage.repositories`)."""
 
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncConnection) -> None:
         self._session = session
 
     async def save(self, found: Installation) -> None:
@@ -62,7 +62,7 @@ class InstallationRepo:
         """The org-wide installation `key` serves `team_ids` no more; how many it served."""
         result = await self._session.execute(sa.delete(ORG_WORKSPACES).where(
             ORG_WORKSPACES.c.installation == key, ORG_WORKSPACES.c.team_id.in_(team_ids)))
-        gone: int = result.rowcount  # type: ignore[attr-defined]
+        gone: int = result.rowcount
         return gone
 
     async def find(self, *, enterprise_id: str | None, team_id: str | None,
@@ -124,7 +124,7 @@ class InstallationRepo:
 class RouteRepo:
     """The `slack_routes` table: which installation a channel or a person belongs to."""
 
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncConnection) -> None:
         self._session = session
 
     async def learn(self, key: str, targets: Collection[str], *, now: datetime) -> None:
@@ -142,7 +142,7 @@ class RouteRepo:
 class OAuthStateRepo:
     """The `slack_oauth_states` table: each state is taken back at most once."""
 
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncConnection) -> None:
         self._session = session
 
     async def issue(self, state: str, *, now: datetime, expires_at: datetime) -> None:
@@ -155,5 +155,5 @@ class OAuthStateRepo:
         """True once for a state issued and not expired; False for any other (a replay)."""
         result = await self._session.execute(sa.delete(OAUTH_STATES).where(
             OAUTH_STATES.c.state == state, OAUTH_STATES.c.expires_at > now))
-        taken: int = result.rowcount  # type: ignore[attr-defined]
+        taken: int = result.rowcount
         return taken == 1

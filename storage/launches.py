@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from bot.domain.errors import UnknownResource
 from bot.domain.launch import IntentState, LaunchIntent
@@ -18,11 +18,19 @@ from storage.rows import field_values, in_chunks, row_values, to_domain
 from storage.statements import MANAGED, insert, rowcount
 from storage.tables.requests import LAUNCH_INTENTS, REQUEST_QUOTES
 
+# Built once (values bound at execution): see storage/repositories.py.
+_QUOTES_OF = (sa.select(REQUEST_QUOTES.c.quote_id)
+              .where(REQUEST_QUOTES.c.request_id == sa.bindparam("request_id"))
+              .order_by(REQUEST_QUOTES.c.added_at.desc(), REQUEST_QUOTES.c.quote_id.desc()))
+_INTENTS_OF = (sa.select(LAUNCH_INTENTS)
+               .where(LAUNCH_INTENTS.c.request_id == sa.bindparam("request_id"))
+               .order_by(LAUNCH_INTENTS.c.created_at, LAUNCH_INTENTS.c.idempotency_key))
+
 
 class RequestQuoteRepo:
     """Which request ever held which quote (a quote belongs to at most one request)."""
 
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncConnection) -> None:
         self._session = session
 
     async def add(self, *, request_id: str, quote_id: str, now: datetime) -> None:
@@ -33,11 +41,7 @@ class RequestQuoteRepo:
 
     async def quotes_of(self, request_id: str) -> list[str]:
         """Every quote `request_id` held, newest first."""
-        found = await self._session.execute(
-            sa.select(REQUEST_QUOTES.c.quote_id)
-            .where(REQUEST_QUOTES.c.request_id == request_id)
-            .order_by(REQUEST_QUOTES.c.added_at.desc(), REQUEST_QUOTES.c.quote_id.desc())
-        )
+        found = await self._session.execute(_QUOTES_OF, {"request_id": request_id})
         return list(found.scalars())
 
     async def requests_of(self, quote_ids: Collection[str]) -> dict[str, str]:
@@ -55,7 +59,7 @@ class RequestQuoteRepo:
 class LaunchIntentRepo:
     """Launch intents by idempotency key."""
 
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncConnection) -> None:
         self._session = session
 
     async def add(self, intent: LaunchIntent) -> LaunchIntent:
@@ -76,11 +80,7 @@ class LaunchIntentRepo:
 
     async def for_request(self, request_id: str) -> list[LaunchIntent]:
         """Every intent of `request_id`, oldest first."""
-        rows = (await self._session.execute(
-            sa.select(LAUNCH_INTENTS)
-            .where(LAUNCH_INTENTS.c.request_id == request_id)
-            .order_by(LAUNCH_INTENTS.c.created_at, LAUNCH_INTENTS.c.idempotency_key)
-        )).mappings()
+        rows = (await self._session.execute(_INTENTS_OF, {"request_id": request_id})).mappings()
         return [to_domain(LaunchIntent, row) for row in rows]
 
     async def update(self, key: str, *, now: datetime, **fields: Any) -> LaunchIntent:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from storage.statements import insert, rowcount
 from storage.tables.coordination import LEASES
@@ -29,7 +29,7 @@ from storage.tables.coordination import LEASES
 class LeaseRepo:
     """The `leases` table, inside one transaction (see `storage.repositories`)."""
 
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncConnection) -> None:
         self._session = session
 
     async def acquire(self, name: str, *, holder: str, now: datetime, ttl: timedelta,

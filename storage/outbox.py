@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from storage.statements import insert, rowcount
 from storage.tables.outbox import DM_CHANNELS, OUTBOX
@@ -42,6 +42,13 @@ MAYBE = "maybe"
 FOUND = "found"
 
 
+# The everyday reads, built once: a statement built at each call costs building it and walking
+# it for its cache key, more than its execution (issue 32).
+_GET = sa.select(OUTBOX).where(OUTBOX.c.key == sa.bindparam("key"))
+_DM_CHANNEL = sa.select(DM_CHANNELS.c.channel_id).where(
+    DM_CHANNELS.c.user_id == sa.bindparam("user_id"))
+
+
 @dataclass(frozen=True)
 class OutboxItem:
     key: str
@@ -56,7 +63,7 @@ class OutboxItem:
 
 
 class OutboxRepo:
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncConnection) -> None:
         self._session = session
 
     async def claim(self, key: str, *, kind: str, target: str, holder: str, now: datetime,
@@ -197,8 +204,7 @@ class OutboxRepo:
         await self._session.execute(sa.delete(OUTBOX).where(OUTBOX.c.key == f"{MAYBE}/{key}"))
 
     async def get(self, key: str) -> OutboxItem | None:
-        row = (await self._session.execute(
-            sa.select(OUTBOX).where(OUTBOX.c.key == key))).mappings().one_or_none()
+        row = (await self._session.execute(_GET, {"key": key})).mappings().one_or_none()
         return None if row is None else OutboxItem(**row)
 
     async def delivered_among(self, keys: Collection[str]) -> set[str]:
@@ -217,12 +223,11 @@ class OutboxRepo:
 class DmChannelRepo:
     """user id → DM channel id, written once per person."""
 
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncConnection) -> None:
         self._session = session
 
     async def get(self, user_id: str) -> str | None:
-        row = (await self._session.execute(
-            sa.select(DM_CHANNELS.c.channel_id).where(DM_CHANNELS.c.user_id == user_id))).first()
+        row = (await self._session.execute(_DM_CHANNEL, {"user_id": user_id})).first()
         return None if row is None else str(row[0])
 
     async def put(self, user_id: str, channel_id: str) -> None:

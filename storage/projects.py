@@ -4,7 +4,7 @@ export's `project` column (bot/domain/audit_csv.py)."""
 from __future__ import annotations
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from storage.rows import in_chunks
 from storage.tables.clusters import CLUSTERS
@@ -12,7 +12,7 @@ from storage.tables.requests import QUOTES, REQUESTS
 
 
 class ProjectLookup:
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncConnection) -> None:
         self._session = session
 
     async def of_subjects(self, subject_ids: list[str]) -> dict[str, str]:

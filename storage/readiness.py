@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from bot.domain.idle import IdleState
 from bot.domain.readiness import ReadinessState, ReadinessWatch
@@ -20,10 +20,12 @@ from storage.statements import insert, rowcount
 from storage.tables.clusters import READINESS
 
 _R = READINESS.c
+# Built once (values bound at execution): see storage/repositories.py.
+_GET = sa.select(READINESS).where(_R.cluster_id == sa.bindparam("cluster_id"))
 
 
 class ReadinessRepo:
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncConnection) -> None:
         self._session = session
 
     async def add(self, watch: ReadinessWatch) -> None:
@@ -32,8 +34,8 @@ class ReadinessRepo:
         await self._session.execute(stmt.on_conflict_do_nothing(index_elements=["cluster_id"]))
 
     async def get(self, cluster_id: str) -> ReadinessWatch | None:
-        row = (await self._session.execute(
-            sa.select(READINESS).where(_R.cluster_id == cluster_id))).mappings().one_or_none()
+        row = (await self._session.execute(_GET, {"cluster_id": cluster_id})
+               ).mappings().one_or_none()
         return None if row is None else to_domain(ReadinessWatch, row)
 
     async def watching(self, *, limit: int = 200) -> list[ReadinessWatch]:

@@ -1,9 +1,11 @@
 """Repositories: the only code that reads and writes the tables.
 
-Every repository works inside the one `AsyncSession` (one transaction) it was given by
-`Database.transaction()`; none of them commits. They take and return the frozen domain models of
-`bot.domain.models`, never rows. Statements are SQLAlchemy Core against the tables, so there is no
-identity map to go stale between a compare-and-set and the read that follows it.
+Every repository works inside the one transaction it was given by `Database.transaction()` (its
+`session`: the transaction's connection); none of them commits. They take and return the frozen
+domain models of `bot.domain.models`, never rows. Statements are SQLAlchemy Core against the
+tables, executed on the connection itself: no ORM session, so no identity map to go stale between a
+compare-and-set and the read that follows it, and none of the ORM's work on every transaction and
+statement (issue 32: an ORM session around Core statements cost ~40% of an empty transaction).
 
 This module holds the quote, request, approval and message repositories and `Repos`, which
 bundles every repository; the clusters' is in `storage.clusters`, the watcher's (notices,
@@ -17,7 +19,7 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from bot.domain.errors import UnknownResource
 from bot.domain.models import (
@@ -49,20 +51,33 @@ from storage.templates import TemplateRepo
 from storage.terminations import TerminationRepo
 from storage.watching import NoticeRepo, VolumeRepo
 
+# The everyday reads, built once (module-level, values bound at execution): a statement built
+# at each call costs building it and walking it for its cache key, more than its execution on
+# SQLite (issue 32).
+_QUOTE = sa.select(QUOTES).where(QUOTES.c.id == sa.bindparam("id"))
+_REQUEST = sa.select(REQUESTS).where(REQUESTS.c.id == sa.bindparam("id"))
+_REQUEST_LOCKED = _REQUEST.with_for_update()
+_BY_STATUS = (sa.select(REQUESTS)
+              .where(REQUESTS.c.status.in_(sa.bindparam("statuses", expanding=True)))
+              .order_by(REQUESTS.c.updated_at, REQUESTS.c.id))
+_BY_STATUS_BEFORE = _BY_STATUS.where(REQUESTS.c.updated_at < sa.bindparam("before"))
+_APPROVALS = (sa.select(APPROVALS).where(APPROVALS.c.request_id == sa.bindparam("request_id"))
+              .order_by(APPROVALS.c.at, APPROVALS.c.id))
+_MESSAGE = sa.select(MESSAGES.c.channel_id, MESSAGES.c.ts).where(
+    MESSAGES.c.kind == sa.bindparam("kind"), MESSAGES.c.subject_id == sa.bindparam("subject_id"))
+
 
 class QuoteRepo:
     """Provider quotes, by id."""
 
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncConnection) -> None:
         self._session = session
 
     async def add(self, q: QuoteInfo) -> None:
         await self._session.execute(sa.insert(QUOTES).values(row_values(q)))
 
     async def get(self, id: str) -> QuoteInfo | None:
-        row = (await self._session.execute(
-            sa.select(QUOTES).where(QUOTES.c.id == id)
-        )).mappings().one_or_none()
+        row = (await self._session.execute(_QUOTE, {"id": id})).mappings().one_or_none()
         return None if row is None else to_domain(QuoteInfo, row)
 
     async def get_many(self, ids: Collection[str]) -> dict[str, QuoteInfo]:
@@ -79,7 +94,7 @@ class QuoteRepo:
 class RequestRepo:
     """Launch requests; `transition()` is the state machine's atomic compare-and-set."""
 
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncConnection) -> None:
         self._session = session
 
     async def add(self, r: LaunchRequest) -> None:
@@ -91,10 +106,8 @@ class RequestRepo:
         """`for_update`: lock the row for the rest of the transaction (PostgreSQL's SELECT …
         FOR UPDATE), so decisions on one request are serialised across replicas; SQLite's
         transactions are serialised already (BEGIN IMMEDIATE)."""
-        query = sa.select(REQUESTS).where(REQUESTS.c.id == id)
-        row = (await self._session.execute(
-            query.with_for_update() if for_update else query
-        )).mappings().one_or_none()
+        row = (await self._session.execute(_REQUEST_LOCKED if for_update else _REQUEST,
+                                           {"id": id})).mappings().one_or_none()
         return None if row is None else to_domain(LaunchRequest, row)
 
     async def for_quote(self, quote_id: str) -> LaunchRequest | None:
@@ -169,14 +182,11 @@ class RequestRepo:
         self, statuses: Collection[RequestStatus], *, updated_before: datetime | None = None
     ) -> list[LaunchRequest]:
         """Requests in `statuses` (last updated strictly before `updated_before`), oldest first."""
-        stmt = (
-            sa.select(REQUESTS)
-            .where(REQUESTS.c.status.in_([RequestStatus(s).value for s in statuses]))
-            .order_by(REQUESTS.c.updated_at, REQUESTS.c.id)
-        )
+        params: dict[str, Any] = {"statuses": [RequestStatus(s).value for s in statuses]}
         if updated_before is not None:
-            stmt = stmt.where(REQUESTS.c.updated_at < updated_before)
-        rows = (await self._session.execute(stmt)).mappings()
+            params["before"] = updated_before
+        rows = (await self._session.execute(
+            _BY_STATUS if updated_before is None else _BY_STATUS_BEFORE, params)).mappings()
         return [to_domain(LaunchRequest, row) for row in rows]
 
     async def list_pending(self) -> list[LaunchRequest]:
@@ -192,7 +202,7 @@ class RequestRepo:
 class ApprovalRepo:
     """The approve/reject audit trail."""
 
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncConnection) -> None:
         self._session = session
 
     async def add(self, a: Approval) -> None:
@@ -200,11 +210,7 @@ class ApprovalRepo:
 
     async def for_request(self, request_id: str) -> list[Approval]:
         """Every decision on `request_id`, oldest first."""
-        rows = (await self._session.execute(
-            sa.select(APPROVALS)
-            .where(APPROVALS.c.request_id == request_id)
-            .order_by(APPROVALS.c.at, APPROVALS.c.id)
-        )).mappings()
+        rows = (await self._session.execute(_APPROVALS, {"request_id": request_id})).mappings()
         return [to_domain(Approval, row, skip=("id",)) for row in rows]
 
     async def distinct_approvers(self, request_id: str, quote_id: str) -> set[str]:
@@ -225,14 +231,12 @@ class ApprovalRepo:
 class MessageRepo:
     """Coordinates of the Slack messages the bot edits, one per (kind, subject_id)."""
 
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncConnection) -> None:
         self._session = session
 
     async def get(self, kind: str, subject_id: str) -> MessageRef | None:
-        row = (await self._session.execute(
-            sa.select(MESSAGES.c.channel_id, MESSAGES.c.ts)
-            .where(MESSAGES.c.kind == kind, MESSAGES.c.subject_id == subject_id)
-        )).mappings().one_or_none()
+        row = (await self._session.execute(_MESSAGE, {"kind": kind, "subject_id": subject_id})
+               ).mappings().one_or_none()
         return None if row is None else to_domain(MessageRef, row)
 
     async def among(self, kind: str, subject_ids: Collection[str]) -> set[str]:
@@ -257,9 +261,9 @@ class MessageRepo:
 
 
 class Repos:
-    """Every repository, bound to one session: one `Database.transaction()`."""
+    """Every repository, bound to one transaction's connection: one `Database.transaction()`."""
 
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncConnection) -> None:
         self.session = session
         self.quotes = QuoteRepo(session)
         self.requests = RequestRepo(session)

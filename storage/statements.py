@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 if TYPE_CHECKING:  # each dialect is imported when a database of its kind is used (start-up)
     from sqlalchemy.dialects import postgresql, sqlite
@@ -15,13 +15,13 @@ if TYPE_CHECKING:  # each dialect is imported when a database of its kind is use
 MANAGED = frozenset({"id", "updated_at"})
 
 
-def insert(session: AsyncSession, table: sa.Table) -> sqlite.Insert | postgresql.Insert:
-    """An INSERT that knows ON CONFLICT, in the dialect of the session's database.
+def insert(session: AsyncConnection, table: sa.Table) -> sqlite.Insert | postgresql.Insert:
+    """An INSERT that knows ON CONFLICT, in the dialect of the connection's database.
 
     Both supported backends have the same ON CONFLICT clause; an upsert there is one atomic
     statement, unlike select-then-insert, which races between replicas.
     """
-    dialect = session.get_bind().dialect.name
+    dialect = session.dialect.name
     if dialect == "sqlite":
         from sqlalchemy.dialects import sqlite
 
@@ -33,8 +33,8 @@ def insert(session: AsyncSession, table: sa.Table) -> sqlite.Insert | postgresql
     raise NotImplementedError(f"no upsert for the {dialect} dialect")  # pragma: no cover
 
 
-async def rowcount(session: AsyncSession, stmt: sa.Update) -> int:
+async def rowcount(session: AsyncConnection, stmt: sa.Update) -> int:
     """How many rows an UPDATE matched."""
     result = await session.execute(stmt)
-    count: int = result.rowcount  # type: ignore[attr-defined]  # CursorResult for DML
+    count: int = result.rowcount
     return count

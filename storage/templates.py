@@ -6,17 +6,21 @@ from collections.abc import Collection
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from bot.domain.templates import ClusterTemplate
 from storage.rows import json_data
 from storage.tables.people import TEMPLATES
 
 _COLUMNS = ("id", "scope", "name", "owner_id", "created_at")
+# Built once (values bound at execution): see storage/repositories.py.
+_IN_SCOPES = (sa.select(TEMPLATES)
+              .where(TEMPLATES.c.scope.in_(sa.bindparam("scopes", expanding=True)))
+              .order_by(TEMPLATES.c.name, TEMPLATES.c.scope))
 
 
 class TemplateRepo:
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncConnection) -> None:
         self._session = session
 
     async def add(self, template: ClusterTemplate) -> None:
@@ -29,9 +33,8 @@ class TemplateRepo:
 
     async def in_scopes(self, scopes: Collection[str]) -> list[ClusterTemplate]:
         """Every template of `scopes`, by name."""
-        rows = (await self._session.execute(
-            sa.select(TEMPLATES).where(TEMPLATES.c.scope.in_(sorted(scopes)))
-            .order_by(TEMPLATES.c.name, TEMPLATES.c.scope))).mappings().all()
+        rows = (await self._session.execute(_IN_SCOPES, {"scopes": sorted(scopes)})
+                ).mappings().all()
         return [_template(row) for row in rows]
 
     async def get(self, id: str) -> ClusterTemplate | None:
@@ -41,7 +44,7 @@ class TemplateRepo:
 
     async def delete(self, id: str) -> bool:
         result = await self._session.execute(sa.delete(TEMPLATES).where(TEMPLATES.c.id == id))
-        return bool(result.rowcount)  # type: ignore[attr-defined]  # CursorResult for DML
+        return bool(result.rowcount)
 
 
 def _template(row: sa.RowMapping) -> ClusterTemplate:

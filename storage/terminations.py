@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from bot.domain.termination import TerminationIntent, TerminationState
 from storage.rows import row_values, to_domain
@@ -20,7 +20,7 @@ _T = TERMINATIONS.c
 
 
 class TerminationRepo:
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncConnection) -> None:
         self._session = session
 
     async def add(self, intent: TerminationIntent) -> TerminationIntent:

@@ -1,6 +1,6 @@
 """Repositories of the watcher: the notices outbox and the persistent volumes.
 
-Like every repository (see `storage.repositories`), they work inside the one session they were
+Like every repository (see `storage.repositories`), they work inside the one transaction they were
 given, never commit, and take and return domain models.
 """
 
@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from bot.domain.errors import UnknownResource
 from bot.domain.models import VolumeRecord
@@ -25,7 +25,7 @@ from storage.tables.outbox import NOTICES
 class NoticeRepo:
     """The watcher's outbox: each (cluster_id, key) is stored, and so announced, at most once."""
 
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncConnection) -> None:
         self._session = session
 
     async def add_new(self, notices: Sequence[Notice]) -> list[Notice]:
@@ -116,7 +116,7 @@ def _claim_free(now: datetime) -> sa.ColumnElement[bool]:
 class VolumeRepo:
     """Persistent volumes the bot knows of, and when to remind about the orphaned ones."""
 
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncConnection) -> None:
         self._session = session
 
     async def upsert(self, v: VolumeRecord) -> VolumeRecord:

@@ -119,9 +119,9 @@ async def test_price_changed_at_launch_asks_again_showing_old_and_new_price(tmp_
         # The stored quote now disagrees with AI Reserve's (disk 100 → 500 GB): the launch
         # repeats it, AI Reserve answers 409 price_changed.
         async with h.rt.db.transaction() as repos:
-            row = (await repos.session.execute(
-                sa.select(QuoteRow).where(QuoteRow.id == request.quote_id))).scalar_one()
-            spec = dict(row.spec) | {"root_disk_gb": 500}
+            stored = (await repos.session.execute(  # the transaction's connection: rows, not ORM
+                sa.select(QuoteRow.spec).where(QuoteRow.id == request.quote_id))).scalar_one()
+            spec = dict(stored) | {"root_disk_gb": 500}
             await repos.session.execute(sa.update(QuoteRow).where(
                 QuoteRow.id == request.quote_id).values(spec=spec))
         await h.click(card, Action.APPROVE, user=BOB)
