@@ -9,8 +9,11 @@ flight returns once a run that started after it has finished, so what it changed
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+K = TypeVar("K", bound=Hashable)
 
 
 @dataclass
@@ -20,11 +23,11 @@ class _Run:
 
 
 @dataclass
-class Coalesced:
-    work: Callable[[str], Awaitable[None]]
-    _runs: dict[str, _Run] = field(default_factory=dict, init=False, repr=False)
+class Coalesced(Generic[K]):
+    work: Callable[[K], Awaitable[None]]
+    _runs: dict[K, _Run] = field(default_factory=dict, init=False, repr=False)
 
-    async def __call__(self, key: str) -> None:
+    async def __call__(self, key: K) -> None:
         running = self._runs.get(key)
         if running is not None:  # fold into the run after the one in flight
             running.again = True

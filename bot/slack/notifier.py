@@ -98,15 +98,16 @@ class SlackNotifier:
         is queued in the outbox and goes out on a later delivery pass, until it does."""
         try:
             if superseded_quote_id is None:
-                await self._requests(f"{int(card)}{request_id}")
+                await self._requests((request_id, card))
             else:
                 await self._refresh_request(request_id, superseded_quote_id=superseded_quote_id,
                                             card=card)
         except POST_ERRORS as exc:
             await self._queue("request", request_id, exc, superseded=superseded_quote_id)
 
-    async def _refresh_folded(self, key: str) -> None:
-        await self._refresh_request(key[1:], superseded_quote_id=None, card=key[0] == "1")
+    async def _refresh_folded(self, key: tuple[str, bool]) -> None:
+        request_id, card = key
+        await self._refresh_request(request_id, superseded_quote_id=None, card=card)
 
     async def refresh_cluster(self, cluster_id: str) -> None:
         """The cluster's message shows its stored state now, or (Slack refusing) later."""
@@ -234,7 +235,7 @@ class SlackNotifier:
 
     async def _refresh_cluster(self, cluster_id: str) -> None:
         if request_id := self._request_of.get(cluster_id):
-            await self._requests(f"0{request_id}")
+            await self._requests((request_id, False))
             return
         async with self._db.transaction() as repos:
             record = await repos.clusters.get(cluster_id)
@@ -242,7 +243,7 @@ class SlackNotifier:
             return
         if record.request_id is not None:
             self._request_of[cluster_id] = record.request_id
-            await self._requests(f"0{record.request_id}")
+            await self._requests((record.request_id, False))
             return
         # Adopted (found at AI Reserve, not launched here): its card in the approvals channel,
         # posted when it was told (bot/slack/found.py) — or, told in its channel's digest and
