@@ -55,9 +55,3 @@ from tests.procs.worlds import World, world
 
 __all__ = ["ALICE", "APPROVALS", "BOB", "CAROL", "DAVE", "GENERAL", "REPO", "SECRET", "BotProcess",
            "Child", "SimProcess", "World", "base_env", "wait_for", "world"]
-
-# Whether the running test may start real processes: tests/conftest.py sets it for each test, true
-# only for a `boundary` one (`make test-boundary`: tests/conftest.py's BOUNDARIES), so that none
-# hides among the in-process ones of `make test`. True outside pytest (the benchmarks use this
-# package too). Child.spawn reads it here, at each spawn.
-STARTS_PROCESSES = True

@@ -13,12 +13,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
 
-from tests import procs  # its STARTS_PROCESSES, read at each spawn (tests/conftest.py sets it)
 from tests.procs.note import hms
 
 REPO = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 60.0  # a cold interpreter importing Bolt + SQLAlchemy on a busy 2-core machine
 STOP_TIMEOUT = 30.0
+# Whether the running test may start real processes: tests/conftest.py sets it for each test, true
+# only for a `boundary` one (`make test-boundary`: tests/conftest.py's BOUNDARIES), so that none
+# hides among the in-process ones of `make test`. True outside pytest (the benchmarks use this
+# package too). Child.spawn reads it at each spawn.
+STARTS_PROCESSES = True
 T = TypeVar("T")
 
 
@@ -60,7 +64,7 @@ class Child:
 
     async def spawn(self) -> None:
         assert self.proc is None or self.proc.returncode is not None, "already running"
-        assert procs.STARTS_PROCESSES, ("this test starts real processes: mark it "
+        assert STARTS_PROCESSES, ("this test starts real processes: mark it "
                                         "@pytest.mark.procs (tests/conftest.py)")
         with self.log_path.open("ab") as out:
             self.proc = await asyncio.create_subprocess_exec(
