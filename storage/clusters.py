@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 import sqlalchemy as sa
@@ -25,8 +26,94 @@ from storage.statements import MANAGED, insert, rowcount
 from storage.tables.clusters import CLUSTERS
 
 _LIVE = tuple(s.value for s in ClusterState if s.is_live)
-# Built once (values bound at execution): see storage/repositories.py.
+# Built once (values bound at execution, a list as an expanding IN): see storage/repositories.py.
+# A list read is one statement per combination of its optional filters, built at its first use
+# (`@cache`); each reads the raw columns (`_list`).
 _GET = sa.select(CLUSTERS).where(CLUSTERS.c.id == sa.bindparam("id"))
+_ROWS = sa.select(*raw_columns(CLUSTERS))
+_IS_LIVE = CLUSTERS.c.status.in_(_LIVE)
+_OLDEST_FIRST = (CLUSTERS.c.created_at, CLUSTERS.c.id)
+_NEWEST_FIRST = (CLUSTERS.c.created_at.desc(), CLUSTERS.c.id.desc())
+_UNCLAIMED = (_IS_LIVE, CLUSTERS.c.adopted, CLUSTERS.c.owner_id.is_(None))
+_UNCLAIMED_TOTALS = sa.select(
+    sa.func.count(), sa.func.coalesce(sa.func.sum(CLUSTERS.c.hourly_cents), 0)).where(*_UNCLAIMED)
+_LIVE_TOTALS = (sa.select(CLUSTERS.c.status, sa.func.count(),
+                          sa.func.coalesce(sa.func.sum(CLUSTERS.c.hourly_cents), 0))
+                .where(_IS_LIVE).group_by(CLUSTERS.c.status))
+_DEGRADED = (_ROWS.where(CLUSTERS.c.status == ClusterState.DEGRADED.value)
+             .order_by(CLUSTERS.c.id))
+_RECENT = _ROWS.order_by(*_NEWEST_FIRST).limit(sa.bindparam("limit", type_=sa.Integer))
+_ALL = _ROWS.order_by(*_OLDEST_FIRST)
+_IDS = sa.select(CLUSTERS.c.id).where(CLUSTERS.c.id.in_(sa.bindparam("ids", expanding=True)))
+_MANY = _ROWS.where(CLUSTERS.c.id.in_(sa.bindparam("ids", expanding=True)))
+_LINKED = (sa.select(CLUSTERS.c.id, CLUSTERS.c.request_id.is_not(None))
+           .where(CLUSTERS.c.id.in_(sa.bindparam("ids", expanding=True))))
+_MOUNTING = _ROWS.where(CLUSTERS.c.volume_id.in_(sa.bindparam("volume_ids", expanding=True)))
+_BY_REQUEST = (_ROWS.where(CLUSTERS.c.request_id == sa.bindparam("request_id"))
+               .order_by(*_NEWEST_FIRST).limit(1))
+
+
+@cache
+def _unclaimed(in_channel: bool, dearest: bool, limited: bool) -> sa.Select[Any]:
+    stmt = _ROWS.where(*_UNCLAIMED)
+    if in_channel:
+        stmt = stmt.where(CLUSTERS.c.channel_id == sa.bindparam("channel_id"))
+    order = (CLUSTERS.c.hourly_cents.desc(),) if dearest else ()
+    return _paged(stmt.order_by(*order, *_OLDEST_FIRST), offset=False, limited=limited)
+
+
+@cache
+def _live(with_lifetime: bool, owned: bool, of_project: bool, offset: bool,
+          limited: bool) -> sa.Select[Any]:
+    stmt = _ROWS.where(_IS_LIVE)
+    if with_lifetime:
+        stmt = stmt.where(CLUSTERS.c.lifetime_hours.is_not(None))
+    return _paged(_narrowed(stmt, owned, of_project).order_by(*_OLDEST_FIRST),
+                  offset=offset, limited=limited)
+
+
+@cache
+def _of_owner(live: bool) -> sa.Select[Any]:
+    stmt = _ROWS.where(CLUSTERS.c.owner_id == sa.bindparam("owner_id"))
+    return (stmt.where(_IS_LIVE) if live else stmt).order_by(*_OLDEST_FIRST)
+
+
+@cache
+def _in_period(owned: bool, of_project: bool) -> sa.Select[Any]:
+    stmt = _ROWS.where(
+        CLUSTERS.c.ready_at.is_not(None),
+        CLUSTERS.c.ready_at < sa.bindparam("end"),
+        sa.or_(CLUSTERS.c.terminated_at.is_(None),
+               CLUSTERS.c.terminated_at > sa.bindparam("start")),
+    )
+    return _narrowed(stmt, owned, of_project).order_by(CLUSTERS.c.ready_at, CLUSTERS.c.id)
+
+
+def _narrowed(stmt: sa.Select[Any], owned: bool, of_project: bool) -> sa.Select[Any]:
+    """Only the clusters of the owners bound as `owners`, of the project bound as `project`."""
+    if of_project:
+        stmt = stmt.where(CLUSTERS.c.project == sa.bindparam("project"))
+    if owned:
+        stmt = stmt.where(CLUSTERS.c.owner_id.in_(sa.bindparam("owners", expanding=True)))
+    return stmt
+
+
+def _paged(stmt: sa.Select[Any], *, offset: bool, limited: bool) -> sa.Select[Any]:
+    """From the row bound as `offset` on, at most `limit` rows (each only when asked for)."""
+    if offset:
+        stmt = stmt.offset(sa.bindparam("offset", type_=sa.Integer))
+    return stmt.limit(sa.bindparam("limit", type_=sa.Integer)) if limited else stmt
+
+
+def _narrowing(owners: Collection[str] | None, project: str | None) -> dict[str, Any]:
+    """The values `_narrowed` binds (owners sorted: the same values the same order)."""
+    values: dict[str, Any] = {} if project is None else {"project": project}
+    return values if owners is None else values | {"owners": sorted(owners)}
+
+
+def _paging(offset: int, limit: int | None) -> dict[str, Any]:
+    values: dict[str, Any] = {"offset": offset} if offset else {}
+    return values if limit is None else values | {"limit": limit}
 
 
 class ClusterRepo:
@@ -48,20 +135,13 @@ class ClusterRepo:
                         dearest: bool = False) -> list[ClusterRecord]:
         """Live clusters found at AI Reserve that nobody has claimed (in `channel_id`'s care,
         or anywhere), oldest first (`dearest`: the highest rate first)."""
-        stmt = sa.select(CLUSTERS).where(CLUSTERS.c.status.in_(_LIVE), CLUSTERS.c.adopted,
-                                         CLUSTERS.c.owner_id.is_(None))
-        if channel_id is not None:
-            stmt = stmt.where(CLUSTERS.c.channel_id == channel_id)
-        order = (CLUSTERS.c.hourly_cents.desc(),) if dearest else ()
-        return await self._list(stmt.order_by(*order, CLUSTERS.c.created_at, CLUSTERS.c.id)
-                                .limit(limit))
+        values = _paging(0, limit) | ({} if channel_id is None else {"channel_id": channel_id})
+        return await self._list(
+            _unclaimed(channel_id is not None, dearest, limit is not None), values)
 
     async def unclaimed_totals(self) -> tuple[int, int]:
         """How many live clusters nobody has claimed, and their rates together (cents/h)."""
-        row = (await self._session.execute(
-            sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(CLUSTERS.c.hourly_cents), 0))
-            .where(CLUSTERS.c.status.in_(_LIVE), CLUSTERS.c.adopted,
-                   CLUSTERS.c.owner_id.is_(None)))).one()
+        row = (await self._session.execute(_UNCLAIMED_TOTALS)).one()
         return int(row[0]), int(row[1])
 
     async def add(self, c: ClusterRecord) -> ClusterRecord:
@@ -149,56 +229,41 @@ class ClusterRepo:
         approved for a number of hours (an envelope); `owners`: only theirs; `project`: only
         that project's; `remembered`: the rows as this caller read them last (storage/rows.py),
         so an unchanged row is not converted again."""
-        stmt = _of_project(sa.select(CLUSTERS).where(CLUSTERS.c.status.in_(_LIVE)), project)
-        if with_lifetime:
-            stmt = stmt.where(CLUSTERS.c.lifetime_hours.is_not(None))
-        return await self._list(_owned(stmt, owners)
-                                .order_by(CLUSTERS.c.created_at, CLUSTERS.c.id)
-                                .offset(offset).limit(limit), remembered=remembered)
+        stmt = _live(with_lifetime, owners is not None, project is not None, bool(offset),
+                     limit is not None)
+        return await self._list(stmt, _narrowing(owners, project) | _paging(offset, limit),
+                                remembered=remembered)
 
     async def list_degraded(self) -> list[ClusterRecord]:
         """Clusters degraded now (the escalation sweep's, bot/services/duty.py; a storm's size)."""
-        return await self._list(sa.select(CLUSTERS).where(
-            CLUSTERS.c.status == ClusterState.DEGRADED.value).order_by(CLUSTERS.c.id))
+        return await self._list(_DEGRADED)
 
     async def live_totals(self) -> dict[ClusterState, tuple[int, int]]:
         """For each state a cluster may still bill in: how many clusters, and their hourly cents
         together (one grouped query, however many clusters there are)."""
-        rows = (await self._session.execute(
-            sa.select(CLUSTERS.c.status, sa.func.count(),
-                      sa.func.coalesce(sa.func.sum(CLUSTERS.c.hourly_cents), 0))
-            .where(CLUSTERS.c.status.in_(_LIVE)).group_by(CLUSTERS.c.status)
-        )).all()
+        rows = (await self._session.execute(_LIVE_TOTALS)).all()
         return {ClusterState(status): (int(n), int(cents)) for status, n, cents in rows}
 
     async def list_recent(self, limit: int = 50) -> list[ClusterRecord]:
         """The `limit` most recently created clusters, newest first."""
-        return await self._list(
-            sa.select(CLUSTERS)
-            .order_by(CLUSTERS.c.created_at.desc(), CLUSTERS.c.id.desc())
-            .limit(limit)
-        )
+        return await self._list(_RECENT, {"limit": limit})
 
     async def list_all(self) -> list[ClusterRecord]:
         """Every cluster, oldest first."""
-        return await self._list(sa.select(CLUSTERS).order_by(CLUSTERS.c.created_at, CLUSTERS.c.id))
+        return await self._list(_ALL)
 
     async def ids(self, ids: Collection[str]) -> set[str]:
         """Which of `ids` are stored."""
         known: set[str] = set()
         for chunk in in_chunks(ids):
-            found = await self._session.execute(
-                sa.select(CLUSTERS.c.id).where(CLUSTERS.c.id.in_(chunk))
-            )
-            known.update(found.scalars())
+            known.update((await self._session.execute(_IDS, {"ids": chunk})).scalars())
         return known
 
     async def get_many(self, ids: Collection[str]) -> dict[str, ClusterRecord]:
         """Those of `ids` stored, by id (one query per 500)."""
         found: dict[str, ClusterRecord] = {}
         for chunk in in_chunks(ids):
-            found |= {c.id: c for c in await self._list(
-                sa.select(CLUSTERS).where(CLUSTERS.c.id.in_(chunk)))}
+            found |= {c.id: c for c in await self._list(_MANY, {"ids": chunk})}
         return found
 
     async def untracked(self, ids: Collection[str]) -> dict[str, bool]:
@@ -207,20 +272,14 @@ class ClusterRepo:
         wanted = list(dict.fromkeys(ids))
         linked: dict[str, bool] = {}
         for chunk in in_chunks(wanted):
-            found = await self._session.execute(
-                sa.select(CLUSTERS.c.id, CLUSTERS.c.request_id.is_not(None))
-                .where(CLUSTERS.c.id.in_(chunk))
-            )
+            found = await self._session.execute(_LINKED, {"ids": chunk})
             linked.update({id: bool(has) for id, has in found})
         return {id: id in linked for id in wanted if not linked.get(id, False)}
 
     async def list_for_owner(self, owner_id: str, *, live: bool = False) -> list[ClusterRecord]:
         """Every cluster `owner_id` owns (`live`: only those that may still bill), oldest
         first."""
-        stmt = sa.select(CLUSTERS).where(CLUSTERS.c.owner_id == owner_id)
-        if live:
-            stmt = stmt.where(CLUSTERS.c.status.in_(_LIVE))
-        return await self._list(stmt.order_by(CLUSTERS.c.created_at, CLUSTERS.c.id))
+        return await self._list(_of_owner(live), {"owner_id": owner_id})
 
     async def list_in_period(self, start: datetime, end: datetime, *,
                              owners: Collection[str] | None = None,
@@ -235,42 +294,25 @@ class ClusterRepo:
         """
         if end <= start:
             raise ValueError(f"empty period: end {end.isoformat()} is not after start")
-        stmt = sa.select(CLUSTERS).where(
-            CLUSTERS.c.ready_at.is_not(None),
-            CLUSTERS.c.ready_at < end,
-            sa.or_(CLUSTERS.c.terminated_at.is_(None), CLUSTERS.c.terminated_at > start),
-        )
-        stmt = _of_project(stmt, project)
-        return await self._list(_owned(stmt, owners).order_by(CLUSTERS.c.ready_at, CLUSTERS.c.id))
+        return await self._list(_in_period(owners is not None, project is not None),
+                                {"start": start, "end": end} | _narrowing(owners, project))
 
     async def with_volumes(self, volume_ids: Collection[str]) -> list[ClusterRecord]:
         """Every cluster that mounted one of `volume_ids`, oldest first (a volume's mounts)."""
         found: list[ClusterRecord] = []
         for chunk in in_chunks(volume_ids):
-            found += await self._list(sa.select(CLUSTERS).where(CLUSTERS.c.volume_id.in_(chunk)))
+            found += await self._list(_MOUNTING, {"volume_ids": chunk})
         return sorted(found, key=lambda c: (c.created_at, c.id))
 
     async def by_request(self, request_id: str) -> ClusterRecord | None:
         """The cluster launched for `request_id` (the newest, should there ever be several)."""
-        found = await self._list(
-            sa.select(CLUSTERS)
-            .where(CLUSTERS.c.request_id == request_id)
-            .order_by(CLUSTERS.c.created_at.desc(), CLUSTERS.c.id.desc())
-            .limit(1)
-        )
+        found = await self._list(_BY_REQUEST, {"request_id": request_id})
         return found[0] if found else None
 
-    async def _list(self, stmt: sa.Select[Any], *,
+    async def _list(self, stmt: sa.Select[Any], values: Mapping[str, Any] | None = None, *,
                     remembered: Remembered[ClusterRecord] | None = None) -> list[ClusterRecord]:
-        raw = stmt.with_only_columns(*raw_columns(CLUSTERS))
-        rows = (await self._session.execute(raw)).all()
+        """The clusters `stmt` (one of the prebuilt reads of `_ROWS`) reads with `values`."""
+        rows = (await self._session.execute(stmt, values)).all()
         return await to_domain_many(ClusterRecord, CLUSTERS, rows,
                                     self._session.dialect, remembered=remembered)
 
-
-def _owned(stmt: sa.Select[Any], owners: Collection[str] | None) -> sa.Select[Any]:
-    return stmt if owners is None else stmt.where(CLUSTERS.c.owner_id.in_(sorted(owners)))
-
-
-def _of_project(stmt: sa.Select[Any], project: str | None) -> sa.Select[Any]:
-    return stmt if project is None else stmt.where(CLUSTERS.c.project == project)

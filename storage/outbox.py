@@ -12,12 +12,13 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cache
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from storage.statements import insert, rowcount
+from storage.statements import insert, insert_in, rowcount
 from storage.tables.outbox import DM_CHANNELS, OUTBOX
 
 # A stored post or edit is retried until it is delivered or its target is undeliverable:
@@ -47,6 +48,36 @@ FOUND = "found"
 _GET = sa.select(OUTBOX).where(OUTBOX.c.key == sa.bindparam("key"))
 _DM_CHANNEL = sa.select(DM_CHANNELS.c.channel_id).where(
     DM_CHANNELS.c.user_id == sa.bindparam("user_id"))
+# So are the claim and the delivery of every post (bound names start with "_": an UPDATE's
+# names that are column names would be values to SET).
+_KEY = OUTBOX.c.key == sa.bindparam("_key")
+_UNDELIVERED = OUTBOX.c.delivered_at.is_(None)
+_TAKE_OVER = (sa.update(OUTBOX)
+              .where(_KEY, _UNDELIVERED, sa.or_(OUTBOX.c.claimed_until.is_(None),
+                                                OUTBOX.c.claimed_until <= sa.bindparam("_now")))
+              .values(claimed_by=sa.bindparam("_holder", type_=OUTBOX.c.claimed_by.type),
+                      claimed_until=sa.bindparam("_until", type_=OUTBOX.c.claimed_until.type),
+                      attempts=OUTBOX.c.attempts + 1))
+_DELIVERED = sa.update(OUTBOX).where(_KEY, _UNDELIVERED).values(
+    delivered_at=sa.bindparam("_now", type_=OUTBOX.c.delivered_at.type), claimed_until=None)
+_DELIVERED_AS_QUEUED = _DELIVERED.where(OUTBOX.c.created_at == sa.bindparam("_queued_at"))
+_QUEUED_SINCE = (sa.update(OUTBOX)
+                 .where(_KEY, _UNDELIVERED, OUTBOX.c.created_at != sa.bindparam("_queued_at"))
+                 .values(claimed_until=None))
+_RELEASE = (sa.update(OUTBOX)
+            .where(_KEY, OUTBOX.c.claimed_by == sa.bindparam("_holder"), _UNDELIVERED)
+            .values(claimed_until=None))
+_DELIVERED_AMONG = sa.select(OUTBOX.c.key).where(
+    OUTBOX.c.key.in_(sa.bindparam("keys", expanding=True)), OUTBOX.c.delivered_at.is_not(None))
+_UNDELIVERABLE = (sa.select(OUTBOX).where(OUTBOX.c.kind == UNDELIVERABLE)
+                  .order_by(OUTBOX.c.created_at, OUTBOX.c.key))
+
+
+@cache
+def _claim_new(dialect: str) -> Any:
+    """The claim of a new key: its row inserted claimed (ON CONFLICT is the dialect's own)."""
+    return (insert_in(dialect, OUTBOX).on_conflict_do_nothing(index_elements=["key"])
+            .returning(OUTBOX.c.key))
 
 
 @dataclass(frozen=True)
@@ -71,33 +102,24 @@ class OutboxRepo:
         """True when `holder` may post `key` now: the key is new, or its earlier claim was
         released or has expired. False when it was delivered or another claim is live."""
         until = now + ttl
-        added = await self._session.execute(
-            insert(self._session, OUTBOX)
-            .values(key=key, kind=kind, target=target, payload=payload, created_at=now,
-                    claimed_by=holder, claimed_until=until, attempts=1)
-            .on_conflict_do_nothing(index_elements=["key"])
-            .returning(OUTBOX.c.key))
+        added = await self._session.execute(_claim_new(self._session.dialect.name), {
+            "key": key, "kind": kind, "target": target, "payload": payload, "created_at": now,
+            "claimed_by": holder, "claimed_until": until, "attempts": 1})
         if added.first() is not None:
             return True
-        stmt = (sa.update(OUTBOX)
-                .where(OUTBOX.c.key == key, OUTBOX.c.delivered_at.is_(None),
-                       sa.or_(OUTBOX.c.claimed_until.is_(None), OUTBOX.c.claimed_until <= now))
-                .values(claimed_by=holder, claimed_until=until,
-                        attempts=OUTBOX.c.attempts + 1))
-        return await rowcount(self._session, stmt) == 1
+        return await rowcount(self._session, _TAKE_OVER,
+                              {"_key": key, "_now": now, "_holder": holder, "_until": until}) == 1
 
     async def delivered(self, key: str, *, now: datetime,
                         queued_at: datetime | None = None) -> None:
         """`queued_at`: only if the entry wasn't queued again since (`queue` moved it on):
         else the claim is just released and the newer state goes out on a later pass."""
-        where = [OUTBOX.c.key == key, OUTBOX.c.delivered_at.is_(None)]
-        if queued_at is not None:
-            await self._session.execute(
-                sa.update(OUTBOX).where(*where, OUTBOX.c.created_at != queued_at)
-                .values(claimed_until=None))
-            where.append(OUTBOX.c.created_at == queued_at)
-        await self._session.execute(
-            sa.update(OUTBOX).where(*where).values(delivered_at=now, claimed_until=None))
+        if queued_at is None:
+            await self._session.execute(_DELIVERED, {"_key": key, "_now": now})
+            return
+        await self._session.execute(_QUEUED_SINCE, {"_key": key, "_queued_at": queued_at})
+        await self._session.execute(_DELIVERED_AS_QUEUED,
+                                    {"_key": key, "_now": now, "_queued_at": queued_at})
 
     async def queue(self, key: str, *, kind: str, target: str, payload: dict[str, Any],
                     now: datetime) -> None:
@@ -130,10 +152,7 @@ class OutboxRepo:
 
     async def release(self, key: str, *, holder: str) -> None:
         """Give a claim back (the post failed): the next delivery pass may try again."""
-        await self._session.execute(
-            sa.update(OUTBOX).where(OUTBOX.c.key == key, OUTBOX.c.claimed_by == holder,
-                                    OUTBOX.c.delivered_at.is_(None))
-            .values(claimed_until=None))
+        await self._session.execute(_RELEASE, {"_key": key, "_holder": holder})
 
     async def retryable(self, *, now: datetime, limit: int = 100) -> list[OutboxItem]:
         """Stored posts and edits not delivered, unclaimed (or whose claim expired), oldest
@@ -176,9 +195,8 @@ class OutboxRepo:
 
     async def undeliverable(self) -> list[OutboxItem]:
         """Every target recorded undeliverable, oldest first."""
-        stmt = (sa.select(OUTBOX).where(OUTBOX.c.kind == UNDELIVERABLE)
-                .order_by(OUTBOX.c.created_at, OUTBOX.c.key))
-        return [OutboxItem(**row) for row in (await self._session.execute(stmt)).mappings()]
+        return [OutboxItem(**row)
+                for row in (await self._session.execute(_UNDELIVERABLE)).mappings()]
 
     async def unreachable_reason(self, target: str) -> str | None:
         """Slack's code for `target` when it is recorded undeliverable; None while it works."""
@@ -214,8 +232,8 @@ class OutboxRepo:
         found: set[str] = set()
         wanted = list(keys)
         for start in range(0, len(wanted), 500):  # bound parameters per IN (…)
-            rows = await self._session.execute(sa.select(OUTBOX.c.key).where(
-                OUTBOX.c.key.in_(wanted[start:start + 500]), OUTBOX.c.delivered_at.is_not(None)))
+            rows = await self._session.execute(_DELIVERED_AMONG,
+                                               {"keys": wanted[start:start + 500]})
             found.update(str(r[0]) for r in rows)
         return found
 

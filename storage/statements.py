@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -21,7 +22,12 @@ def insert(session: AsyncConnection, table: sa.Table) -> sqlite.Insert | postgre
     Both supported backends have the same ON CONFLICT clause; an upsert there is one atomic
     statement, unlike select-then-insert, which races between replicas.
     """
-    dialect = session.dialect.name
+    return insert_in(session.dialect.name, table)
+
+
+def insert_in(dialect: str, table: sa.Table) -> sqlite.Insert | postgresql.Insert:
+    """`insert` for the dialect named `dialect` ("sqlite", "postgresql"): what a statement built
+    once per dialect starts from (e.g. `@cache def _claim(dialect: str)`, storage/outbox.py)."""
     if dialect == "sqlite":
         from sqlalchemy.dialects import sqlite
 
@@ -33,8 +39,9 @@ def insert(session: AsyncConnection, table: sa.Table) -> sqlite.Insert | postgre
     raise NotImplementedError(f"no upsert for the {dialect} dialect")  # pragma: no cover
 
 
-async def rowcount(session: AsyncConnection, stmt: sa.Update) -> int:
-    """How many rows an UPDATE matched."""
-    result = await session.execute(stmt)
+async def rowcount(session: AsyncConnection, stmt: sa.Update,
+                   values: Mapping[str, Any] | None = None) -> int:
+    """How many rows an UPDATE matched (with `values` bound, for one built once)."""
+    result = await session.execute(stmt, values)
     count: int = result.rowcount
     return count

@@ -6,7 +6,7 @@ given, never commit, and take and return domain models.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -20,6 +20,20 @@ from storage.rows import field_values, row_values, to_domain
 from storage.statements import MANAGED, insert, rowcount
 from storage.tables.clusters import VOLUMES
 from storage.tables.outbox import NOTICES
+
+# Built once (values bound at execution, a list as an expanding IN): see storage/repositories.py.
+_NOTICE_FREE = sa.or_(NOTICES.c.claimed_until.is_(None),
+                      NOTICES.c.claimed_until <= sa.bindparam("now"))
+_PENDING = (sa.select(NOTICES).where(NOTICES.c.delivered_at.is_(None))
+            .order_by(NOTICES.c.id).limit(sa.bindparam("limit", type_=sa.Integer)))
+_PENDING_FREE = _PENDING.where(_NOTICE_FREE)
+_VOLUME = sa.select(VOLUMES).where(VOLUMES.c.id == sa.bindparam("id"))
+_VOLUMES_DUE = (sa.select(VOLUMES)
+                .where(VOLUMES.c.status == "available",
+                       VOLUMES.c.next_reminder_at <= sa.bindparam("now"))
+                .order_by(VOLUMES.c.next_reminder_at, VOLUMES.c.id))
+_VOLUMES = sa.select(VOLUMES).order_by(VOLUMES.c.id)
+_VOLUMES_OWNED = _VOLUMES.where(VOLUMES.c.owner_id.in_(sa.bindparam("owners", expanding=True)))
 
 
 class NoticeRepo:
@@ -54,10 +68,9 @@ class NoticeRepo:
     async def pending(self, limit: int = 100, *, now: datetime | None = None) -> list[Notice]:
         """Notices not delivered yet, oldest first (in the order they were stored); with `now`,
         only those nobody is posting (unclaimed, or the claim expired by `now`)."""
-        stmt = sa.select(NOTICES).where(NOTICES.c.delivered_at.is_(None))
-        if now is not None:
-            stmt = stmt.where(_claim_free(now))
-        return await self._list(stmt.order_by(NOTICES.c.id).limit(limit))
+        if now is None:
+            return await self._list(_PENDING, {"limit": limit})
+        return await self._list(_PENDING_FREE, {"limit": limit, "now": now})
 
     async def claim(self, cluster_id: str, key: str, *, holder: str, now: datetime,
                     ttl: timedelta) -> bool:
@@ -103,8 +116,9 @@ class NoticeRepo:
             sa.select(NOTICES).where(NOTICES.c.cluster_id == cluster_id).order_by(NOTICES.c.id)
         )
 
-    async def _list(self, stmt: sa.Select[Any]) -> list[Notice]:
-        rows = (await self._session.execute(stmt)).mappings()
+    async def _list(self, stmt: sa.Select[Any],
+                    values: Mapping[str, Any] | None = None) -> list[Notice]:
+        rows = (await self._session.execute(stmt, values)).mappings()
         return [to_domain(Notice, row, skip=("id", "claimed_by", "claimed_until"))
                 for row in rows]
 
@@ -131,9 +145,7 @@ class VolumeRepo:
         return stored
 
     async def get(self, id: str) -> VolumeRecord | None:
-        row = (await self._session.execute(
-            sa.select(VOLUMES).where(VOLUMES.c.id == id)
-        )).mappings().one_or_none()
+        row = (await self._session.execute(_VOLUME, {"id": id})).mappings().one_or_none()
         return None if row is None else to_domain(VolumeRecord, row)
 
     async def update(self, id: str, *, now: datetime, **fields: Any) -> VolumeRecord:
@@ -148,21 +160,17 @@ class VolumeRepo:
 
     async def due(self, now: datetime) -> list[VolumeRecord]:
         """Available (orphaned) volumes whose reminder is due at `now`, longest overdue first."""
-        return await self._list(
-            sa.select(VOLUMES)
-            .where(VOLUMES.c.status == "available", VOLUMES.c.next_reminder_at <= now)
-            .order_by(VOLUMES.c.next_reminder_at, VOLUMES.c.id)
-        )
+        return await self._list(_VOLUMES_DUE, {"now": now})
 
     async def list_all(self) -> list[VolumeRecord]:
         """Every volume, by id."""
-        return await self._list(sa.select(VOLUMES).order_by(VOLUMES.c.id))
+        return await self._list(_VOLUMES)
 
     async def list_owned(self, owners: Collection[str]) -> list[VolumeRecord]:
         """The volumes `owners` own, by id."""
-        return await self._list(sa.select(VOLUMES).where(VOLUMES.c.owner_id.in_(sorted(owners)))
-                                .order_by(VOLUMES.c.id))
+        return await self._list(_VOLUMES_OWNED, {"owners": sorted(owners)})
 
-    async def _list(self, stmt: sa.Select[Any]) -> list[VolumeRecord]:
-        rows = (await self._session.execute(stmt)).mappings()
+    async def _list(self, stmt: sa.Select[Any],
+                    values: Mapping[str, Any] | None = None) -> list[VolumeRecord]:
+        rows = (await self._session.execute(stmt, values)).mappings()
         return [to_domain(VolumeRecord, row) for row in rows]

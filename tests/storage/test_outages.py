@@ -10,7 +10,10 @@ tests/e2e/test_db_outages.py). PostgreSQL's read-only transaction is a server se
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import sqlite3
+import tempfile
 from typing import Any
 
 import pytest
@@ -19,7 +22,7 @@ from sqlalchemy import event
 
 from bot.domain.errors import StorageTrouble, StorageUnavailable
 from storage.db import Database
-from tests.pg import PgServer
+from tests.pg import PORT, ROLE, PgServer
 from tests.storage.conftest import make_quote
 
 
@@ -138,3 +141,31 @@ async def test_a_failed_statement_never_shows_the_values_bound_to_it(tmp_path):
         assert "nowhere" in str(caught.value)  # the statement itself still says what failed
     finally:
         await db.dispose()
+
+
+@pytest.mark.parametrize("server", ["never started", "stopped, its socket left behind"])
+async def test_a_postgresql_server_that_refuses_the_connection_is_unavailable(server, caplog):
+    """No server on the UNIX socket: asyncpg raises the socket's own OSError (FileNotFoundError
+    when there is no socket file, ConnectionRefusedError when one is left but nobody listens),
+    which SQLAlchemy passes on unwrapped; `_connected()` makes it the database's outage."""
+    with tempfile.TemporaryDirectory(prefix="bot-pg-none-") as sockets:  # short: a socket path
+        cause: type[OSError] = FileNotFoundError
+        if server != "never started":
+            left = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # bound, never listening
+            left.bind(os.path.join(sockets, f".s.PGSQL.{PORT}"))
+            cause = ConnectionRefusedError
+        db = Database(f"postgresql://{ROLE}@/bot?host={sockets}&port={PORT}")
+        try:
+            for _ in range(2):
+                with pytest.raises(StorageUnavailable) as raised:
+                    async with db.transaction() as repos:
+                        await repos.quotes.get("q-1")
+                assert raised.value.trouble is StorageTrouble.UNAVAILABLE
+                assert raised.value.detail == f"can't connect: {cause.__name__}"
+                assert type(raised.value.__cause__) is cause
+            lines = outage_lines(caplog)
+            assert [r.levelno for r in lines] == [logging.WARNING]  # once per outage
+        finally:
+            await db.dispose()
+            if server != "never started":
+                left.close()
