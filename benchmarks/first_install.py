@@ -1,6 +1,6 @@
 """A first install on a busy account (issue 28, item 1), at 1,000 outside clusters: the figure
 tests/test_first_install.py checks at 40, in the same real processes (the bot, the AI Reserve
-simulator, FakeSlack enforcing Slack's one post per second per channel; tests/procs.py, a 1 s
+simulator, FakeSlack enforcing Slack's one post per second per channel; tests/procs/, a 1 s
 poll).
 
 AI Reserve runs one cluster the bot launched and OUTSIDE nobody told it about; the bot starts,
@@ -25,7 +25,7 @@ from tests import storm as storms
 from tests.procs import World, wait_for, world
 
 OUTSIDE = 1000
-POLL_SECONDS = 1  # tests/procs.py's bots
+POLL_SECONDS = 1  # tests/procs/worlds.py's bots
 WAIT = 120  # seconds
 LIMITS = "chat.postMessage=1/s/channel,chat.update=4/s"
 SCRAPE_SECONDS = 1.0  # /metrics reads the database: scraped every 50 ms it slowed the bot

@@ -1,5 +1,5 @@
 """The processes of the scale benchmark (benchmarks/scale.py): the bot and the bare Bolt app as
-children whose log we read as it grows, the simulator (tests/procs.py), FakeSlack
+children whose log we read as it grows, the simulator (tests/procs/), FakeSlack
 (benchmarks/slackproc.py), and the database the bot's clusters are recorded in."""
 
 from __future__ import annotations

@@ -22,8 +22,8 @@ import pytest
 
 from bot.slack.blocks import render
 from storage.db import Database
-from tests import procs
 from tests.pg import PgServer, PgUnavailable, run_in_own_loop
+from tests.procs import child as procs_child
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -111,7 +111,7 @@ def _lane(item: pytest.Item) -> str | None:
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    procs.STARTS_PROCESSES = item.get_closest_marker("boundary") is not None
+    procs_child.STARTS_PROCESSES = item.get_closest_marker("boundary") is not None
     group = _lane(item)
     if _grouping(item.config) and group and not item.nodeid.endswith(f"@{group}"):
         pytest.fail("not in its procs lane: this pytest/pytest-xdist names groups another way, "

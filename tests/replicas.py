@@ -1,4 +1,4 @@
-"""The replica scenario, as real processes (tests/procs.py): N bots on one database through a
+"""The replica scenario, as real processes (tests/procs/): N bots on one database through a
 launch, a degrade and a recovery, hours of reminders (the simulator's virtual clock), a `kill -9`
 of the sweeping replica while a reminder it claimed is on its way to Slack (the post is dropped:
 it never reaches Slack), a SIGTERM of its successor and a terminate. Then every post FakeSlack

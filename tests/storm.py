@@ -28,7 +28,7 @@ from tests.procs import ALICE, APPROVALS, GENERAL, BotProcess, World, wait_for
 
 DIGEST = re.compile(r"\d+ clusters degraded in ")
 
-POLL = timedelta(seconds=1)  # the bots' POLL_INTERVAL_SECONDS in tests/procs.py
+POLL = timedelta(seconds=1)  # the bots' POLL_INTERVAL_SECONDS in tests/procs/worlds.py
 
 
 @dataclass
@@ -121,9 +121,10 @@ def said(call: ApiCall) -> str:
 
 
 async def ask_for_a_launch(w: World, bot: BotProcess, *, user: str = ALICE) -> datetime:
-    """Quote, Request launch, submit (tests/procs.py's request_launch without its wait for the
-    card: the storm's broadcast replies are in the approvals channel too). Returns when Submit
-    was pressed, on FakeSlack's clock (its calls' `at`): what the card's delay counts from."""
+    """Quote, Request launch, submit (`World.request_launch`, tests/procs/worlds.py, without its
+    wait for the card: the storm's broadcast replies are in the approvals channel too). Returns
+    when Submit was pressed, on FakeSlack's clock (its calls' `at`): what the card's delay counts
+    from."""
     def quotes() -> list[Any]:
         return [m for m in w.slack.ephemerals(user) if Action.QUOTE_REQUEST_LAUNCH in w.text_of(m)]
 

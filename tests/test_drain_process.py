@@ -25,7 +25,7 @@ async def test_sigterm_turns_readyz_503_at_once_and_keeps_answering_through_the_
         tmp_path):
     async with world(tmp_path) as w:
         bot = await w.bot(env={"LISTENER_DRAIN_SECONDS": str(DRAIN)})
-        await wait_for(lambda: _status(bot) , within=60, what="/readyz 200")
+        await wait_for(bot.ready, within=60, what="/readyz 200")
         answered: list[int] = []
         refused: list[str] = []
         stop = asyncio.Event()
@@ -56,10 +56,6 @@ async def test_sigterm_turns_readyz_503_at_once_and_keeps_answering_through_the_
         assert rc == 0
         assert refused_while_draining == [], refused_while_draining
         assert all(s == 200 for s in answered), answered
-
-
-async def _status(bot) -> bool:
-    return (await bot.get("/readyz"))[0] == 200
 
 
 async def _readyz_503(bot):

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.procs  # real processes: one at a time (tests/conftest.
 
 LIMITS = "chat.postMessage=1/s/channel,chat.update=4/s"  # Slack's post limit, per channel
 OUTSIDE = 40  # today's code posts one card each, inline in the sweep: 40 s of one sweep
-TOLD_WITHIN = 1 + 5  # the bots' poll (tests/procs.py) + 5 s
+TOLD_WITHIN = 1 + 5  # the bots' poll (tests/procs/worlds.py) + 5 s
 FOUND = re.compile(rf"{OUTSIDE} clusters running that nobody here launched")
 
 

@@ -29,7 +29,7 @@ from tests.procs import (
     GENERAL,
     SECRET,
     BotProcess,
-    _base_env,
+    base_env,
     wait_for,
     world,
 )
@@ -103,7 +103,7 @@ async def commands(root: Path, cwd: Path,
     """(exit code, output) of each `cluster-bot` command line, with bot/ from `root`."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-c", COMMANDS % str(REPO), json.dumps(runs), cwd=cwd,
-        env=_base_env() | {"PYTHONPATH": str(root)}, stdout=asyncio.subprocess.PIPE,
+        env=base_env() | {"PYTHONPATH": str(root)}, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT)
     out, _ = await asyncio.wait_for(proc.communicate(), 120)
     assert proc.returncode == 0, out.decode()
@@ -216,7 +216,7 @@ async def test_the_image_builds_and_serves(tmp_path):
                 "APPROVERS": f"{BOB},{CAROL}", "POLL_INTERVAL_SECONDS": "1", "PORT": "0",
                 "INTERNAL_PORT": str(internal), "LOG_LEVEL": "INFO"}
             argv = image.run_argv(box, [*config["Entrypoint"], *config["Cmd"]], env)
-            bot = BotProcess(name="image", env=_base_env(), directory=tmp_path,
+            bot = BotProcess(name="image", env=base_env(), directory=tmp_path,
                              slack=w.slack, argv=argv)
             w.bots.append(bot)  # killed with the world should the test fail
             await bot.start()

@@ -1,5 +1,5 @@
 """Money deadlines on AI Reserve's clock when it runs away from the host's (issue 31), in real
-processes (tests/procs.py): a bot process and the standalone simulator, whose virtual clock
+processes (tests/procs/): a bot process and the standalone simulator, whose virtual clock
 the test moves by itself — the bot's host clock is left alone (no `w.advance`), as a real
 provider's clock that was corrected, or a VM paused and resumed, would be.
 

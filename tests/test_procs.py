@@ -1,4 +1,4 @@
-"""The real-process harness (tests/procs.py) itself: a bot process and a simulator process launch
+"""The real-process harness (tests/procs/) itself: a bot process and a simulator process launch
 a cluster end to end, survive a SIGKILL and a restart, on SQLite and on PostgreSQL."""
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ async def metric(bot: BotProcess, name: str, service: str) -> float:
 async def test_readyz_stays_green_through_a_150_s_provider_outage_and_says_it_once(tmp_path):
     async with world(tmp_path) as w:
         bot = await w.bot()
-        await wait_for(lambda: _ready(bot), within=60, what="/readyz 200")
+        await wait_for(bot.ready, within=60, what="/readyz 200")
         port = w.sim.port
         logged_before = len(bot.logs())
 
@@ -91,10 +91,6 @@ async def test_readyz_stays_green_through_a_150_s_provider_outage_and_says_it_on
         said = [m.group(0) for m in LOUD.finditer(bot.logs()[logged_before:])]
         assert len(said) == 1 and "AI Reserve: unreachable for" in said[0], said  # once
         assert "AI Reserve answers again" in bot.logs()[logged_before:]  # back: one INFO
-
-
-async def _ready(bot: BotProcess) -> bool:
-    return (await bot.get("/readyz"))[0] == 200
 
 
 async def _more(bot: BotProcess, seen: float) -> bool:

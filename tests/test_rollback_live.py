@@ -15,7 +15,7 @@ Which of the two is not the release's choice: the schema records the oldest code
 on it (storage/migrations' markers, `schema_compat`); a release older than that must refuse,
 a newer one must run. Every release's `db status` and `migrate` on this schema:
 tests/test_rollback_releases.py; forward from each: tests/test_upgrade_releases.py. On SQLite
-and PostgreSQL, one world each (tests/procs.py)."""
+and PostgreSQL, one world each (tests/procs/)."""
 
 from __future__ import annotations
 
@@ -49,14 +49,6 @@ FAST_SLACK = {"SLACK_RATE_LIMITS": "off"}  # FakeSlack has none: each post at on
 PREVIOUS = RELEASES[-1]  # what an operator rolls back to
 # The newest release this build's schema turns away (or the oldest listed, if none must).
 TURNED_AWAY = next((r for r in reversed(RELEASES) if not must_run(r[0])), RELEASES[0])
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def database_url(request: pytest.FixtureRequest) -> str | None:
-    if request.param == "postgres":
-        url: str = request.getfixturevalue("pg_url")
-        return url
-    return None
 
 
 async def _waiting(w: World) -> tuple[RequestStatus, int] | None:
@@ -166,7 +158,7 @@ async def _schema(w: World) -> list[tuple[str, str]]:
 
 
 async def test_the_previous_release_runs_its_money_duties_on_live_rows_or_refuses(
-        tmp_path: Path, database_url: str | None) -> None:
+        tmp_path: Path, empty_database_url: str | None) -> None:
     releases = {head: (commit, _archive(commit, tmp_path / f"release-{head}"))
                 for head, commit in (PREVIOUS, TURNED_AWAY)}
     missing = [commit for commit, where in releases.values() if where is None]
@@ -175,7 +167,7 @@ async def test_the_previous_release_runs_its_money_duties_on_live_rows_or_refuse
     assert not must_run(TURNED_AWAY[0]), "no listed release is turned away: pick another"
     outcome: dict[str, str] = {}
     started = time.monotonic()
-    async with world(tmp_path, database_url=database_url) as w:
+    async with world(tmp_path, database_url=empty_database_url) as w:
         planned, left = await _live_rows(w)
         before = await _schema(w)
         assert before == [(head_revision(), oldest_compatible(head_revision()))]

@@ -12,7 +12,7 @@ import aiohttp
 import pytest
 
 from devslack.webapi import FakeSlack
-from tests.procs import REPO, _base_env, wait_for
+from tests.procs import REPO, base_env, wait_for
 
 pytestmark = pytest.mark.procs  # real processes: one at a time (tests/conftest.py)
 
@@ -31,7 +31,7 @@ WAIT = 60.0  # seconds a real process gets for each step (it takes about one; CI
 
 
 def env_for(tmp_path, **extra):
-    return _base_env() | {
+    return base_env() | {
         "SLACK_BOT_TOKEN": "xoxb-devslack", "SLACK_SIGNING_SECRET": "s3cret",
         "APPROVALS_CHANNEL": "C0APPROVALS", "APPROVERS": "U0BOB,U0CAROL",
         "DATABASE_URL": f"sqlite:///{tmp_path / 'bot.db'}", "PORT": "0",
@@ -128,7 +128,7 @@ async def test_serve_embedded_metrics_json_logs_and_policy_reload(tmp_path):
 async def test_make_run_without_slack_still_runs_the_local_workspace(tmp_path):
     """`run` without Slack credentials is the local workspace on the embedded simulator: the
     provider check is `serve`'s alone. Its terminal reads stdin; at its end it exits."""
-    env = _base_env() | {"DATABASE_URL": f"sqlite:///{tmp_path / 'bot.db'}"}
+    env = base_env() | {"DATABASE_URL": f"sqlite:///{tmp_path / 'bot.db'}"}
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bot", "run", cwd=tmp_path, env=env,
         stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,

@@ -62,10 +62,7 @@ async def test_readyz_is_red_while_the_socket_mode_connection_is_down(tmp_path):
                                                 r"(http://\S+)/readyz\)", bot.logs()),
                               what="the internal port in the log")
         bot.internal_url = line[1]
-
-        async def ready() -> bool:
-            return (await bot.get("/readyz"))[0] == 200
-        await wait_for(ready, within=30, what="/readyz 200 while connected")
+        await wait_for(bot.ready, within=30, what="/readyz 200 while connected")
 
         # The link drops and Slack's WebSocket end refuses the next try (503): the client tries
         # again a ping interval later (~10 s), far past the 1 s budget.
@@ -81,5 +78,5 @@ async def test_readyz_is_red_while_the_socket_mode_connection_is_down(tmp_path):
         assert (await bot.get("/healthz"))[0] == 200  # alive: only not ready
 
         await wait_for(lambda: socket.connected, within=60, what="the reconnection")
-        await wait_for(ready, within=30, what="/readyz 200 once reconnected")
+        await wait_for(bot.ready, within=30, what="/readyz 200 once reconnected")
         assert await bot.stop(signal.SIGTERM) == 0

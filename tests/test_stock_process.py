@@ -1,4 +1,4 @@
-"""Waiting for stock in real processes (tests/procs.py): the scheduled stock sweep of a bot
+"""Waiting for stock in real processes (tests/procs/): the scheduled stock sweep of a bot
 process looks for stock; the process is SIGKILLed; the simulator's capacity returns; a new
 process on the same database launches the request exactly once."""
 
@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from bot.domain.models import LaunchRequest, RequestStatus
+from bot.domain.models import RequestStatus
 from bot.slack.blocks.launch_modal import FIELD_WAIT_HOURS
 from bot.slack.ids import Action
 from tests.e2e.harness import launch_without_ssh
@@ -17,11 +17,6 @@ from tests.procs import ALICE, APPROVALS, BOB, GENERAL, World, wait_for, world
 pytestmark = pytest.mark.procs(lane="restarts")  # kills and restarts: tests/conftest.py
 
 STOCK = {"accelerator": "h100-sxm-80gb", "location": "us-tx"}
-
-
-async def requests_of(w: World) -> list[LaunchRequest]:
-    async with w.database() as db, db.transaction() as repos:
-        return await repos.requests.list_by_status(list(RequestStatus))
 
 
 async def test_a_wait_survives_sigkill_and_launches_once(tmp_path, empty_database_url):
@@ -42,7 +37,7 @@ async def test_a_wait_survives_sigkill_and_launches_once(tmp_path, empty_databas
         await first.requests.click(card[-1], Action.APPROVE, user_id=BOB)
 
         async def waited(looks: int) -> bool:
-            [request] = await requests_of(w)
+            [request] = await w.requests()
             return request.status is RequestStatus.WAITING and request.wait_checks >= looks
 
         await wait_for(lambda: waited(0), what="the request waiting for stock")
@@ -63,7 +58,7 @@ async def test_a_wait_survives_sigkill_and_launches_once(tmp_path, empty_databas
 
 
 async def launched(w: World) -> bool:
-    [request] = await requests_of(w)
+    [request] = await w.requests()
     return request.status is RequestStatus.LAUNCHED and request.cluster_id is not None
 
 

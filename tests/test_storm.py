@@ -34,7 +34,7 @@ async def test_a_storm_delays_neither_approval_cards_nor_money_and_drops_nothing
     async with world(tmp_path, slack_limits=LIMITS) as w:
         storm = await storms.seed(w, CLUSTERS)
         bot = await w.bot(env={"SLACK_RATE_LIMITS": LIMITS})
-        await wait_for(lambda: _ready(bot), what="/readyz green before the storm")
+        await wait_for(bot.ready, what="/readyz green before the storm")
         probes: list[int] = []
         sampler = asyncio.create_task(_sample(bot, probes))
 
@@ -83,10 +83,6 @@ async def test_a_storm_delays_neither_approval_cards_nor_money_and_drops_nothing
         finally:
             sampler.cancel()
         assert probes and set(probes) == {200}, Counter(probes)
-
-
-async def _ready(bot: BotProcess) -> bool:
-    return (await bot.get("/readyz"))[0] == 200
 
 
 async def _ended(w: World, cluster_id: str) -> bool:

@@ -13,7 +13,7 @@ from tests import procs
 
 
 async def test_a_test_without_its_procs_mark_starts_no_process(tmp_path):
-    child = procs._Proc([sys.executable, "-c", "pass"], env={}, log_path=tmp_path / "log",
+    child = procs.Child([sys.executable, "-c", "pass"], env={}, log_path=tmp_path / "log",
                         cwd=tmp_path)
     with pytest.raises(AssertionError, match="procs"):
         await child.spawn()

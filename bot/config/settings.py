@@ -111,7 +111,7 @@ class Settings(BaseSettings):
     aireserve_simulator: Literal["embedded"] | None = None
     approvals_channel: str | None = None
     approvers: Annotated[tuple[str, ...], NoDecode] = ()
-    # 1 s is allowed so that tests of real processes (tests/procs.py) see sweeps, takeovers and
+    # 1 s is allowed so that tests of real processes (tests/procs/) see sweeps, takeovers and
     # readiness within seconds; production keeps the default (AI Reserve's 120/min budget).
     poll_interval_seconds: int = Field(default=30, ge=1, le=3600)
     # How long a replica's claim on a post lasts: if it dies posting, another posts after this.
@@ -125,7 +125,7 @@ class Settings(BaseSettings):
     slack_timeout_seconds: float = Field(default=30.0, gt=0, le=300)
     policy_file: Path | None = None
     # Tests and demos only: a file holding seconds to add to the wall clock, re-read whenever
-    # it changes (tests/procs.py moves every bot process's time together with the simulator's).
+    # it changes (tests/procs/ moves every bot process's time together with the simulator's).
     clock_offset_file: Path | None = None
     log_level: str = "INFO"
     # Seals the launch form's environment values at rest (storage/sealing.py). None: derived

@@ -221,11 +221,7 @@ async def test_a_served_bot_rides_out_a_postgresql_restart_with_one_line(
     PostgreSQL stops under it and starts again."""
     async with world(tmp_path, database_url=pg_url) as w:
         bot = await w.bot()
-
-        async def ready() -> bool:
-            return (await bot.get("/readyz"))[0] == 200
-
-        await wait_for(ready, what="/readyz 200")
+        await wait_for(bot.ready, what="/readyz 200")
         await asyncio.to_thread(pg_server.halt)
         try:
             status, body = await bot.get("/readyz")  # red at the first probe
@@ -247,7 +243,7 @@ async def test_a_served_bot_rides_out_a_postgresql_restart_with_one_line(
             assert (await bot.get("/readyz"))[0] == 503
         finally:
             await asyncio.to_thread(pg_server.resume)
-        await wait_for(ready, what="/readyz 200 after the restart")
+        await wait_for(bot.ready, what="/readyz 200 after the restart")
         before = len(w.slack.ephemerals(ALICE))
         await bot.requests.slash(text=QUOTE, user_id=ALICE, channel_id="C0GENERAL")
         await wait_for(lambda: [m for m in w.slack.ephemerals(ALICE)[before:]

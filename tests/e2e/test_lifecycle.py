@@ -1,4 +1,4 @@
-"""Graceful stop and a start that never dies, with real processes (tests/procs.py).
+"""Graceful stop and a start that never dies, with real processes (tests/procs/).
 
 SIGTERM/SIGINT: the bot stops taking work, finishes what is in flight (a launch included, within
 20 s), stops its scheduler, closes the database and exits 0. A start while Slack answers 503 and
@@ -21,11 +21,6 @@ pytestmark = pytest.mark.procs  # real processes: one at a time (tests/conftest.
 HELD = 8.0  # seconds AI Reserve holds a launch's answer (real time): SIGTERM lands within it
 SLACK_WRITES = ("chat.postMessage", "chat.update", "chat.postEphemeral", "conversations.open",
                 "views.publish")
-
-
-async def _requests(w):
-    async with w.database() as db, db.transaction() as repos:
-        return await repos.requests.list_by_status(list(RequestStatus))
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
@@ -63,7 +58,7 @@ async def test_sigterm_mid_launch_finishes_the_launch_then_exits_0(tmp_path, dat
         assert bot.running  # still finishing the launch
         assert await bot.wait(within=30) == 0
         took = time.monotonic() - began
-        [request] = await _requests(w)
+        [request] = await w.requests()
         assert request.status is RequestStatus.LAUNCHED and request.cluster_id is not None
         assert [c["id"] for c in await w.sim.clusters()] == [request.cluster_id]
         assert took < 20 + 5, took
@@ -80,7 +75,7 @@ async def test_start_while_slack_and_ai_reserve_fail_still_serves(tmp_path):
         await bot.requests.click(card, Action.APPROVE, user_id=BOB)
 
         async def launching() -> bool:
-            return any(r.status is RequestStatus.LAUNCHING for r in await _requests(w))
+            return any(r.status is RequestStatus.LAUNCHING for r in await w.requests())
 
         await wait_for(launching, what="the launch in flight")
         await bot.kill()
@@ -103,7 +98,7 @@ async def test_start_while_slack_and_ai_reserve_fail_still_serves(tmp_path):
         await bot.start()
 
         async def launched() -> bool:
-            return all(r.status is RequestStatus.LAUNCHED for r in await _requests(w))
+            return all(r.status is RequestStatus.LAUNCHED for r in await w.requests())
 
         await wait_for(launched, within=60, what="the resumed launch")
         assert len(await w.sim.clusters()) == 1
@@ -117,7 +112,7 @@ async def test_a_launch_longer_than_the_bound_does_not_hold_the_exit(tmp_path):
         await bot.requests.click(card, Action.APPROVE, user_id=BOB)
 
         async def launching() -> bool:
-            return any(r.status is RequestStatus.LAUNCHING for r in await _requests(w))
+            return any(r.status is RequestStatus.LAUNCHING for r in await w.requests())
 
         await wait_for(launching, what="the launch in flight")
         began = time.monotonic()

@@ -1,4 +1,4 @@
-"""The launch saga with real processes (tests/procs.py): a bot killed with SIGKILL, or stopped
+"""The launch saga with real processes (tests/procs/): a bot killed with SIGKILL, or stopped
 with SIGTERM, in the middle of a launch, restarted on the same database against the same
 simulator process → exactly one cluster, linked to its request and owner, SSH details sent once.
 """
@@ -19,13 +19,8 @@ pytestmark = pytest.mark.procs(lane="restarts")  # kills and restarts: tests/con
 SLOW = 6.0  # seconds AI Reserve holds the launch's answer (real time)
 
 
-async def _requests(w: World) -> list[Any]:
-    async with w.database() as db, db.transaction() as repos:
-        return await repos.requests.list_by_status(list(RequestStatus))
-
-
 async def _launched(w: World) -> Any:
-    found = [r for r in await _requests(w) if r.status is RequestStatus.LAUNCHED]
+    found = [r for r in await w.requests() if r.status is RequestStatus.LAUNCHED]
     return found[0] if found else None
 
 
@@ -82,7 +77,7 @@ async def test_sigkill_while_the_provider_holds_the_answer(tmp_path, expired):
             await w.advance(16 * 60)
         await bot.start()
         await _settled(w, bot)
-        assert len(await _requests(w)) == 1 and len(w.slack.messages(APPROVALS)) == 1
+        assert len(await w.requests()) == 1 and len(w.slack.messages(APPROVALS)) == 1
 
 
 @pytest.mark.postgres
@@ -102,7 +97,7 @@ async def test_sigkill_before_the_launch_ran_and_the_quote_expired(tmp_path):
         await _approve_slowly(w, bot, status=503)
 
         async def launching() -> bool:
-            return any(r.status is RequestStatus.LAUNCHING for r in await _requests(w))
+            return any(r.status is RequestStatus.LAUNCHING for r in await w.requests())
 
         await wait_for(launching, what="the claim and its intent")
         assert await bot.kill() == -signal.SIGKILL
