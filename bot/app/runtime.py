@@ -271,6 +271,7 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         # wait on Slack or AI Reserve to start: if they fail, it goes on in the background.
         resume = _keep_trying(rt, "resume launches",
                               lambda: launching.resume(at_start=True))
+        rt.resuming = resume
         # Where the app is installed (auth.test): every request is judged against it, from
         # memory; until Slack has said, requests are refused (bot/slack/gate.py).
         # With OAuth, each request's installation is found as it comes (bot/slack/tenancy.py).
