@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bot.jobs import sweeps
-from bot.jobs.scheduler import build_scheduler, leased, sweeps_lease_ttl
+from bot.jobs.scheduler import build_scheduler, leased, sweeps_lease_ttl, tracked
+from bot.jobs.tracker import Sweeps
 from bot.observability import metrics
+from bot.slack.acks_first import HOLD_AT_MOST, PASS_TURNS, AcksFirstLoop, behind_acks
 from storage.db import Database
 from storage.replica import Lease
 
@@ -141,3 +145,82 @@ def test_a_skipped_tick_of_any_sweep_is_not_a_warning(caplog):
         scheduler_log.warning("Run time of job %s was missed by 0:00:05", "watch_clusters")
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == [
         "Run time of job watch_clusters was missed by 0:00:05"]
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+SWEEP_STEPS = 100  # a sweep's steps (a page compared, a transaction), each SWEEP_STEP of CPU
+SWEEP_STEP = 0.003  # more than a slice of work (WORK_PER_TURN): a step a slice
+TURN = 0.001  # a request's turn before its ack (its body read, its middleware, …)
+
+
+def test_a_sweep_takes_its_turns_behind_the_acks_and_a_burst_never_starves_it():
+    """On the bot's loop (bot/slack/acks_first.py) a sweep marked by `behind_acks` waits while
+    requests keep the loop busy — at most HOLD_AT_MOST, then a step every PASS_TURNS + 1 turns:
+    an ack is not queued behind the sweep's steps, and a burst that never ends still lets the
+    watch finish (and stamp it finished) within that bound."""
+    clock = FakeClock()
+    tracker = Sweeps()
+    steps = 0
+    begun = asyncio.Event()
+
+    async def watch_clusters(_: Any) -> None:
+        nonlocal steps
+        for _ in range(SWEEP_STEPS):
+            steps += 1
+            clock.now += SWEEP_STEP
+            begun.set()
+            await asyncio.sleep(0)
+
+    async def main() -> tuple[list[int], int]:
+        sweep = asyncio.create_task(tracked(watch_clusters, tracker, behind=behind_acks)(None))
+        await begun.wait()
+        behind, turns = [], 0
+        while not sweep.done():  # a burst that never ends: a request's turn always ready
+            before = steps
+            clock.now += TURN
+            await asyncio.sleep(0)
+            turns += 1
+            behind.append(steps - before)
+        return behind, turns
+
+    with asyncio.Runner(loop_factory=lambda: AcksFirstLoop(clock=clock)) as runner:
+        behind, turns = runner.run(main())
+    held = round(HOLD_AT_MOST / TURN)  # the request's turns the hold lasts
+    assert behind[:held - 1] == [0] * (held - 1)  # acks first: no sweep step in their turns
+    assert max(behind) == 1  # then a step between two of the request's turns at most
+    assert turns <= held + (PASS_TURNS + 1) * SWEEP_STEPS  # and the sweep ends in the bound
+    assert "watch_clusters" in tracker.finished
+
+
+def test_every_sweep_but_the_lease_keeper_begins_behind_the_acks():
+    class FakeLease:
+        held = True
+        since = 0.0
+        ttl = timedelta(seconds=18)
+
+        async def hold(self) -> bool:
+            return True
+
+    marked: list[str] = []
+    running: list[str] = []
+
+    class Nothing:
+        """Services whose every call fails at once: each sweep begins, then raises."""
+
+        def __getattr__(self, name: str) -> Any:
+            raise LookupError(name)
+
+    scheduler = build_scheduler(Nothing(), poll_interval_seconds=30,  # type: ignore[arg-type]
+                                lease=FakeLease(), behind_acks=lambda: marked.append(running[-1]))
+    for job in scheduler.get_jobs():
+        running.append(job.id)
+        with contextlib.suppress(LookupError):
+            asyncio.run(job.func(*job.args))
+    assert sorted(marked) == sorted(set(running) - {"keep_lease"})

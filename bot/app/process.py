@@ -49,10 +49,16 @@ class Runtime:
     internal_url: str | None = None  # where /healthz, /readyz, /metrics answer (this host)
     internal_bound: str | None = None  # the internal port's address, as given
     oauth: OAuthParts | None = None  # installs through OAuth (bot/app/installing.py)
+    # Start's resume of the launches an earlier run left (`runtime.start`): start serves after
+    # START_WAIT_SECONDS whether or not it is done, so it may still be running.
+    resuming: asyncio.Task[None] | None = None
 
     async def settle(self) -> None:
-        """Wait until no listener and no launch is still working (after an ack)."""
+        """Wait until no listener and no launch is still working (after an ack), start's resume
+        of an earlier run's launches included."""
         while True:
+            if self.resuming is not None:
+                await asyncio.wait({self.resuming})
             await self.inflight.idle()
             await self.services.launching.drain()
             if self.inflight.count == 0 and not self.services.launching.busy:

@@ -71,6 +71,7 @@ from bot.services.templates import TemplateService
 from bot.services.termination import TerminationService
 from bot.services.volumes import VolumeService
 from bot.services.watching import WatchService
+from bot.slack.acks_first import behind_acks
 from bot.slack.app import build_app, http_app
 from bot.slack.directory import SlackDirectory
 from bot.slack.duty import DutyNotices
@@ -248,8 +249,10 @@ async def start(settings: Settings, *, clock: Clock | None = None,
                           ttl=sweeps_lease_ttl(settings.poll_interval_seconds),
                           capability=capability)
             stack.push_async_callback(lease.release)  # a clean stop hands the sweeps over now
+            # The sweeps' steps take their turns behind the acks (bot/slack/acks_first.py).
             jobs = build_scheduler(services, lease=lease, tracker=sweeps,
-                                   poll_interval_seconds=settings.poll_interval_seconds)
+                                   poll_interval_seconds=settings.poll_interval_seconds,
+                                   behind_acks=behind_acks)
         # Read at scrape time: 1 while this replica holds the sweeps lease (0 with no scheduler).
         metrics.lease_holder.set_function(
             lambda: float(jobs is not None and sweeps.holder))
@@ -268,6 +271,7 @@ async def start(settings: Settings, *, clock: Clock | None = None,
         # wait on Slack or AI Reserve to start: if they fail, it goes on in the background.
         resume = _keep_trying(rt, "resume launches",
                               lambda: launching.resume(at_start=True))
+        rt.resuming = resume
         # Where the app is installed (auth.test): every request is judged against it, from
         # memory; until Slack has said, requests are refused (bot/slack/gate.py).
         # With OAuth, each request's installation is found as it comes (bot/slack/tenancy.py).

@@ -86,9 +86,10 @@ def leased(lease: Lease | None, sweep: Sweep) -> Sweep:
     return run
 
 
-def tracked(job: Sweep, tracker: Sweeps) -> Sweep:
+def tracked(job: Sweep, tracker: Sweeps, *, behind: Callable[[], None] | None = None) -> Sweep:
     """The job, counted while it runs (graceful stop) and stamped when it completes
-    (readiness); a run that raised is a failure, a skipped one (no lease) is nothing."""
+    (readiness); a run that raised is a failure, a skipped one (no lease) is nothing.
+    `behind` is called in the job's task as it begins (the runtime's `behind_acks`)."""
 
     failing = False  # this sweep's last run failed on AI Reserve (said once, until it works)
 
@@ -96,6 +97,8 @@ def tracked(job: Sweep, tracker: Sweeps) -> Sweep:
         nonlocal failing
         if tracker.closed:
             return  # the bot is stopping: nothing new starts
+        if behind is not None:
+            behind()
         tracker.begin()
         started = time.monotonic()
         try:
@@ -147,8 +150,11 @@ _QUIET = _SkippedTicks()
 
 
 def build_scheduler(services: Services, *, poll_interval_seconds: int,
-                    lease: Lease | None = None,
-                    tracker: Sweeps | None = None) -> AsyncIOScheduler:
+                    lease: Lease | None = None, tracker: Sweeps | None = None,
+                    behind_acks: Callable[[], None] | None = None) -> AsyncIOScheduler:
+    """`behind_acks`, called as each sweep begins, puts its steps behind the acks Slack waits
+    for (the runtime hands in bot/slack/acks_first.py's; bot/jobs may not import bot/slack).
+    Not the lease's keeper: its renewal is small and must not lapse behind a burst."""
     tracker = tracker or Sweeps()
     logging.getLogger("apscheduler.scheduler").addFilter(_QUIET)  # once: a set of filters
     if lease is not None:
@@ -168,7 +174,8 @@ def build_scheduler(services: Services, *, poll_interval_seconds: int,
         (sweeps.look_for_stock, min(STOCK_SECONDS, poll_interval_seconds)),
     )
     for sweep, seconds in jobs:
-        scheduler.add_job(tracked(leased(lease, sweep), tracker), "interval", args=[services],
+        scheduler.add_job(tracked(leased(lease, sweep), tracker, behind=behind_acks),
+                          "interval", args=[services],
                           id=sweep.__name__, seconds=seconds)
     if lease is not None:
         async def keep_lease(_: Services) -> None:

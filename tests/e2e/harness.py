@@ -339,6 +339,9 @@ async def bot(tmp_path: Path, *, slack: FakeSlack | None = None,
             await stack.enter_async_context(internal_site(rt, host="127.0.0.1", port=0))
             requests = await stack.enter_async_context(SlackRequests(
                 events_url=f"{url}/slack/events", signing_secret=SECRET, slack=slack))
+        # Start serves after START_WAIT_SECONDS whether or not the launches an earlier run left
+        # are resumed (a loaded host can take longer): a test begins once they are.
+        await rt.settle()
         simulator = sim or rt.simulator
         assert simulator is not None
         yield Harness(rt=rt, slack=slack, requests=requests, clock=clock, sim=simulator,

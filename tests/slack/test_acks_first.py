@@ -1,22 +1,33 @@
 """Acks first on the event loop (bot/slack/acks_first.py): the work after an ack takes at most a
-slice of each turn of the loop, behind everything else, and still always gets that slice.
+slice of each turn of the loop, behind everything else; while the loop is busy it waits up to
+HOLD_AT_MOST, then still always gets a slice every PASS_TURNS + 1 turns.
 
-The work is CPU-heavy on an injected clock (each step "costs" STEP seconds); what is counted
-is steps and turns of the loop, never time.
+The work is CPU-heavy on an injected clock (each step "costs" STEP seconds, a request's turn
+TURN); what is counted is steps and turns of the loop, never time.
 """
 
 import asyncio
+import contextvars
+import socket
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
 from slack_bolt.async_app import AsyncAck
 
-from bot.slack.acks_first import PASS_TURNS, WORK_PER_TURN, AcksFirstLoop, after_ack
+from bot.slack.acks_first import (
+    HOLD_AT_MOST,
+    PASS_TURNS,
+    WORK_PER_TURN,
+    AcksFirstLoop,
+    after_ack,
+)
 from bot.slack.inflight import AckFirst, WorkSlots
 
 STEP = 0.005  # the fake CPU a step of work costs: more than a turn's slice
+TURN = 0.001  # the fake CPU of a request's turn (reading its body, its middleware, …)
 LISTENERS, STEPS = 16, 40  # WorkSlots' 16 listeners working after their acks, 40 steps each
+HELD_TURNS = round(HOLD_AT_MOST / TURN)  # a request's turns the work waits out, at most
 
 
 class Clock:
@@ -53,10 +64,11 @@ class Burst:
         return [asyncio.create_task(self._work()) for _ in range(LISTENERS)]
 
 
-def behind_each_turn(loop: Callable[[Clock], asyncio.AbstractEventLoop]) -> list[int]:
+def behind_each_turn(loop: Callable[[Clock], asyncio.AbstractEventLoop], turns: int = 10
+                     ) -> list[int]:
     """While a burst works, a request's turns (each one step of its own, as reading its body,
-    its middleware, Bolt's poll for the ack and writing the answer are): how many steps of the
-    burst's work ran before each."""
+    its middleware, Bolt's poll for the ack and writing the answer are, costing TURN): how many
+    steps of the burst's work ran before each."""
     clock = Clock()
 
     async def main() -> list[int]:
@@ -64,8 +76,9 @@ def behind_each_turn(loop: Callable[[Clock], asyncio.AbstractEventLoop]) -> list
         tasks = burst.start()
         await burst.working.wait()
         behind = []
-        for _ in range(10):
+        for _ in range(turns):
             before = burst.steps
+            clock.now += TURN
             await asyncio.sleep(0)  # one turn of the request's
             behind.append(burst.steps - before)
         await asyncio.gather(*tasks)
@@ -76,11 +89,59 @@ def behind_each_turn(loop: Callable[[Clock], asyncio.AbstractEventLoop]) -> list
 
 
 def test_a_request_waiting_for_its_ack_goes_before_the_work():
-    # Its turns go first; the work takes one step after every PASS_TURNS it let go by.
-    behind = behind_each_turn(lambda clock: AcksFirstLoop(clock=clock))
-    assert max(behind) == 1 and sum(behind) == len(behind) // (PASS_TURNS + 1)
+    # Its turns go first, HOLD_AT_MOST's worth of them without a step of work between.
+    assert behind_each_turn(lambda clock: AcksFirstLoop(clock=clock)) == [0] * 10
     # The loop `cluster-bot serve` ran on before: every working listener's step in each turn.
     assert behind_each_turn(lambda _: asyncio.SelectorEventLoop()) == [LISTENERS] * 10
+
+
+def test_past_its_hold_the_work_takes_a_step_every_pass_turns():
+    behind = behind_each_turn(lambda clock: AcksFirstLoop(clock=clock), HELD_TURNS + 50)
+    # Nothing while held (the work found the loop busy as the listeners took their first
+    # steps, so a turn or two less than HELD_TURNS of the request's), then one step after
+    # every PASS_TURNS it let go by.
+    assert sum(behind[:HELD_TURNS - 2]) == 0
+    past = behind[HELD_TURNS:]
+    assert max(past) == 1 and sum(past) == pytest.approx(len(past) / (PASS_TURNS + 1), abs=1)
+
+
+def test_idle_turns_look_at_the_sockets_before_a_slice_of_work():
+    clock = Clock()
+
+    async def main() -> list[str]:
+        loop = asyncio.get_running_loop()
+        order: list[str] = []
+        ours, theirs = socket.socketpair()
+        ours.setblocking(False)
+        came = asyncio.Event()
+
+        def readable() -> None:
+            order.append("request")
+            ours.recv(100)
+            came.set()
+        loop.add_reader(ours.fileno(), readable)
+
+        async def work() -> None:
+            after_ack()
+            # A request arrives from outside (not work) in the next turn, ahead of the work's
+            # next turn — and then nothing else is ready on the loop.
+            loop.call_soon(theirs.send, b"POST /slack/events", context=contextvars.Context())
+            for _ in range(3):
+                order.append("work")
+                clock.now += STEP
+                await asyncio.sleep(0)
+
+        task = asyncio.create_task(work())
+        await came.wait()
+        await task
+        loop.remove_reader(ours.fileno())
+        ours.close()
+        theirs.close()
+        return order
+
+    # Its bytes, unread when the loop last looked, go before the next slice of work (which
+    # would otherwise take that idle-looking turn: 2 ms or a step, whatever it costs).
+    assert run(main, lambda: AcksFirstLoop(clock=clock)) == ["work", "request", "work", "work"]
 
 
 def test_small_steps_share_a_turn_up_to_its_slice():
@@ -110,11 +171,14 @@ def test_the_work_is_never_starved_by_a_steady_stream_of_acks():
         turns = 0
         while not all(t.done() for t in tasks):  # something other than work is always ready
             turns += 1
+            clock.now += TURN
             await asyncio.sleep(0)
         return turns
 
-    # One step of work (each costs more than the slice) after every PASS_TURNS turns.
-    assert run(main, lambda: AcksFirstLoop(clock=clock)) <= (PASS_TURNS + 1) * LISTENERS * STEPS
+    # Held for HOLD_AT_MOST, then one step of work (each costs more than the slice) after every
+    # PASS_TURNS turns.
+    assert run(main, lambda: AcksFirstLoop(clock=clock)) <= \
+        HELD_TURNS + (PASS_TURNS + 1) * LISTENERS * STEPS
 
 
 def test_only_what_follows_the_ack_is_held_back():
