@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -103,20 +104,22 @@ class LaunchService:
 
     async def launch(self, request_id: str) -> None:
         """Claim an approved request and launch it (a no-op unless it is `approved`)."""
-        now = self._clock.now()
-        async with self._db.transaction() as repos:
-            claimed = await repos.requests.transition(
-                request_id, from_=[RequestStatus.APPROVED], to=RequestStatus.LAUNCHING, now=now,
-                last_error=None)
-            if claimed is None:
-                return  # someone else launches it, or it isn't approved
-            intent = await self._intent(repos, claimed)
-        # The intent is on disk: AI Reserve is called while Slack is told (paced: seconds).
-        shown = asyncio.create_task(self._notifier.refresh_request(request_id))
-        try:
-            await self._run(claimed, intent)
-        finally:
-            await shown
+        with self._mine(request_id) as mine:
+            if not mine:
+                return  # this process is launching it already
+            async with self._db.transaction() as repos:
+                claimed = await repos.requests.transition(
+                    request_id, from_=[RequestStatus.APPROVED], to=RequestStatus.LAUNCHING,
+                    now=self._clock.now(), last_error=None)
+                if claimed is None:
+                    return  # someone else launches it, or it isn't approved
+                intent = await self._intent(repos, claimed)
+            # The intent is on disk: AI Reserve is called while Slack is told (paced: seconds).
+            shown = asyncio.create_task(self._notifier.refresh_request(request_id))
+            try:
+                await self._saga(claimed, intent)
+            finally:
+                await shown
 
     async def resume(self, *, at_start: bool = False) -> int:
         """Resolve launches a crash, stop or timeout left unconfirmed; start approved ones
@@ -132,17 +135,33 @@ class LaunchService:
             await self.launch(request.id)
         resumed = 0
         for request in stale:
-            if request.id in self._running:
-                continue  # this process is on it
-            async with self._db.transaction() as repos:  # renew the lease before calling out
-                renewed = await repos.requests.transition(
-                    request.id, from_=[RequestStatus.LAUNCHING], to=RequestStatus.LAUNCHING,
-                    now=self._clock.now(), updated_before=cutoff)
-                intent = None if renewed is None else await self._intent(repos, renewed)
-            if renewed is not None and intent is not None:
-                resumed += 1
-                await self._run(renewed, intent)
+            # Marked before the renew: at start the renew has no cutoff, so a second resume in
+            # this process (the scheduler's, during start's) would otherwise renew it as well.
+            with self._mine(request.id) as mine:
+                if not mine:
+                    continue  # this process is on it
+                async with self._db.transaction() as repos:  # renew the lease, then call out
+                    renewed = await repos.requests.transition(
+                        request.id, from_=[RequestStatus.LAUNCHING], to=RequestStatus.LAUNCHING,
+                        now=self._clock.now(), updated_before=cutoff)
+                    intent = None if renewed is None else await self._intent(repos, renewed)
+                if renewed is not None and intent is not None:
+                    resumed += 1
+                    await self._saga(renewed, intent)
         return len(approved) + resumed
+
+    @contextlib.contextmanager
+    def _mine(self, request_id: str) -> Iterator[bool]:
+        """Mark `request_id` launching in this process for the block (False if it already is):
+        checked and marked with no await between, before any claim, renew or call."""
+        if request_id in self._running:
+            yield False
+            return
+        self._running.add(request_id)
+        try:
+            yield True
+        finally:
+            self._running.discard(request_id)
 
     async def _intent(self, repos: Repos, request: LaunchRequest) -> LaunchIntent:
         """The request's stored intent under its key; written now if there is none yet (the
@@ -160,13 +179,6 @@ class LaunchService:
             body=LaunchBody.of(request, quote), created_at=now, updated_at=now))
 
     # --- the saga -------------------------------------------------------------------------
-
-    async def _run(self, request: LaunchRequest, intent: LaunchIntent) -> None:
-        self._running.add(request.id)
-        try:
-            await self._saga(request, intent)
-        finally:
-            self._running.discard(request.id)
 
     async def _saga(self, request: LaunchRequest, intent: LaunchIntent) -> None:
         for _ in range(MAX_CALLS_PER_PASS):
