@@ -31,6 +31,7 @@ from bot.domain.models import (
 )
 from bot.services.home import HomeService
 from bot.services.people import People
+from bot.slack import audiences
 from bot.slack.blocks import approval as approval_blocks
 from bot.slack.blocks import cluster as cluster_blocks
 from bot.slack.blocks import common as common_blocks
@@ -70,6 +71,7 @@ class SlackNotifier:
         self._people = people
         self._home = home
         self._homes = Coalesced(self._publish_home)  # one publish of a home at a time
+        self._audiences = audiences.Audiences()  # what a request's refresh republishes
         self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
         # A request's refreshes asked while one runs fold into one run after it (a launch's
         # steps, the approval and the watch sweep ask at once; each run is paced Slack calls).
@@ -199,12 +201,12 @@ class SlackNotifier:
                 if top is not None:
                     await self.outbox.post_once(key, top.channel_id,
                                                 story_blocks.story_post(words), thread_ts=top.ts)
-        # Approvers' homes list what waits for them: only a submission or a decision changes it.
-        deciding = card and request.status in (RequestStatus.PENDING, RequestStatus.APPROVED,
-                                               RequestStatus.REJECTED, RequestStatus.WITHDRAWN)
+        # Only the Homes this state of the request changes (bot/slack/audiences.py).
+        now_shown = audiences.shown(request, record)
         with self._people.at(request):  # its installation's approvers, budgets and teams
-            await self._refresh_homes([request.requester_id,
-                                       *(await self._people.approvers() if deciding else ())])
+            whose = self._audiences.whose(request, now_shown, await self._people.approvers())
+            if await self._refresh_homes(whose):
+                self._audiences.published(request, now_shown)
 
     async def _untold(self, repos: Repos, request: LaunchRequest,
                       approvals: Sequence[Approval], record: ClusterRecord | None,
@@ -377,14 +379,18 @@ class SlackNotifier:
         await self._client.views_publish(
             user_id=user_id, view=home_blocks.home_payload(facts, now=self._clock.now()))
 
-    async def _refresh_homes(self, user_ids: Iterable[str | None]) -> None:
-        """The App Home of everyone a change concerns (best effort: a home is not a record)."""
+    async def _refresh_homes(self, user_ids: Iterable[str | None]) -> bool:
+        """The App Home of everyone a change concerns (best effort: a home is not a record);
+        whether every one was published."""
+        published = True
         for user_id in sorted({u for u in user_ids if u}):
             try:
                 await self.refresh_home(user_id)
             except SlackApiError as exc:
+                published = False
                 log.warning("could not publish the home of %s: %s", user_id,
                             exc.response.get("error"))
+        return published
 
     async def tell(self, user_id: str, text: str, *, key: str | None = None) -> None:
         """A DM, once per `key` across replicas; without a key, the same words to the same
