@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,6 +15,18 @@ from bot.observability import metrics
 from bot.slack.acks_first import HOLD_AT_MOST, PASS_TURNS, AcksFirstLoop, behind_acks
 from storage.db import Database
 from storage.replica import Lease
+
+
+@dataclass
+class FakeLease:
+    """A lease the scheduler can hold and renew (`held`: this replica holds it now)."""
+
+    held: bool
+    since: float = 0.0
+    ttl: timedelta = timedelta(seconds=18)
+
+    async def hold(self) -> bool:
+        return True
 
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
@@ -48,15 +61,7 @@ def test_the_lease_lasts_under_one_poll_interval_and_is_renewed_thrice_in_it():
     assert sweeps_lease_ttl(30) == timedelta(seconds=18)
     assert sweeps_lease_ttl(1) == timedelta(seconds=2)  # not shorter: a busy loop would flap
 
-    class FakeLease:
-        held = False
-        since = 0.0
-        ttl = timedelta(seconds=18)
-
-        async def hold(self) -> bool:
-            return True
-
-    scheduler = build_scheduler(Any, poll_interval_seconds=30, lease=FakeLease())  # type: ignore[arg-type]
+    scheduler = build_scheduler(Any, poll_interval_seconds=30, lease=FakeLease(held=False))  # type: ignore[arg-type]
     jobs = {job.id: job for job in scheduler.get_jobs()}
     assert set(jobs) == {"watch_clusters", "finish_terminations", "resume_launches",
                          "remind_volumes", "look_for_stock", "keep_lease", "enforce_envelopes",
@@ -200,14 +205,6 @@ def test_a_sweep_takes_its_turns_behind_the_acks_and_a_burst_never_starves_it():
 
 
 def test_every_sweep_but_the_lease_keeper_begins_behind_the_acks():
-    class FakeLease:
-        held = True
-        since = 0.0
-        ttl = timedelta(seconds=18)
-
-        async def hold(self) -> bool:
-            return True
-
     marked: list[str] = []
     running: list[str] = []
 
@@ -218,7 +215,8 @@ def test_every_sweep_but_the_lease_keeper_begins_behind_the_acks():
             raise LookupError(name)
 
     scheduler = build_scheduler(Nothing(), poll_interval_seconds=30,  # type: ignore[arg-type]
-                                lease=FakeLease(), behind_acks=lambda: marked.append(running[-1]))
+                                lease=FakeLease(held=True),
+                                behind_acks=lambda: marked.append(running[-1]))
     for job in scheduler.get_jobs():
         running.append(job.id)
         with contextlib.suppress(LookupError):
