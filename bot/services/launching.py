@@ -39,14 +39,15 @@ from bot.domain.models import LaunchRequest, RequestStatus
 from bot.domain.ports import Notifier
 from bot.reserve import errors as api
 from bot.reserve.port import MAX_PAGE_SIZE, ClusterProvider
-from bot.reserve.schemas import Cluster, Shape
+from bot.reserve.schemas import Cluster
 from bot.services.approvals import Judge, reprice
 from bot.services.audit import AuditLog
+from bot.services.launch_call import call_kwargs, refusal
 from bot.services.linking import link_cluster
-from bot.services.quoting import QuotingService, orchestrator_wire
+from bot.services.quoting import QuotingService
 from storage.db import Database
 from storage.repositories import Repos
-from storage.sealing import UnreadableSecret, unseal_env
+from storage.sealing import UnreadableSecret
 
 log = logging.getLogger(__name__)
 
@@ -183,7 +184,7 @@ class LaunchService:
     async def _saga(self, request: LaunchRequest, intent: LaunchIntent) -> None:
         for _ in range(MAX_CALLS_PER_PASS):
             try:
-                kwargs = _kwargs(intent.body)
+                kwargs = call_kwargs(intent.body)
             except UnreadableSecret as exc:  # no call made: nothing was launched or billed
                 await self._fail(request, intent, f"The launch can't be sent: {exc}. "
                                  "Nothing was launched; request it again.")
@@ -199,7 +200,7 @@ class LaunchService:
                                    "already launched; reading that cluster failed, will retry")
                 return
             except (api.CapacityUnavailable, api.PaymentRequired) as exc:
-                await self._launch_failed(request, intent, _why(exc),
+                await self._launch_failed(request, intent, refusal(exc),
                                           capacity=isinstance(exc, api.CapacityUnavailable))
                 return
             except (api.QuoteExpired, api.PriceChanged) as exc:
@@ -403,30 +404,3 @@ class LaunchService:
                                 idempotency_key=request.idempotency_key)
         await self._notifier.refresh_request(request.id)
         return True
-
-
-def _kwargs(body: LaunchBody) -> dict[str, Any]:
-    """`launch_cluster`'s keyword arguments from the stored body (the same on every replay)."""
-    s = body.shape
-    return {
-        "name": body.name, "image": body.image,
-        "docker_start_cmd": list(body.docker_start_cmd) if body.docker_start_cmd else None,
-        # The one place a sealed value is opened: the call to the provider (storage/sealing).
-        "env": unseal_env(dict(body.env)) if body.env else None,
-        "ports": list(body.ports) if body.ports else None,
-        "ssh_keys": list(body.ssh_keys) if body.ssh_keys else None,
-        "auto_recovery": body.auto_recovery,
-        "shape": Shape(accelerator=s.accelerator, gpus_per_node=s.gpus_per_node, nodes=s.nodes),
-        "location": body.location, "root_disk_gb": body.root_disk_gb,
-        "storage_gb": body.storage_gb, "volume_id": body.volume_id,
-        "orchestrator": orchestrator_wire(body.orchestrator or "none"),
-    }
-
-
-def _why(exc: api.ApiError) -> str:
-    if isinstance(exc, api.CapacityUnavailable):
-        placeable, where = exc.nodes_placeable, exc.location or "that location"
-        return (f"AI Reserve {stock.NO_CAPACITY} in {where}"
-                + (f" (only {placeable} fit right now)." if placeable is not None else ".")
-                + " Nothing was launched or billed.")
-    return f"AI Reserve needs the account topped up first ({exc.message})."
