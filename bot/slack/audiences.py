@@ -20,7 +20,7 @@ made. What is forgotten (the oldest of `KEPT`) is published again.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Collection
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 
 from bot.domain.models import ClusterRecord, LaunchRequest, RequestStatus
@@ -42,13 +42,14 @@ def shown(request: LaunchRequest, record: ClusterRecord | None) -> Shown:
 class Audiences:
     _published: OrderedDict[str, Shown] = field(default_factory=OrderedDict)
 
-    def whose(self, request: LaunchRequest, now: Shown,
-              approvers: Collection[str]) -> list[str]:
-        """The people whose Home must be published for `request` showing `now`."""
+    async def whose(self, request: LaunchRequest, now: Shown,
+                    approvers: Callable[[], Awaitable[Collection[str]]]) -> list[str]:
+        """The people whose Home must be published for `request` showing `now` (`approvers`
+        is asked only when theirs must: a user group's members may be a Slack call)."""
         before = self._published.get(request.id)
         users: list[str] = []
         if before is None or before[0] != now[0]:
-            users.extend(approvers)
+            users.extend(await approvers())
         if before is None or before[1:] != now[1:]:
             users.append(request.requester_id)
         return users

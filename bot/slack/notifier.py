@@ -204,7 +204,7 @@ class SlackNotifier:
         # Only the Homes this state of the request changes (bot/slack/audiences.py).
         now_shown = audiences.shown(request, record)
         with self._people.at(request):  # its installation's approvers, budgets and teams
-            whose = self._audiences.whose(request, now_shown, await self._people.approvers())
+            whose = await self._audiences.whose(request, now_shown, self._people.approvers)
             if await self._refresh_homes(whose):
                 self._audiences.published(request, now_shown)
 
